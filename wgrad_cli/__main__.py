@@ -1,0 +1,3 @@
+from wgrad_cli.cli import main
+
+main()

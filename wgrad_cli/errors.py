@@ -1,0 +1,21 @@
+"""User-facing errors: each carries one line per problem, printed without a traceback."""
+
+from __future__ import annotations
+
+
+class WgradError(Exception):
+    """A problem the user can fix; the CLI prints `lines` and exits with `exit_code`."""
+
+    exit_code = 2
+
+    def __init__(self, lines: list[str] | str) -> None:
+        self.lines = [lines] if isinstance(lines, str) else list(lines)
+        super().__init__("\n".join(self.lines))
+
+
+class ConfigError(WgradError):
+    """Invalid YAML config or kernel spec: every problem found, as `file:line: field: why; allowed`."""
+
+
+class ToolchainError(WgradError):
+    """A compiler or tool that a requested build needs is missing or unusable."""

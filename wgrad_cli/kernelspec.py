@@ -1,0 +1,135 @@
+"""Kernel specs: what wgrad must know to build and launch a kernel, read from kernels/*.yaml.
+
+A spec names its source, include dirs, per-target flags, the symbol (a base name, looked up in
+the code object, never a mangled string), and the launch geometry: one 1-D workgroup per
+`tile` of one expert's grad_w, so grid = E * (N / tile_n) * (K / tile_k).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from wgrad_cli.abi import ALIGN, Dims
+from wgrad_cli.targets import TARGETS
+from wgrad_cli.yamlsource import Key, Problems, load
+
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+SPEC_KEYS = {"name", "description", "source", "include", "symbol", "launch", "targets", "needs_hip_headers"}
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    description: str
+    source: Path | None  # None: external kernel whose source the user must point at
+    include: tuple[Path, ...]
+    symbol: str
+    tile: tuple[int, int]  # grad_w elements (N, K) per workgroup
+    block: int  # threads per workgroup
+    flags: dict[str, tuple[str, ...]]  # target name -> compiler flags
+    needs_hip_headers: bool
+    spec_file: Path
+
+    def grid(self, d: Dims) -> int:
+        return d.E * (d.N // self.tile[0]) * (d.K // self.tile[1])
+
+    def with_paths(self, source: Path | None, include: tuple[Path, ...] | None) -> KernelSpec:
+        """The same kernel built from a user's checkout (source and include dirs overridden)."""
+        return replace(self, source=source or self.source, include=self.include if include is None else include)
+
+
+def load_specs(directory: Path = KERNELS_DIR) -> dict[str, KernelSpec]:
+    """Every kernels/*.yaml spec by name; raises ConfigError listing every problem."""
+    specs: dict[str, KernelSpec] = {}
+    all_problems: list[str] = []
+    for file in sorted(directory.glob("*.yaml")):
+        data, problems = load(file)
+        spec = _parse(data, file, problems)
+        if spec and spec.name in specs:
+            problems.add(("name",), f"'{spec.name}' is also the name of {specs[spec.name].spec_file}", "names must be unique")
+        elif spec:
+            specs[spec.name] = spec
+        all_problems += problems.found
+    if all_problems:
+        from wgrad_cli.errors import ConfigError
+
+        raise ConfigError(all_problems)
+    return specs
+
+
+def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
+    if not isinstance(data, dict):
+        p.add((), "is not a mapping", f"a kernel spec is a mapping with keys {sorted(SPEC_KEYS)}")
+        return None
+    for key in data.keys() - SPEC_KEYS:
+        p.add((key,), "unknown key", f"allowed keys: {', '.join(sorted(SPEC_KEYS))}")
+    for key in ("name", "symbol", "launch", "targets"):
+        if key not in data:
+            p.add((key,), "is missing", "every kernel spec needs name, symbol, launch and targets")
+    name, symbol = data.get("name"), data.get("symbol")
+    for key, value in (("name", name), ("symbol", symbol)):
+        if value is not None and not (isinstance(value, str) and value.isidentifier()):
+            p.add((key,), f"{value!r} is not an identifier", f"{key} must be a C identifier")
+    source = data.get("source")
+    if source is not None and not isinstance(source, str):
+        p.add(("source",), f"{source!r} is not a path", "source is a path relative to the spec, or null")
+    source_path = file.parent / source if isinstance(source, str) else None
+    if source_path and not source_path.is_file():
+        p.add(("source",), f"{source_path} does not exist", "source must name an existing file")
+    include = _paths(data.get("include", []), ("include",), file.parent, p)
+    tile, block = _launch(data.get("launch"), p)
+    flags = _flags(data.get("targets"), p)
+    needs = data.get("needs_hip_headers", False)
+    if not isinstance(needs, bool):
+        p.add(("needs_hip_headers",), f"{needs!r} is not a boolean", "true or false")
+    if p.found:
+        return None
+    assert isinstance(name, str) and isinstance(symbol, str) and tile and block and flags is not None
+    return KernelSpec(name, str(data.get("description", "")), source_path, include, symbol, tile, block, flags,
+                      bool(needs), file)
+
+
+def _paths(value: Any, path: Key, base: Path, p: Problems) -> tuple[Path, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        p.add(path, f"{value!r} is not a list of paths", "a list of directory paths")
+        return ()
+    return tuple(base / v for v in value)
+
+
+def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None]:
+    if not isinstance(value, dict):
+        if value is not None:
+            p.add(("launch",), f"{value!r} is not a mapping", "launch: {tile: [n, k], block: threads}")
+        return None, None
+    for key in value.keys() - {"tile", "block"}:
+        p.add(("launch", key), "unknown key", "launch has tile and block")
+    tile, block = value.get("tile"), value.get("block")
+    good_tile = (isinstance(tile, list) and len(tile) == 2 and all(type(t) is int for t in tile)
+                 and ALIGN["N"] % tile[0] == 0 and ALIGN["K"] % tile[1] == 0)
+    if not good_tile:
+        p.add(("launch", "tile"), f"{tile!r} is not two tile sizes dividing {ALIGN['N']} and {ALIGN['K']}",
+              "tile: [n, k] with n dividing 256 and k dividing 256, so every legal shape tiles exactly")
+    if type(block) is not int or not 1 <= block <= 1024:
+        p.add(("launch", "block"), f"{block!r} is not a thread count", "block is an integer in [1, 1024]")
+        return None, None
+    return (tuple(tile) if good_tile else None), block  # type: ignore[return-value]
+
+
+def _flags(value: Any, p: Problems) -> dict[str, tuple[str, ...]] | None:
+    if not isinstance(value, dict) or not value:
+        if value is not None:
+            p.add(("targets",), f"{value!r} is not a mapping of targets", f"targets: {{{', '.join(TARGETS)}: {{flags: [...]}}}}")
+        return None
+    out: dict[str, tuple[str, ...]] = {}
+    for target, body in value.items():
+        if target not in TARGETS:
+            p.add(("targets", target), "unknown target", f"targets are {', '.join(TARGETS)}")
+            continue
+        flags = body.get("flags", []) if isinstance(body, dict) else None
+        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+            p.add(("targets", target, "flags"), f"{flags!r} is not a list of strings", "flags: [-O3, ...]")
+            continue
+        out[target] = tuple(flags)
+    return out

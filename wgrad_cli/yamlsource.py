@@ -1,0 +1,81 @@
+"""YAML loading that keeps line numbers, so every config problem can point at its line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from wgrad_cli.errors import ConfigError
+
+Key = tuple[str | int, ...]
+
+
+def field_name(path: Key) -> str:
+    """('shapes', 2, 'M') -> 'shapes[2].M'."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out or "(top level)"
+
+
+@dataclass
+class Problems:
+    """Collects every problem in one file, then raises them together."""
+
+    file: Path
+    lines: dict[Key, int] = field(default_factory=dict)
+    found: list[str] = field(default_factory=list)
+
+    def line_of(self, path: Key) -> int:
+        while path not in self.lines and path:
+            path = path[:-1]
+        return self.lines.get(path, 1)
+
+    def add(self, path: Key, why: str, allowed: str) -> None:
+        self.found.append(f"{self.file}:{self.line_of(path)}: {field_name(path)}: {why}; {allowed}")
+
+    def raise_if_any(self) -> None:
+        if self.found:
+            raise ConfigError(self.found)
+
+
+def load(file: Path) -> tuple[Any, Problems]:
+    """Parse `file` into plain Python values plus a `Problems` that knows each value's line."""
+    problems = Problems(file)
+    try:
+        text = file.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{file}:1: (file): cannot be read ({exc.strerror}); give a readable YAML file")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise ConfigError(f"{file}:{line}: (YAML): {exc.problem or exc.context}; the file must be valid YAML")
+    if node is None:
+        return {}, problems
+    return _convert(node, (), problems), problems
+
+
+def _convert(node: yaml.Node, path: Key, problems: Problems) -> Any:
+    problems.lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = _scalar(key_node)
+            if key in out:
+                problems.lines[path + (key,)] = key_node.start_mark.line + 1
+                problems.add(path + (key,), "appears twice", "each key may appear once")
+                continue
+            out[key] = _convert(value_node, path + (key,), problems)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_convert(item, path + (i,), problems) for i, item in enumerate(node.value)]
+    return _scalar(node)
+
+
+def _scalar(node: yaml.Node) -> Any:
+    return yaml.SafeLoader("").construct_object(node)  # type: ignore[no-untyped-call]
