@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -100,9 +101,9 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
     base = sha256_text(compiler.identity, *argv(Path("@OUT"), Path("@DEP")))
     entry = cache.lookup(base)
     result.cache_hit = entry is not None
-    with tempfile.TemporaryDirectory(prefix="wgrad-build-") as tmp:
-        out, dep = Path(tmp) / f"kernel{suffix}", Path(tmp) / "kernel.d"
-        if entry is None:
+    if entry is None:
+        with tempfile.TemporaryDirectory(prefix="wgrad-build-") as tmp:
+            out, dep = Path(tmp) / f"kernel{suffix}", Path(tmp) / "kernel.d"
             command = argv(out, dep)
             start = time.perf_counter()
             status, log = _run(command)
@@ -120,8 +121,9 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
             deps = [p for p in deps if p.is_file() and not p.is_relative_to(tmp)]
             entry = cache.store(base, [source, *deps], code, suffix, {
                 "command": command, "compile_seconds": result.compile_seconds, "resources": resources.to_json()})
-        if isa_dir is not None:
-            result.errors += _write_isa(compiler, entry.code_object, isa_dir / job.label, lambda o: argv(o, dep, True))
+    if isa_dir is not None:
+        result.errors += _write_isa(compiler, entry.code_object, isa_dir / job.label,
+                                    lambda o: argv(o, Path(os.devnull), True))
     result.code_object = entry.code_object
     result.resources = Resources.from_json(entry.meta["resources"])
     result.errors += limit_failures(result.resources, limits)

@@ -50,8 +50,13 @@ class Config:
 Overrides = dict[str, tuple[Path | None, tuple[Path, ...] | None]]
 
 
-def load_config(path: Path, specs: dict[str, KernelSpec], overrides: Overrides | None = None) -> Config:
-    """Read and validate `path`; `overrides` maps kernel name -> (source, include dirs) from flags."""
+def load_config(path: Path, specs: dict[str, KernelSpec], overrides: Overrides | None = None,
+                kernel_names: tuple[str, ...] | None = None) -> Config:
+    """Read and validate `path`.
+
+    `overrides` maps kernel name -> (source, include dirs) given on the command line;
+    `kernel_names` replaces the config's kernel list (the CLI's --kernel).
+    """
     data, p = load(path)
     if not isinstance(data, dict):
         p.add((), f"is a {type(data).__name__}", f"a config is a mapping with keys {', '.join(sorted(TOP_KEYS))}")
@@ -64,7 +69,8 @@ def load_config(path: Path, specs: dict[str, KernelSpec], overrides: Overrides |
     quant = data.get("quantization", "ocp")
     if quant not in QUANTIZATIONS:
         p.add(("quantization",), f"{quant!r} is unknown", f"one of {', '.join(QUANTIZATIONS)}")
-    kernels = _kernels(data.get("kernels", ["reference"]), specs, overrides or {}, path.parent, p)
+    kernel_list = list(kernel_names) if kernel_names else data.get("kernels", ["reference"])
+    kernels = _kernels(kernel_list, specs, overrides or {}, path.parent, p)
     targets = _targets(data.get("targets"), kernels, p)
     limits = _limits(data.get("limits", {}), p)
     default_routing = _routing(data.get("routing", "uniform"), ("routing",), None, p)

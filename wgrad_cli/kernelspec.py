@@ -7,7 +7,7 @@ the code object, never a mangled string), and the launch geometry: one 1-D workg
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +28,9 @@ class KernelSpec:
     symbol: str
     tile: tuple[int, int]  # grad_w elements (N, K) per workgroup
     block: int  # threads per workgroup
-    flags: dict[str, tuple[str, ...]]  # target name -> compiler flags
     needs_hip_headers: bool
     spec_file: Path
+    flags: dict[str, tuple[str, ...]] = field(hash=False)  # target name -> compiler flags
 
     def grid(self, d: Dims) -> int:
         return d.E * (d.N // self.tile[0]) * (d.K // self.tile[1])
@@ -87,8 +87,8 @@ def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
     if p.found:
         return None
     assert isinstance(name, str) and isinstance(symbol, str) and tile and block and flags is not None
-    return KernelSpec(name, str(data.get("description", "")), source_path, include, symbol, tile, block, flags,
-                      bool(needs), file)
+    return KernelSpec(name, str(data.get("description", "")), source_path, include, symbol, tile, block,
+                      bool(needs), file, flags)
 
 
 def _paths(value: Any, path: Key, base: Path, p: Problems) -> tuple[Path, ...]:

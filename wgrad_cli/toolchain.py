@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -126,52 +127,47 @@ def _zig_candidate(shim_dir: Path) -> Candidate:
     return _clang(name, sys.executable, "zig", extra=("-m", "ziglang", "clang", f"-B{shim_dir}"))
 
 
-def amd_candidates(hip_cc: str | None, rocm_path: str | None, shim_dir: Path) -> list[Candidate]:
-    """Every gfx950 compiler looked for, in the order they are preferred."""
-    out = []
+def amd_candidates(hip_cc: str | None, rocm_path: str | None, shim_dir: Path) -> Iterator[Candidate]:
+    """Every gfx950 compiler looked for, in the order they are preferred (lazily: each may run --version)."""
     explicit = hip_cc or os.environ.get("WGRAD_HIP_CC")
     if explicit:
         path = shutil.which(explicit)
         kind = "hipcc" if Path(explicit).name.startswith("hipcc") else "clang"
         where = "--hip-cc" if hip_cc else "$WGRAD_HIP_CC"
-        out.append(_clang(f"{where} {explicit}", path, kind, rocm_path) if path else Candidate(where, None, f"{explicit} not found"))
+        yield _clang(f"{where} {explicit}", path, kind, rocm_path) if path else Candidate(where, None, f"{explicit} not found")
     rocm = rocm_path or os.environ.get("ROCM_PATH")
     if rocm:
-        out.append(_clang("$ROCM_PATH/bin/hipcc", shutil.which(f"{rocm}/bin/hipcc"), "hipcc"))
-    out.append(_clang("hipcc on PATH", shutil.which("hipcc"), "hipcc"))
+        yield _clang("$ROCM_PATH/bin/hipcc", shutil.which(f"{rocm}/bin/hipcc"), "hipcc")
+    yield _clang("hipcc on PATH", shutil.which("hipcc"), "hipcc")
     if rocm:
-        out.append(_clang("$ROCM_PATH/llvm/bin/clang", shutil.which(f"{rocm}/llvm/bin/clang"), "clang", rocm))
+        yield _clang("$ROCM_PATH/llvm/bin/clang", shutil.which(f"{rocm}/llvm/bin/clang"), "clang", rocm)
     names = [f"clang-{v}" for v in range(30, MIN_CLANG - 1, -1)] + ["clang"]
-    found = [n for n in names if shutil.which(n)]
-    for name in found or ["clang"]:
-        out.append(_clang(f"{name} on PATH", shutil.which(name), "clang", rocm_path))
-    out.append(_zig_candidate(shim_dir))
-    return out
+    for name in [n for n in names if shutil.which(n)] or ["clang"]:
+        yield _clang(f"{name} on PATH", shutil.which(name), "clang", rocm_path)
+    yield _zig_candidate(shim_dir)
 
 
-def nvidia_candidates(nvcc: str | None) -> list[Candidate]:
-    """Every sm_90a compiler looked for, in the order they are preferred."""
+def nvidia_candidates(nvcc: str | None) -> Iterator[Candidate]:
+    """Every sm_90a compiler looked for, in the order they are preferred (lazily)."""
     places = []
     if nvcc or os.environ.get("WGRAD_NVCC"):
         places.append(("--nvcc" if nvcc else "$WGRAD_NVCC", nvcc or os.environ["WGRAD_NVCC"]))
     if os.environ.get("CUDA_HOME"):
         places.append(("$CUDA_HOME/bin/nvcc", f"{os.environ['CUDA_HOME']}/bin/nvcc"))
     places += [("nvcc on PATH", "nvcc"), ("/usr/local/cuda/bin/nvcc", "/usr/local/cuda/bin/nvcc")]
-    out = []
     for name, place in places:
         path = shutil.which(place)
         text = _run_version((path,)) if path else None
         m = re.search(r"release (\d+\.\d+), V(\S+)", text or "")
         if not path:
-            out.append(Candidate(name, None, "not found"))
+            yield Candidate(name, None, "not found")
         elif not m or not text:
-            out.append(Candidate(name, None, f"{path} did not report an nvcc version"))
+            yield Candidate(name, None, f"{path} did not report an nvcc version")
         elif int(m.group(1).split(".")[0]) < 12:
-            out.append(Candidate(name, None, f"nvcc {m.group(2)} is older than 12.0 (no sm_90a)"))
+            yield Candidate(name, None, f"nvcc {m.group(2)} is older than 12.0 (no sm_90a)")
         else:
-            out.append(Candidate(name, Compiler("nvcc", (path,), m.group(2), f"{os.path.realpath(path)}\n{text.strip()}",
-                                                found_by=name)))
-    return out
+            yield Candidate(name, Compiler("nvcc", (path,), m.group(2), f"{os.path.realpath(path)}\n{text.strip()}",
+                                           found_by=name))
 
 
 @dataclass(frozen=True)
@@ -183,17 +179,18 @@ class Toolchains:
     nvcc: str | None = None
     rocm_path: str | None = None
 
-    def candidates(self, target: str) -> list[Candidate]:
+    def candidates(self, target: str) -> Iterator[Candidate]:
         if TARGETS[target].vendor == "amd":
             return amd_candidates(self.hip_cc, self.rocm_path, self.shim_dir)
         return nvidia_candidates(self.nvcc)
 
     def select(self, target: str, needs_hip_headers: bool) -> Compiler:
         """The first usable compiler for `target`; ToolchainError saying what is missing otherwise."""
-        tried = self.candidates(target)
-        for c in tried:
+        tried = []
+        for c in self.candidates(target):
             if c.compiler and (c.compiler.hip_headers or not needs_hip_headers):
                 return c.compiler
+            tried.append(c)
         usable = [c.compiler for c in tried if c.compiler]
         if usable and needs_hip_headers:
             raise ToolchainError(

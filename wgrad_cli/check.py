@@ -1,0 +1,77 @@
+"""Comparing a kernel's bf16 grad_w with the exact reference.
+
+Tolerance, per element (ABI.md "Edge cases"): one bf16 ulp of the exact value (covers both
+round-to-nearest and the upstream kernel's truncation) plus the worst-case error of summing
+the expert's n products in fp32 in any order, gamma_n * sum|a_m b_m| with
+gamma_n = n u / (1 - n u), u = 2^-24, and sum|a_m b_m| bounded by ||a_n|| ||b_k||.
+NaN is expected exactly where the reference is NaN. Outputs still holding the poison pattern
+written before the launch were never written by the kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import ml_dtypes
+import numpy as np
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+POISON = np.uint16(0xFFFF)  # a NaN no kernel stores (canonical NaN is 0x7FC0)
+U32 = 2.0**-24
+BF16_MIN_ULP = 2.0**-133
+
+
+def bf16_ulp(x: np.ndarray) -> np.ndarray:
+    """Spacing of bf16 numbers at |x| (the subnormal spacing below 2^-126)."""
+    _, exp = np.frexp(np.abs(x).astype(np.float64))  # |x| = f * 2^exp, f in [0.5, 1)
+    return np.maximum(np.ldexp(1.0, exp - 8), BF16_MIN_ULP)
+
+
+def gamma(n: np.ndarray) -> np.ndarray:
+    """Worst-case relative error factor of an n-term fp32 sum."""
+    nu = n * U32
+    return nu / (1 - nu)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    elements: int
+    max_abs_error: float
+    max_rel_row_error: float  # max |error| / max |reference| of the same grad_w row
+    rel_frobenius: float  # ||out - ref|| / ||ref|| over finite elements
+    mismatches: int  # finite elements beyond tolerance, or NaN where the reference has none (or back)
+    nans: int  # NaN outputs where the reference is not NaN
+    unwritten: int  # outputs still holding the poison pattern
+    ok: bool
+
+    def to_json(self) -> dict[str, float | int | bool]:
+        return asdict(self)
+
+
+def compare(out_bits: np.ndarray, ref: np.ndarray, norm_a: np.ndarray, norm_b: np.ndarray,
+            tokens: np.ndarray) -> Comparison:
+    """out_bits: uint16 bf16 (E, R, K); ref: float32 (E, R, K); norms (E, R) and (E, K); tokens (E,)."""
+    out = out_bits.view(BF16).astype(np.float64)
+    exact = ref.astype(np.float64)
+    unwritten = out_bits == POISON
+    ref_nan, out_nan = np.isnan(exact), np.isnan(out) & ~unwritten
+    both = ~ref_nan & ~np.isnan(out)
+    err = np.where(both, np.abs(out - exact), 0.0)
+    bound = gamma(tokens.astype(np.float64))[:, None, None] * norm_a[:, :, None] * norm_b[:, None, :]
+    over = both & ~(err <= bf16_ulp(exact) + bound)  # inf - inf is NaN: counted as over
+    mismatches = int(over.sum() + (ref_nan & ~out_nan & ~unwritten).sum() + (out_nan & ~ref_nan).sum())
+    row_scale = np.max(np.where(ref_nan, 0.0, np.abs(exact)), axis=2, keepdims=True)
+    rel_row = np.divide(err, row_scale, out=np.where(err > 0, np.inf, 0.0), where=row_scale > 0)
+    finite = both & np.isfinite(exact)
+    ref_norm = float(np.linalg.norm(exact[finite]))
+    diff_norm = float(np.linalg.norm((out - exact)[finite]))
+    return Comparison(
+        elements=int(out_bits.size),
+        max_abs_error=float(err.max(initial=0.0)),
+        max_rel_row_error=float(rel_row.max(initial=0.0)),
+        rel_frobenius=diff_norm / ref_norm if ref_norm else (0.0 if diff_norm == 0 else float("inf")),
+        mismatches=mismatches,
+        nans=int((out_nan & ~ref_nan).sum()),
+        unwritten=int(unwritten.sum()),
+        ok=mismatches == 0 and not unwritten.any(),
+    )

@@ -1,0 +1,123 @@
+"""The `wgrad` command line: config -> problem -> build -> run -> check -> report."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from wgrad_cli import __version__
+from wgrad_cli.errors import WgradError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Group(click.Group):
+    """Prints a WgradError's lines (one per problem) and exits with its status, no traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except WgradError as exc:
+            for line in exc.lines:
+                click.echo(line, err=True)
+            ctx.exit(exc.exit_code)
+
+
+def parse_shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    try:
+        i, n = (int(v) for v in value.split("/"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not i/n; use e.g. 2/4 (the second of four slices)")
+    if not 1 <= i <= n:
+        raise click.BadParameter(f"{value!r}: i must be in 1..n")
+    return i, n
+
+
+def toolchain_options(f: F) -> F:
+    f = click.option("--rocm-path", type=click.Path(file_okay=False), envvar="ROCM_PATH",
+                     help="ROCm install whose HIP headers clang uses (default $ROCM_PATH).")(f)
+    f = click.option("--nvcc", help="nvcc to use for sm_90a (default $WGRAD_NVCC, $CUDA_HOME, PATH).")(f)
+    f = click.option("--hip-cc", help="hipcc or clang to use for gfx950 (default $WGRAD_HIP_CC, then discovery).")(f)
+    f = click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+                     help="Code object cache (default $WGRAD_CACHE_DIR or ~/.cache/wgrad).")(f)
+    return f
+
+
+def selection_options(f: F) -> F:
+    f = click.option("--include", "includes", multiple=True, type=click.Path(path_type=Path),
+                     help="Include dir for --kernel-source's kernel (repeatable).")(f)
+    f = click.option("--kernel-source", type=click.Path(path_type=Path),
+                     help="Source file for the one --kernel (e.g. your checkout of the upstream kernel).")(f)
+    f = click.option("--shape", "shapes", multiple=True, help="Only these shapes (repeatable).")(f)
+    f = click.option("--target", "targets", multiple=True, help="Only these targets (repeatable).")(f)
+    f = click.option("--kernel", "kernels", multiple=True, help="Build these kernels instead of the config's.")(f)
+    f = click.option("--config", "config_path", required=True, type=click.Path(path_type=Path),
+                     help="YAML shape config (see configs/).")(f)
+    return f
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="wgrad")
+def cli() -> None:
+    """Build, verify and benchmark grouped MXFP8 weight-gradient kernels (gfx950, sm_90a)."""
+
+
+@cli.command()
+@selection_options
+@toolchain_options
+@click.option("--shard", callback=parse_shard, help="Build only slice i of n of the build jobs (CI matrices).")
+@click.option("-j", "--jobs", "workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
+              help="Compiles at once.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
+@click.option("--isa", "isa_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write each code object's ISA here (gfx950 .s; sm_90a .sass with cuobjdump, else .ptx).")
+def build(**kw: Any) -> None:
+    """Compile every (kernel, target, M/N/K/E) of a config, cached, and report resource use."""
+    from wgrad_cli.commands import build_command
+
+    build_command(**kw)
+
+
+@cli.command()
+@selection_options
+@click.option("--shards", type=click.IntRange(min=1), help="Emit n shard entries (for build --shard i/n).")
+def matrix(**kw: Any) -> None:
+    """Print the config's job matrix as JSON (GitHub Actions strategy.matrix)."""
+    from wgrad_cli.commands import matrix_command
+
+    click.echo(json.dumps(matrix_command(**kw)))
+
+
+@cli.command()
+@toolchain_options
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
+def info(**kw: Any) -> None:
+    """Show the compilers found for each target, in the order they are tried, and why any is skipped."""
+    from wgrad_cli.commands import info_command
+
+    info_command(**kw)
+
+
+@cli.command()
+@click.option("--size", type=click.IntRange(min=256), default=8192, show_default=True, help="M = N = K.")
+@click.option("--experts", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--build-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=Path(__file__).resolve().parent.parent / "configs" / "ci.yaml", show_default=True,
+              help="Config whose cold and warm builds are timed.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
+def selfbench(**kw: Any) -> None:
+    """Time the host-side pipeline against its targets: reference, problem generation, warm builds."""
+    from wgrad_cli.selfbench import selfbench_command
+
+    selfbench_command(**kw)
+
+
+def main() -> None:
+    cli(prog_name="wgrad")

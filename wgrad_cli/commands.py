@@ -1,0 +1,103 @@
+"""What the CLI commands do, apart from parsing their options (cli.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from wgrad_cli.build import BuildJob, BuildResult, result_json, run_builds
+from wgrad_cli.cache import Cache, default_root
+from wgrad_cli.config import Config, Shape, load_config
+from wgrad_cli.errors import WgradError
+from wgrad_cli.kernelspec import load_specs
+from wgrad_cli.report import build_table, err, out, toolchain_table, write_json
+from wgrad_cli.targets import TARGETS
+from wgrad_cli.toolchain import Toolchains
+
+
+def select(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
+           kernel_source: Path | None, includes: tuple[Path, ...]) -> tuple[Config, list[tuple[BuildJob, Shape]]]:
+    """Load the config (with the CLI's kernel choice) and list its (build job, shape) records."""
+    specs = load_specs()
+    if (kernel_source or includes) and len(kernels) != 1:
+        raise WgradError("--kernel-source/--include: name exactly one --kernel they belong to")
+    overrides = {kernels[0]: (kernel_source, includes or None)} if kernel_source or includes else {}
+    config = load_config(config_path, specs, overrides, kernel_names=kernels or None)
+    for flag, chosen, known in (("--target", targets, config.targets), ("--shape", shapes, [s.name for s in config.shapes])):
+        unknown = [c for c in chosen if c not in known]
+        if unknown:
+            raise WgradError(f"{flag} {', '.join(unknown)}: not in {config_path}; choose from {', '.join(known)}")
+    records = [(BuildJob(kernel, target, shape.dims), shape)
+               for kernel, target in config.pairs() if not targets or target in targets
+               for shape in config.shapes if not shapes or shape.name in shapes]
+    return config, records
+
+
+def shard_jobs(jobs: list[BuildJob], shard: tuple[int, int] | None) -> list[BuildJob]:
+    """Slice i of n (1-based), round robin over the distinct build jobs in config order."""
+    if shard is None:
+        return jobs
+    i, n = shard
+    return jobs[i - 1::n]
+
+
+def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
+                  kernel_source: Path | None, includes: tuple[Path, ...], cache_dir: Path | None, hip_cc: str | None,
+                  nvcc: str | None, rocm_path: str | None, shard: tuple[int, int] | None, workers: int,
+                  json_path: Path | None, isa_dir: Path | None) -> None:
+    config, records = select(config_path, kernels, targets, shapes, kernel_source, includes)
+    jobs = shard_jobs(list(dict.fromkeys(job for job, _ in records)), shard)
+    cache = Cache(cache_dir or default_root())
+    toolchains = Toolchains(cache.root / "zig-shim", hip_cc, nvcc, rocm_path)
+    with Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=err, transient=True) as progress:
+        task = progress.add_task("", total=len(jobs))
+
+        def done(r: BuildResult) -> None:
+            progress.update(task, advance=1, description=f"{r.job.label} {'ok' if r.ok else 'FAILED'}")
+
+        results = run_builds(jobs, toolchains, cache, config.limits, workers, isa_dir, done)
+    by_job = {r.job: r for r in results}
+    shapes_of = [[s.name for job, s in records if job == r.job] for r in results]
+    out.print(build_table(results, shapes_of))
+    for r in results:
+        for line in r.errors:
+            err.print(f"[red]{r.job.label}:[/] {line}", highlight=False, markup=True, soft_wrap=True)
+    if json_path:
+        write_json(json_path, "build", [
+            {"shape": {"name": shape.name, "M": job.dims.M, "N": job.dims.N, "K": job.dims.K, "E": job.dims.E},
+             **result_json(by_job[job])} for job, shape in records if job in by_job], config=str(config_path))
+    failed = sum(not r.ok for r in results)
+    hits = sum(r.cache_hit for r in results)
+    limits = ", ".join(f"{k} <= {v}" for k, v in sorted(config.limits.items())) or "none"
+    err.print(f"{len(results) - failed}/{len(results)} builds ok, {hits} from the cache; limits: {limits}")
+    if failed:
+        raise SystemExit(1)
+
+
+def matrix_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
+                   kernel_source: Path | None, includes: tuple[Path, ...], shards: int | None) -> dict[str, Any]:
+    """GitHub Actions strategy.matrix: one entry per (kernel, target, shape), or per shard."""
+    _, records = select(config_path, kernels, targets, shapes, kernel_source, includes)
+    if shards:
+        return {"include": [{"shard": f"{i}/{shards}"} for i in range(1, shards + 1)]}
+    return {"include": [{"kernel": job.kernel.name, "target": job.target, "shape": shape.name}
+                        for job, shape in records]}
+
+
+def info_command(cache_dir: Path | None, hip_cc: str | None, nvcc: str | None, rocm_path: str | None,
+                 json_path: Path | None) -> None:
+    toolchains = Toolchains((cache_dir or default_root()) / "zig-shim", hip_cc, nvcc, rocm_path)
+    rows = []
+    for target in TARGETS:
+        candidates = list(toolchains.candidates(target))
+        first = next((c for c in candidates if c.compiler), None)
+        rows += [(target, c, c is first) for c in candidates]
+    out.print(toolchain_table(rows))
+    if json_path:
+        write_json(json_path, "info", [
+            {"target": t, "candidate": c.name, "usable": c.compiler is not None, "chosen": chosen,
+             "kind": c.compiler.kind if c.compiler else None, "version": c.compiler.version if c.compiler else None,
+             "command": list(c.compiler.argv0) if c.compiler else None, "reason": c.reason} for t, c, chosen in rows])

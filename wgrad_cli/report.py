@@ -1,0 +1,81 @@
+"""Human tables (rich) and machine records (JSON) for the commands' results."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from wgrad_cli import __version__
+from wgrad_cli.atomic import write_text
+from wgrad_cli.build import BuildResult
+from wgrad_cli.toolchain import Candidate
+
+out = Console(width=None if Console().is_terminal else 200)  # pipes and CI logs get whole rows
+err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 200)
+
+
+def git_commit() -> str | None:
+    try:
+        proc = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def write_json(path: Path, command: str, records: list[dict[str, Any]], **extra: Any) -> None:
+    """One document per run: tool, version, commit, date, then one record per result."""
+    doc = {"tool": "wgrad", "version": __version__, "commit": git_commit(), "command": command,
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **extra,
+           "records": records}
+    write_text(path, json.dumps(doc, indent=1) + "\n")
+
+
+def _occupancy(r: BuildResult) -> str:
+    if not r.resources:
+        return ""
+    o = r.resources.occupancy
+    if o.waves_per_simd is not None:
+        return f"{o.groups_per_unit} WG/CU, {o.waves_per_simd} waves/SIMD ({o.limited_by})"
+    return f"{o.groups_per_unit} blocks/SM, {o.warps_per_sm} warps/SM ({o.limited_by})"
+
+
+def _registers(r: BuildResult) -> str:
+    res = r.resources
+    if res is None:
+        return ""
+    return f"{res.registers} v, {res.agprs} a, {res.sgprs} s" if res.sgprs is not None else str(res.registers)
+
+
+def build_table(results: list[BuildResult], shapes_of: list[list[str]]) -> Table:
+    """One row per build: registers (AMD: VGPR, AGPR, SGPR), LDS/shared and scratch bytes, spills, occupancy."""
+    table = Table(title="wgrad build", title_justify="left")
+    for name, justify in [("kernel", "left"), ("target", "left"), ("M x N x K, E", "right"), ("shapes", "left"),
+                          ("status", "left"), ("registers", "right"), ("LDS/smem B", "right"), ("scratch B", "right"),
+                          ("spills", "right"), ("occupancy", "left"), ("compile s", "right")]:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r, shapes in zip(results, shapes_of):
+        d, res = r.job.dims, r.resources
+        status = "[green]ok[/]" if r.ok else "[red]FAILED[/]"
+        figures = [str(res.shared_bytes), str(res.scratch_bytes), str(res.spills)] if res else [""] * 3
+        table.add_row(r.job.kernel.name, r.job.target, f"{d.M} x {d.N} x {d.K}, {d.E}", ", ".join(shapes), status,
+                      _registers(r), *figures, _occupancy(r), "cached" if r.cache_hit else f"{r.compile_seconds:.2f}")
+    return table
+
+
+def toolchain_table(rows: list[tuple[str, Candidate, bool]]) -> Table:
+    table = Table(title="wgrad info: compilers, in the order they are tried", title_justify="left")
+    for name in ("target", "candidate", "kind", "version", "command", "status"):
+        table.add_column(name)
+    for target, c, chosen in rows:
+        comp = c.compiler
+        status = "[green]used[/]" if chosen else ("usable" if comp else f"[dim]{c.reason}[/]")
+        table.add_row(target, c.name, comp.kind if comp else "", comp.version if comp else "",
+                      " ".join(comp.argv0) if comp else "", status)
+    return table
