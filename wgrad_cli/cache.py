@@ -2,7 +2,8 @@
 
 A build's *base key* hashes the compiler's identity and its full command line (source path
 included). A manifest per base key lists every file the compiler read (its own dependency
-output) with size, mtime and sha256, and the *full key*: base key plus every file's hash.
+output) with size, mtime and sha256. The *full key* is the base key plus every file's hash, so
+any earlier build of the same contents is found again (a header changed and changed back).
 Lookup re-hashes only files whose size or mtime changed, so a warm check costs a few stats.
 
 Objects are stored by content hash under objects/<full key>/, and meta.json (written last, with
@@ -54,18 +55,19 @@ class Cache:
     def lookup(self, base: str) -> Entry | None:
         """The entry built from exactly the files the compiler read last time, if still valid."""
         try:
-            manifest = json.loads(self._manifest(base).read_text())
-            deps, key = manifest["deps"], manifest["key"]
+            deps = json.loads(self._manifest(base).read_text())["deps"]
+            now = []
+            for path, size, mtime_ns, digest in deps:
+                st = os.stat(path)
+                if (st.st_size, st.st_mtime_ns) != (size, mtime_ns):
+                    digest = sha256_file(Path(path))
+                now.append([path, st.st_size, st.st_mtime_ns, digest])
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        for path, size, mtime_ns, digest in deps:
-            try:
-                st = os.stat(path)
-                if (st.st_size, st.st_mtime_ns) != (size, mtime_ns) and sha256_file(Path(path)) != digest:
-                    return None
-            except OSError:
-                return None
-        return self._entry(key)
+        entry = self._entry(_full_key(base, now))
+        if entry and now != deps:  # same contents, new stats: remember them so the next check is stats only
+            write_text(self._manifest(base), json.dumps({"deps": now}))
+        return entry
 
     def _entry(self, key: str) -> Entry | None:
         folder = self.root / "objects" / key
@@ -84,12 +86,16 @@ class Cache:
         for dep in sorted(set(deps)):
             st = os.stat(dep)
             records.append([str(dep), st.st_size, st.st_mtime_ns, sha256_file(dep)])
-        key = sha256_text(base, *(f"{path}:{digest}" for path, _, _, digest in records))
+        key = _full_key(base, records)
         digest = hashlib.sha256(code).hexdigest()
         folder = self.root / "objects" / key
         name = f"{digest[:16]}{suffix}"
         write_bytes(folder / name, code)
         meta = {**meta, "file": name, "size": len(code), "sha256": digest}
         write_text(folder / "meta.json", json.dumps(meta, indent=1))
-        write_text(self._manifest(base), json.dumps({"key": key, "deps": records}))
+        write_text(self._manifest(base), json.dumps({"deps": records}))
         return Entry(key, folder / name, meta)
+
+
+def _full_key(base: str, deps: list[list[Any]]) -> str:
+    return sha256_text(base, *(f"{path}:{digest}" for path, _, _, digest in deps))

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgpack
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import NoteSection, SymbolTableSection
 
 from wgrad_cli.abi import KERNARG_BYTES, POINTER_BYTES, ARGS
 from wgrad_cli.occupancy import Occupancy, gfx950, sm90
@@ -59,9 +60,10 @@ def amd_metadata(data: bytes) -> dict[str, Any]:
     if elf["e_machine"] != "EM_AMDGPU":
         raise CodeObjectError(f"not an AMDGPU code object (machine {elf['e_machine']})")
     for section in elf.iter_sections():
-        if section["sh_type"] == "SHT_NOTE":
+        if isinstance(section, NoteSection):
             for note in section.iter_notes():
-                if note["n_name"] == "AMDGPU" and note["n_type"] == NT_AMDGPU_METADATA:
+                n_type: object = note["n_type"]  # pyelftools leaves AMDGPU's note types as numbers
+                if note["n_name"] == "AMDGPU" and n_type == NT_AMDGPU_METADATA:
                     meta: dict[str, Any] = msgpack.unpackb(note["n_descdata"], raw=False)
                     return meta
     raise CodeObjectError("the code object has no AMDGPU metadata note")
@@ -98,7 +100,7 @@ def cubin_symbols(data: bytes) -> list[str]:
     """Names of the functions a cubin defines."""
     elf = ELFFile(io.BytesIO(data))
     symtab = elf.get_section_by_name(".symtab")
-    if elf["e_machine"] != "EM_CUDA" or symtab is None:
+    if elf["e_machine"] != "EM_CUDA" or not isinstance(symtab, SymbolTableSection):
         raise CodeObjectError(f"not a cubin (machine {elf['e_machine']})")
     return [s.name for s in symtab.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"]
 

@@ -172,15 +172,15 @@ def _routing(value: Any, path: Key, E: int | None, p: Problems) -> Routing:
     params = {"uniform": set(), "zipf": {"s"}, "empty": {"experts"}, "single": {"expert"}}[entry["kind"]]
     for key in sorted(entry.keys() - params - {"kind"}, key=str):
         p.add(path + (key,), f"unknown key for {entry['kind']} routing", f"{entry['kind']} takes {sorted(params) or 'nothing'}")
-    s = entry.get("s", 1.2)
+    s = entry.get("s", 1.2) if "s" in params else 1.2
     if type(s) not in (int, float) or not 0 < s <= 10:
         p.add(path + ("s",), f"{s!r} is not a Zipf exponent", "s is a number in (0, 10]")
         s = 1.2
-    empty = entry.get("experts", 1)
+    empty = entry.get("experts", 1) if "experts" in params else 1
     if type(empty) is not int or empty < 1 or (E is not None and empty > E):
         p.add(path + ("experts",), f"{empty!r} is not a number of experts", f"experts is an integer in [1, E={E or 'E'}]")
         empty = 1
-    expert = entry.get("expert")
+    expert = entry.get("expert") if "expert" in params else None
     if expert is not None and (type(expert) is not int or expert < 0 or (E is not None and expert >= E)):
         p.add(path + ("expert",), f"{expert!r} is not an expert index", f"expert is an integer in [0, E-1={E - 1 if E else 'E-1'}]")
         expert = None
@@ -213,7 +213,7 @@ def _shapes(value: Any, default: Routing, p: Problems) -> tuple[Shape, ...]:
         for key in ("M", "N", "K", "E"):
             v = entry.get(key)
             if v is None:
-                p.add(path + (key,), "is missing", f"every shape needs M, N, K and E")
+                p.add(path + (key,), "is missing", "every shape needs M, N, K and E")
             elif type(v) is not int:
                 p.add(path + (key,), f"{v!r} is not an integer", f"{key} is an integer")
             elif v > MAX_DIM:

@@ -106,15 +106,17 @@ def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None
     for key in value.keys() - {"tile", "block"}:
         p.add(("launch", key), "unknown key", "launch has tile and block")
     tile, block = value.get("tile"), value.get("block")
-    good_tile = (isinstance(tile, list) and len(tile) == 2 and all(type(t) is int for t in tile)
-                 and ALIGN["N"] % tile[0] == 0 and ALIGN["K"] % tile[1] == 0)
-    if not good_tile:
+    tile_nk = None
+    if isinstance(tile, list) and len(tile) == 2 and all(type(t) is int and t > 0 for t in tile):
+        if ALIGN["N"] % tile[0] == 0 and ALIGN["K"] % tile[1] == 0:
+            tile_nk = (tile[0], tile[1])
+    if tile_nk is None:
         p.add(("launch", "tile"), f"{tile!r} is not two tile sizes dividing {ALIGN['N']} and {ALIGN['K']}",
               "tile: [n, k] with n dividing 256 and k dividing 256, so every legal shape tiles exactly")
     if type(block) is not int or not 1 <= block <= 1024:
         p.add(("launch", "block"), f"{block!r} is not a thread count", "block is an integer in [1, 1024]")
         return None, None
-    return (tuple(tile) if good_tile else None), block  # type: ignore[return-value]
+    return tile_nk, block
 
 
 def _flags(value: Any, p: Problems) -> dict[str, tuple[str, ...]] | None:

@@ -25,8 +25,10 @@ RULES = {
 
 def block_exponents(amax: np.ndarray, rule: str) -> np.ndarray:
     """e8m0 byte per block from its max |value|: floor(log2(amax)) - emax + 127, clamped to [0, 254]."""
-    _, exp = np.frexp(np.maximum(amax, np.float32(1e-38)))  # amax = f * 2^exp, f in [0.5, 1)
-    return np.clip(exp.astype(np.int32) - 1 - RULES[rule] + E8M0_BIAS, 0, E8M0_NAN - 1).astype(np.uint8)
+    finite = np.clip(amax, np.float32(1e-38), np.finfo(np.float32).max)  # inf clamps to the largest scale
+    _, exp = np.frexp(finite)  # amax = f * 2^exp, f in [0.5, 1)
+    e8: np.ndarray = np.clip(exp.astype(np.int32) - 1 - RULES[rule] + E8M0_BIAS, 0, E8M0_NAN - 1).astype(np.uint8)
+    return e8
 
 
 def quantize(values: np.ndarray, rule: str) -> tuple[np.ndarray, np.ndarray]:
@@ -52,12 +54,13 @@ def pack_scales(e8: np.ndarray) -> np.ndarray:
 def unpack_scales(packed: np.ndarray) -> np.ndarray:
     """Inverse of pack_scales: (M/128, rows, 4) -> (rows, M/32)."""
     steps, rows, _ = packed.shape
-    return packed.transpose(1, 0, 2).reshape(rows, steps * 4)
+    e8: np.ndarray = packed.transpose(1, 0, 2).reshape(rows, steps * 4)
+    return e8
 
 
 def dequantize(q: np.ndarray, e8: np.ndarray, dtype: type = np.float64) -> np.ndarray:
     """e4m3 bytes (rows, L) with e8m0 bytes (rows, L/32) -> exact values; NaN for NaN codes."""
     rows, length = q.shape
-    out = q.view(E4M3).astype(dtype)
+    out: np.ndarray = q.view(E4M3).astype(dtype)
     out.reshape(rows, length // BLOCK, BLOCK)[...] *= e8.view(E8M0).astype(dtype)[:, :, None]
     return out

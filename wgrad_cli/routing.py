@@ -37,7 +37,7 @@ class Routing:
         if self.kind == "explicit":
             return list(self.offsets)
         blocks = M // STEP
-        weights = np.ones(E)
+        weights: np.ndarray = np.ones(E)
         if self.kind == "zipf":
             weights = 1.0 / np.arange(1, E + 1) ** self.zipf_s
             rng.shuffle(weights)
@@ -57,4 +57,4 @@ def _apportion(total: int, weights: np.ndarray) -> np.ndarray:
     share = total * weights / weights.sum()
     counts = np.floor(share).astype(np.int64)
     counts[np.argsort(counts - share, kind="stable")[: total - counts.sum()]] += 1
-    return counts
+    return np.asarray(counts, dtype=np.int64)

@@ -34,8 +34,9 @@ class Problems:
             path = path[:-1]
         return self.lines.get(path, 1)
 
-    def add(self, path: Key, why: str, allowed: str) -> None:
-        self.found.append(f"{self.file}:{self.line_of(path)}: {field_name(path)}: {why}; {allowed}")
+    def add(self, path: Key, why: str, allowed: str, line: int | None = None) -> None:
+        line = line or self.line_of(path)
+        self.found.append(f"{self.file}:{line}: {field_name(path)}: {why}; {allowed}")
 
     def raise_if_any(self) -> None:
         if self.found:
@@ -61,21 +62,31 @@ def load(file: Path) -> tuple[Any, Problems]:
 
 
 def _convert(node: yaml.Node, path: Key, problems: Problems) -> Any:
-    problems.lines[path] = node.start_mark.line + 1
+    problems.lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = _scalar(key_node)
-            if key in out:
-                problems.lines[path + (key,)] = key_node.start_mark.line + 1
-                problems.add(path + (key,), "appears twice", "each key may appear once")
-                continue
-            out[key] = _convert(value_node, path + (key,), problems)
+            line = key_node.start_mark.line + 1
+            key = _scalar(key_node, path, problems) if isinstance(key_node, yaml.ScalarNode) else None
+            if not isinstance(key, str | int):
+                problems.add(path, f"key {key_node.value if isinstance(key_node, yaml.ScalarNode) else '(a collection)'}"
+                             " is not a name", "keys are plain names", line)
+            elif key in out:
+                problems.add(path + (key,), "appears twice", "each key may appear once", line)
+            else:
+                problems.lines[path + (key,)] = line  # a value's problems point at its key's line
+                out[key] = _convert(value_node, path + (key,), problems)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_convert(item, path + (i,), problems) for i, item in enumerate(node.value)]
-    return _scalar(node)
+    return _scalar(node, path, problems)
 
 
-def _scalar(node: yaml.Node) -> Any:
-    return yaml.SafeLoader("").construct_object(node)  # type: ignore[no-untyped-call]
+def _scalar(node: yaml.Node, path: Key, problems: Problems) -> Any:
+    """A scalar's value; one that YAML cannot construct (a bad or unsafe tag) stops loading, like a syntax error."""
+    try:
+        return yaml.SafeLoader("").construct_object(node)
+    except (yaml.YAMLError, ValueError, TypeError) as exc:
+        why = " ".join(f"{node.tag} {node.value!r} cannot be read ({exc})".split())
+        problems.add(path, why, "plain YAML scalars only (no tags)", node.start_mark.line + 1)
+        raise ConfigError(problems.found)

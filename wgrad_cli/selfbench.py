@@ -1,0 +1,139 @@
+"""`wgrad selfbench`: the host-side pipeline timed against its targets, each as a ratio to a
+baseline measured in the same run, so the figures carry over between machines.
+
+- reference: grad_w for M = N = K = size, E experts, uniform routing, in each precision, vs one
+  plain np.matmul of the same FLOPs in that precision (target <= 1.25); its peak traced memory
+  beyond the inputs and the result, vs the bytes of the dequantized fp32 operands (<= 2.5).
+- problem generation for that shape vs drawing as many float32 normals and casting them to
+  fp8 (target < 2).
+- `wgrad build` of a config with a warm cache vs a cold one, both for the build step itself and
+  for the whole command including Python's start-up (target < 2%, on the build step).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from wgrad_cli.abi import Dims
+from wgrad_cli.build import BuildJob, run_builds
+from wgrad_cli.cache import Cache
+from wgrad_cli.config import load_config
+from wgrad_cli.kernelspec import load_specs
+from wgrad_cli.mxfp8 import E4M3
+from wgrad_cli.problem import generate
+from wgrad_cli.reference import PRECISIONS, grad_w
+from wgrad_cli.report import err, out, write_json
+from wgrad_cli.routing import Routing
+from wgrad_cli.toolchain import Toolchains
+
+
+@dataclass(frozen=True)
+class Ratio:
+    name: str
+    measured: float
+    baseline: float
+    unit: str
+    target: float  # the ratio measured / baseline must stay below (or at, for <=) this
+    inclusive: bool
+    what: str
+
+    @property
+    def ratio(self) -> float:
+        return self.measured / self.baseline
+
+    @property
+    def ok(self) -> bool:
+        return self.ratio <= self.target if self.inclusive else self.ratio < self.target
+
+
+T = TypeVar("T")
+
+
+def _timed(f: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[float, T]:
+    start = time.perf_counter()
+    value = f(*args, **kwargs)
+    return time.perf_counter() - start, value
+
+
+def reference_ratios(size: int, experts: int, seed: int = 0) -> list[Ratio]:
+    d = Dims(size, size, size, experts)
+    t_gen, problem = _timed(generate, d, Routing(), seed)
+    rng = np.random.default_rng(seed)
+    t_base_gen, _ = _timed(lambda: rng.standard_normal((d.N + d.K) * d.M, dtype=np.float32).astype(E4M3))
+    shape = f"M=N=K={size}, E={experts}"
+    fp32_operands = (d.N + d.K) * d.M * 4
+    ratios = [Ratio("problem generation", t_gen, t_base_gen, "s", 2.0, False,
+                    f"generate ({shape}) / as many float32 normals + fp8 cast")]
+    for precision, dtype in PRECISIONS.items():
+        tracemalloc.start()
+        t_ref, result = _timed(grad_w, problem, precision=precision)
+        peak = tracemalloc.get_traced_memory()[1] - result.nbytes
+        tracemalloc.stop()
+        del result
+        t_mm, _ = _timed(np.matmul, rng.standard_normal((d.N, d.M)).astype(dtype),
+                         rng.standard_normal((d.M, d.K)).astype(dtype))
+        ratios += [
+            Ratio(f"reference time, {precision}", t_ref, t_mm, "s", 1.25, True,
+                  f"grad_w ({shape}) / one {precision} np.matmul of the same FLOPs"),
+            Ratio(f"reference peak memory, {precision}", peak / 2**20, fp32_operands / 2**20, "MiB", 2.5, True,
+                  "traced peak beyond inputs and result / dequantized fp32 operand bytes"),
+        ]
+    return ratios
+
+
+def build_ratios(config_path: Path) -> list[Ratio]:
+    specs = load_specs()
+    config = load_config(config_path, specs)
+    jobs = list(dict.fromkeys(BuildJob(k, t, s.dims) for k, t in config.pairs() for s in config.shapes))
+    with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-") as tmp:
+        cache = Cache(Path(tmp) / "step")
+        times = []
+        for _ in range(2):
+            t, results = _timed(run_builds, jobs, Toolchains(cache.root / "zig-shim"), cache, {}, os.cpu_count() or 1)
+            if not all(r.ok for r in results):
+                raise SystemExit(f"selfbench: building {config_path} failed; run wgrad build --config {config_path}")
+            times.append(t)
+        command = [sys.executable, "-m", "wgrad_cli", "build", "--config", str(config_path), "--cache-dir", f"{tmp}/cmd"]
+        runs = [_timed(subprocess.run, command, capture_output=True, check=True)[0] for _ in range(2)]
+    what = f"{len(jobs)} builds of {config_path.name}"
+    return [
+        Ratio("warm build step", times[1], times[0], "s", 0.02, False, f"{what}: warm / cold cache, in process"),
+        Ratio("warm build command", runs[1], runs[0], "s", 0.02, False,
+              f"{what}: whole `wgrad build` incl. Python start-up (informational)"),
+    ]
+
+
+def selfbench_command(size: int, experts: int, build_config: Path, json_path: Path | None) -> None:
+    from rich.table import Table
+
+    with err.status("timing the reference and problem generation"):
+        ratios = reference_ratios(size, experts)
+    with err.status(f"timing cold and warm builds of {build_config}"):
+        ratios += build_ratios(build_config)
+    table = Table(title=f"wgrad selfbench ({platform.node()}, {os.cpu_count()} cores)", title_justify="left")
+    for col in ("benchmark", "measured", "baseline", "ratio", "target", "", "what"):
+        table.add_column(col)
+    for r in ratios:
+        informational = "informational" in r.what
+        verdict = "[dim]-[/]" if informational else ("[green]met[/]" if r.ok else "[red]missed[/]")
+        table.add_row(r.name, f"{r.measured:.4g} {r.unit}", f"{r.baseline:.4g} {r.unit}", f"{r.ratio:.4g}",
+                      f"{'<=' if r.inclusive else '<'} {r.target:g}", verdict, r.what)
+    out.print(table)
+    if json_path:
+        write_json(json_path, "selfbench", [{**r.__dict__, "ratio": r.ratio, "ok": r.ok} for r in ratios],
+                   machine=platform.node(), cores=os.cpu_count(), python=platform.python_version(),
+                   numpy=np.__version__, size=size, experts=experts, build_config=str(build_config))
+    if not all(r.ok for r in ratios if "informational" not in r.what):
+        raise SystemExit(1)
