@@ -11,6 +11,7 @@ import pytest
 
 from wgrad_cli.abi import Dims
 from wgrad_cli.check import Comparison, bf16_ulp, compare, gamma
+from wgrad_cli.mxfp8 import dequantize, unpack_scales
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms
 from wgrad_cli.routing import Routing
@@ -77,7 +78,7 @@ def test_few_ulps_on_large_element_fails() -> None:
     _, ref, na, nb, tokens = setup()
     e, n, k = np.unravel_index(np.argmax(np.abs(ref)), ref.shape)
     ulp = float(bf16_ulp(ref[e, n, k]))
-    bound = float(gamma(np.float64(tokens[e])) * na[e, n] * nb[e, k])
+    bound = float(gamma(np.array(tokens[e], dtype=np.float64)) * na[e, n] * nb[e, k])
     assert bound < 1.5 * ulp  # so 3 ulps (at least 2.5 after rounding) exceed ulp + bound
     bits = rne(ref)
     bits[e, n, k] += 3  # magnitude up by 3 bf16 ulps
@@ -85,21 +86,37 @@ def test_few_ulps_on_large_element_fails() -> None:
     assert not c.ok
     assert c.mismatches == 1 and c.nans == 0 and c.unwritten == 0
     assert c.max_abs_error >= 2.5 * ulp
-    bits[e, n, k] -= 2  # one ulp off the rounded value: within 1.5 ulps... still only fine if <= ulp + bound
-    err = abs(float(bits[e, n, k:k + 1].view(BF16)[0]) - float(ref[e, n, k]))
-    assert run(bits).ok == (err <= ulp + bound)
+    bits[e, n, k] -= 3  # back to the rounded value
+    assert run(bits).ok
 
 
-def test_dropped_32_token_block_fails() -> None:
+def test_dropped_32_token_block_in_one_output_fails() -> None:
+    p, ref, na, nb, tokens = setup()
+    a = dequantize(p.A, unpack_scales(p.scale_A))
+    b = dequantize(p.B, unpack_scales(p.scale_B))
+    n, k = 17, 40
+    # expert 2 = tokens 128..511: contributions of its 12 blocks to grad_w[2, n, k]
+    parts = (a[n, 128:512] * b[k, 128:512]).reshape(12, 32).sum(axis=1)
+    assert abs(parts.sum() - ref[2, n, k]) <= 2.0**-20 * abs(ref[2, n, k])
+    j = int(np.argmax(np.abs(parts)))
+    tol = float(bf16_ulp(ref[2, n, k]) + gamma(np.array(tokens[2], dtype=np.float64)) * na[2, n] * nb[2, k])
+    assert abs(parts[j]) > 2 * tol
+    bits = rne(ref)
+    bits[2, n, k] = rne(np.array(ref[2, n, k] - parts[j], dtype=np.float32))
+    c = run(bits)
+    assert not c.ok and c.mismatches == 1 and c.nans == 0
+
+
+def test_dropped_32_token_block_in_one_expert_fails() -> None:
     p, ref, _, _, _ = setup()
     A = p.A.copy()
-    A[:, 256:288] = 0  # expert 2 (tokens 128..511) loses one 32-token block
-    dropped = grad_w(dataclasses.replace(p, A=A))
-    bits = rne(dropped)
+    A[:, 256:288] = 0  # expert 2 (tokens 128..511) loses one 32-token block in every output
+    bits = rne(grad_w(dataclasses.replace(p, A=A)))
     c = run(bits)
     assert not c.ok
-    assert c.mismatches > 0.8 * 256 * 256  # most of expert 2's elements
-    assert c.mismatches <= 256 * 256  # and only expert 2's
+    # the tolerance's Cauchy-Schwarz term is loose, and blocks differ by up to 2^16 in scale, so only
+    # outputs where that block matters fail: here over a fifth of expert 2, and nothing elsewhere
+    assert 0.2 * 256 * 256 < c.mismatches <= 256 * 256
     np.testing.assert_array_equal(bits[:2], rne(ref)[:2])
     assert c.max_rel_row_error > 2.0**-4
 
@@ -136,7 +153,7 @@ def test_nan_expected_and_present_passes() -> None:
     c = run(bits, ref_nan)
     assert c.ok and c.mismatches == 0 and c.nans == 0
     # a finite value where NaN is expected is a mismatch (but not a NaN)
-    bits[2, 5, 7] = rne(np.float32(1.0))
+    bits[2, 5, 7] = rne(np.array(1.0, dtype=np.float32))
     c = run(bits, ref_nan)
     assert not c.ok and c.mismatches == 1 and c.nans == 0
 
@@ -155,7 +172,7 @@ def test_empty_expert_zero_passes() -> None:
 def test_empty_expert_nonzero_fails() -> None:
     _, ref, *_ = setup()
     bits = rne(ref)
-    bits[1, 7, 9] = rne(np.float32(0.01))  # above 2^-8
+    bits[1, 7, 9] = rne(np.array(0.01, dtype=np.float32))  # above 2^-8
     c = run(bits)
     assert not c.ok and c.mismatches == 1
 
@@ -165,7 +182,7 @@ def test_empty_expert_nonzero_fails() -> None:
 def test_empty_expert_tiny_nonzero_fails(value: float) -> None:
     _, ref, *_ = setup()
     bits = rne(ref)
-    bits[1, 7, 9] = rne(np.float32(value))
+    bits[1, 7, 9] = rne(np.array(value, dtype=np.float32))
     c = run(bits)
     assert not c.ok and c.mismatches == 1
 
@@ -220,7 +237,7 @@ def test_gamma_formula() -> None:
     n = np.array([0.0, 1.0, 128.0, 2.0**20])
     u = 2.0**-24
     np.testing.assert_array_equal(gamma(n), n * u / (1 - n * u))
-    assert gamma(np.float64(0)) == 0
-    assert gamma(np.float64(2.0**20)) == pytest.approx(1 / 15, rel=1e-15)
-    assert gamma(np.float64(1)) == pytest.approx(2.0**-24 * (1 + 2.0**-24), rel=1e-15)
-    assert gamma(np.float64(2.0**23)) == pytest.approx(1.0, rel=1e-15)  # n u = 1/2
+    assert gamma(np.array(0, dtype=np.float64)) == 0
+    assert gamma(np.array(2.0**20, dtype=np.float64)) == pytest.approx(1 / 15, rel=1e-15)
+    assert gamma(np.array(1, dtype=np.float64)) == pytest.approx(2.0**-24 * (1 + 2.0**-24), rel=1e-15)
+    assert gamma(np.array(2.0**23, dtype=np.float64)) == pytest.approx(1.0, rel=1e-15)  # n u = 1/2

@@ -66,12 +66,11 @@ def test_block_exponents_clamp_at_254() -> None:
     assert (block_exponents(np.array([1e300]), "upstream") != 255).all()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "block_exponents(inf): np.frexp(inf) returns exponent 0, so the byte is 126 (upstream) / 118 (ocp); "
-    "the documented formula clamp(floor(log2(inf)) + 127, 0, 254) gives 254"))
 @pytest.mark.parametrize("rule", ["ocp", "upstream"])
 def test_block_exponents_inf_clamps_to_254(rule: str) -> None:
-    assert block_exponents(np.array([np.inf], dtype=np.float32), rule).tolist() == [254]
+    # clamp(floor(log2(inf)) + 127, 0, 254) = 254 (np.frexp(inf) alone would give exponent 0 -> 126/118)
+    amax = np.array([np.inf, 1.0], dtype=np.float32)
+    assert block_exponents(amax, rule).tolist() == [254, 127 if rule == "upstream" else 119]
 
 
 # ---------------------------------------------------------------- quantize
@@ -152,6 +151,17 @@ def test_quantize_saturates_without_nan(rule: str) -> None:
     assert abs(y[0, 31] - float(fmax)) <= 2.0**-3 * float(fmax)
     assert y[0, 0] == -y[0, 31]
     assert y[1, 32] < 0 and (y[1, 33:] > 0).all()
+
+
+def test_quantize_inf_saturates_at_largest_scale() -> None:
+    v = np.ones((1, 32), dtype=np.float32)
+    v[0, 0] = np.inf
+    v[0, 1] = -np.inf
+    q, e8 = quantize(v.copy(), "upstream")
+    assert e8.tolist() == [[254]]
+    assert q[0, 0] == 0x7E and q[0, 1] == 0xFE  # +-448
+    assert (q[0, 2:] == 0).all()  # 1.0 * 2^-127 is far below e4m3's smallest subnormal
+    assert not ((q & 0x7F) == 0x7F).any()
 
 
 # ---------------------------------------------------------------- scale packing

@@ -32,12 +32,14 @@ def byte_index(rows: int, M: int) -> np.ndarray:
 
 def scales_f64(packed: np.ndarray, rows: int, M: int) -> np.ndarray:
     byte = packed.reshape(-1)[byte_index(rows, M)].astype(np.int64)
-    return np.where(byte == 255, np.nan, np.ldexp(1.0, byte - 127))
+    s: np.ndarray = np.where(byte == 255, np.nan, np.ldexp(1.0, byte - 127))
+    return s
 
 
 def deq(q: np.ndarray, packed: np.ndarray) -> np.ndarray:
     rows, M = q.shape
-    return q.view(E4M3).astype(np.float64) * scales_f64(packed, rows, M)
+    values: np.ndarray = q.view(E4M3).astype(np.float64) * scales_f64(packed, rows, M)
+    return values
 
 
 def pack_by_formula(e8: np.ndarray) -> np.ndarray:
@@ -238,10 +240,14 @@ def test_extreme_scales() -> None:
     def fill(e8: np.ndarray, expert: int, lo: int, hi: int) -> None:
         e8[:, 4 * expert:4 * expert + 4] = rng.integers(lo, hi + 1, size=(e8.shape[0], 4))
 
-    fill(ea, 0, 226, 228), fill(eb, 0, 26, 28)  # 2^100 * 2^-100: ordinary results
-    fill(ea, 1, 226, 228), fill(eb, 1, 226, 228)  # 2^100 * 2^100: ~2^200
-    fill(ea, 2, 26, 28), fill(eb, 2, 26, 28)  # 2^-100 * 2^-100: ~2^-200
-    fill(ea, 3, 254, 254), fill(eb, 3, 0, 0)  # the extreme bytes: 2^127 * 2^-127
+    for expert, (a_lo, a_hi), (b_lo, b_hi) in [
+        (0, (226, 228), (26, 28)),  # 2^100 * 2^-100: ordinary results
+        (1, (226, 228), (226, 228)),  # 2^100 * 2^100: ~2^200
+        (2, (26, 28), (26, 28)),  # 2^-100 * 2^-100: ~2^-200
+        (3, (254, 254), (0, 0)),  # the extreme bytes: 2^127 * 2^-127
+    ]:
+        fill(ea, expert, a_lo, a_hi)
+        fill(eb, expert, b_lo, b_hi)
     p = make(d, [0, 128, 256, 384, 512], A, B, pack_by_formula(ea), pack_by_formula(eb))
     exp, _ = expected_f64(p)
     with np.errstate(over="ignore", under="ignore"):

@@ -25,7 +25,7 @@ RULES = {
 
 def block_exponents(amax: np.ndarray, rule: str) -> np.ndarray:
     """e8m0 byte per block from its max |value|: floor(log2(amax)) - emax + 127, clamped to [0, 254]."""
-    finite = np.clip(amax, np.float32(1e-38), np.finfo(np.float32).max)  # inf clamps to the largest scale
+    finite = np.maximum(np.nan_to_num(amax.astype(np.float64), nan=0.0, posinf=2.0**1000), 1e-38)  # inf: e8 254
     _, exp = np.frexp(finite)  # amax = f * 2^exp, f in [0.5, 1)
     e8: np.ndarray = np.clip(exp.astype(np.int32) - 1 - RULES[rule] + E8M0_BIAS, 0, E8M0_NAN - 1).astype(np.uint8)
     return e8
