@@ -24,8 +24,8 @@ BF16_MIN_ULP = 2.0**-133
 
 def bf16_ulp(x: np.ndarray) -> np.ndarray:
     """Spacing of bf16 numbers at |x| (the subnormal spacing below 2^-126)."""
-    _, exp = np.frexp(np.abs(x).astype(np.float64))  # |x| = f * 2^exp, f in [0.5, 1)
-    ulp: np.ndarray = np.maximum(np.ldexp(1.0, exp - 8), BF16_MIN_ULP)
+    _, exp = np.frexp(np.abs(x).astype(np.float64))  # |x| = f * 2^exp, f in [0.5, 1); frexp(0) = (0, 0)
+    ulp: np.ndarray = np.where(x == 0, BF16_MIN_ULP, np.maximum(np.ldexp(1.0, exp - 8), BF16_MIN_ULP))
     return ulp
 
 
