@@ -236,3 +236,15 @@ def test_gamma_formula() -> None:
     assert gamma(np.array(2.0**20, dtype=np.float64)) == pytest.approx(1 / 15, rel=1e-15)
     assert gamma(np.array(1, dtype=np.float64)) == pytest.approx(2.0**-24 * (1 + 2.0**-24), rel=1e-15)
     assert gamma(np.array(2.0**23, dtype=np.float64)) == pytest.approx(1.0, rel=1e-15)  # n u = 1/2
+
+
+def test_overflow_to_the_same_infinity_passes() -> None:
+    _, ref, *_ = setup()
+    ref_inf = ref.copy()
+    ref_inf[2, 3, 4], ref_inf[2, 3, 5] = np.inf, -np.inf  # exact sums beyond fp32: both sides overflow
+    bits = rne(ref_inf)
+    assert run(bits, ref_inf).ok
+    bits[2, 3, 5] = rne(np.array(np.inf, dtype=np.float32))  # the wrong sign
+    bits[2, 3, 6] = rne(np.array(np.inf, dtype=np.float32))  # inf where the sum is finite
+    c = run(bits, ref_inf)
+    assert not c.ok and c.mismatches == 2
