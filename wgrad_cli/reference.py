@@ -32,10 +32,12 @@ def expert_operands(p: Problem, e: int, rows: np.ndarray | None = None,
     return a, b
 
 
+@np.errstate(over="ignore")
 def grad_w(p: Problem, rows: np.ndarray | None = None, precision: str = "float64") -> np.ndarray:
     """float32 (E, N, K): grad_w[e] = sum over expert e's tokens of g[m, n] * x[m, k].
 
     With `rows` (indices into N), only those rows of every expert: (E, len(rows), K).
+    Sums beyond fp32's range become +-inf, and below it 0, as rounding the exact value does.
     """
     d, dtype = p.dims, PRECISIONS[precision]
     out = np.zeros((d.E, d.N if rows is None else len(rows), d.K), dtype=np.float32)
