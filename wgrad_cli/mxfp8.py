@@ -67,9 +67,12 @@ def _values(code: np.dtype, dtype: type) -> np.ndarray:
     return table
 
 
-def dequantize(q: np.ndarray, e8: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    """e4m3 bytes (rows, L) with e8m0 bytes (rows, L/32) -> exact values; NaN for NaN codes."""
+def dequantize(q: np.ndarray, e8: np.ndarray, dtype: type = np.float64, out: np.ndarray | None = None) -> np.ndarray:
+    """e4m3 bytes (rows, L) with e8m0 bytes (rows, L/32) -> exact values; NaN for NaN codes.
+
+    `out` (rows, L) of `dtype` receives the values, to reuse memory across calls.
+    """
     rows, length = q.shape
-    out: np.ndarray = np.take(_values(E4M3, dtype), q)
+    out = np.take(_values(E4M3, dtype), q, out=out)
     out.reshape(rows, length // BLOCK, BLOCK)[...] *= np.take(_values(E8M0, dtype), e8)[:, :, None]
     return out

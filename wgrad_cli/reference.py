@@ -7,7 +7,7 @@ to fp32 precision, 2^16 times finer than the bf16 ulp being checked. float32 is 
 fast, and its sum carries the same worst-case error as a kernel's fp32 accumulation: the
 comparison then allows that error twice (check.py).
 Work goes expert by expert and in row chunks, so memory beyond the result stays near one
-expert's dequantized operands.
+expert's dequantized operands, reused from expert to expert.
 """
 
 from __future__ import annotations
@@ -22,13 +22,15 @@ ROWS = 2048  # grad_w rows per matmul: bounds a float64 temporary to 2048 x K
 PRECISIONS = {"float64": np.float64, "float32": np.float32}
 
 
-def expert_operands(p: Problem, e: int, rows: np.ndarray | None = None,
-                    dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
-    """Dequantized (rows of A, all of B) over expert e's tokens."""
+def expert_operands(p: Problem, e: int, rows: np.ndarray | None = None, dtype: type = np.float64,
+                    buffers: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Dequantized (rows of A, all of B) over expert e's tokens; into `buffers` (flat) when given."""
     lo, hi = int(p.offsets[e]), int(p.offsets[e + 1])
     a_rows = slice(None) if rows is None else rows
-    a = dequantize(p.A[a_rows, lo:hi], unpack_scales(p.scale_A[lo // STEP:hi // STEP, a_rows]), dtype)
-    b = dequantize(p.B[:, lo:hi], unpack_scales(p.scale_B[lo // STEP:hi // STEP]), dtype)
+    qa, qb = p.A[a_rows, lo:hi], p.B[:, lo:hi]
+    into = [None, None] if buffers is None else [buf[:q.size].reshape(q.shape) for buf, q in zip(buffers, (qa, qb))]
+    a = dequantize(qa, unpack_scales(p.scale_A[lo // STEP:hi // STEP, a_rows]), dtype, into[0])
+    b = dequantize(qb, unpack_scales(p.scale_B[lo // STEP:hi // STEP]), dtype, into[1])
     return a, b
 
 
@@ -41,15 +43,20 @@ def grad_w(p: Problem, rows: np.ndarray | None = None, precision: str = "float64
     """
     d, dtype = p.dims, PRECISIONS[precision]
     out = np.zeros((d.E, d.N if rows is None else len(rows), d.K), dtype=np.float32)
+    # Fresh memory is slow to touch: one operand pair and one float64 block serve every expert.
+    most = int(np.diff(p.offsets).max(initial=0))
+    buffers = (np.empty(out.shape[1] * most, dtype=dtype), np.empty(d.K * most, dtype=dtype))
+    wide = None if dtype is np.float32 else np.empty((min(ROWS, out.shape[1]), d.K), dtype=dtype)
     for e in range(d.E):
         if p.offsets[e + 1] > p.offsets[e]:
-            a, b = expert_operands(p, e, rows, dtype)
+            a, b = expert_operands(p, e, rows, dtype, buffers)
             for n0 in range(0, len(a), ROWS):
                 block = out[e, n0:n0 + ROWS]
-                if dtype is np.float32:
+                if wide is None:
                     np.matmul(a[n0:n0 + ROWS], b.T, out=block)
                 else:
-                    block[...] = a[n0:n0 + ROWS] @ b.T
+                    np.matmul(a[n0:n0 + ROWS], b.T, out=wide[:len(block)])
+                    block[...] = wide[:len(block)]  # the one rounding, float64 -> float32
     return out
 
 
