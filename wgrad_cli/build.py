@@ -15,7 +15,7 @@ from pathlib import Path
 
 from wgrad_cli.abi import Dims
 from wgrad_cli.atomic import write_text
-from wgrad_cli.cache import Cache, sha256_text
+from wgrad_cli.cache import Cache, Entry, sha256_text
 from wgrad_cli.codeobject import CodeObjectError, Resources, amd_resources, nvidia_resources
 from wgrad_cli.errors import ToolchainError
 from wgrad_cli.kernelspec import KernelSpec
@@ -91,36 +91,23 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
     """Compile (or find in the cache) one job, read its resources and check its limits."""
     assert job.kernel.source is not None
     source = job.kernel.source.resolve()
-    suffix = TARGETS[job.target].suffix
-    flags = job.kernel.flags[job.target]
 
     def argv(out: Path, dep: Path, isa: bool = False) -> list[str]:
-        return compiler.compile_argv(job.target, source, out, dep, job.dims.defines(), job.kernel.include, flags, isa)
+        return compiler.compile_argv(job.target, source, out, dep, job.dims.defines(), job.kernel.include,
+                                     job.kernel.flags[job.target], isa)
 
     result = BuildResult(job, compiler=f"{compiler.kind} {compiler.version}")
     base = sha256_text(compiler.identity, *argv(Path("@OUT"), Path("@DEP")))
     entry = cache.lookup(base)
     result.cache_hit = entry is not None
     if entry is None:
-        with tempfile.TemporaryDirectory(prefix="wgrad-build-") as tmp:
-            out, dep = Path(tmp) / f"kernel{suffix}", Path(tmp) / "kernel.d"
-            command = argv(out, dep)
-            start = time.perf_counter()
-            status, log = _run(command)
-            result.compile_seconds = time.perf_counter() - start
-            if status != 0 or not out.exists():
-                result.errors = [*_first_errors(log), f"command: {shlex.join(command)}"]
-                return result
-            code = out.read_bytes()
-            try:
-                resources = _resources(job, code, log)
-            except CodeObjectError as exc:
-                result.errors = [str(exc)]
-                return result
-            deps = [p if p.is_absolute() else Path(tmp, p) for p in _parse_depfile(dep.read_text())]
-            deps = [p for p in deps if p.is_file() and not p.is_relative_to(tmp)]
-            entry = cache.store(base, [source, *deps], code, suffix, {
-                "command": command, "compile_seconds": result.compile_seconds, "resources": resources.to_json()})
+        start = time.perf_counter()
+        built = _compile(job, source, argv, cache, base)
+        result.compile_seconds = time.perf_counter() - start
+        if isinstance(built, list):
+            result.errors = built
+            return result
+        entry = built
     if isa_dir is not None:
         result.errors += _write_isa(compiler, entry.code_object, isa_dir / job.label,
                                     lambda o: argv(o, Path(os.devnull), True))
@@ -129,6 +116,29 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
     result.errors += limit_failures(result.resources, limits)
     result.ok = not result.errors
     return result
+
+
+def _compile(job: BuildJob, source: Path, argv: Callable[[Path, Path], list[str]], cache: Cache,
+             base: str) -> Entry | list[str]:
+    """Run the compiler in a scratch dir and commit the object to the cache; error lines if it fails."""
+    suffix = TARGETS[job.target].suffix
+    with tempfile.TemporaryDirectory(prefix="wgrad-build-") as tmp:
+        out, dep = Path(tmp) / f"kernel{suffix}", Path(tmp) / "kernel.d"
+        command = argv(out, dep)
+        start = time.perf_counter()
+        status, log = _run(command)
+        seconds = time.perf_counter() - start
+        if status != 0 or not out.exists():
+            return [*_first_errors(log), f"command: {shlex.join(command)}"]
+        code = out.read_bytes()
+        try:
+            resources = _resources(job, code, log)
+        except CodeObjectError as exc:
+            return [str(exc)]
+        deps = [p if p.is_absolute() else Path(tmp, p) for p in _parse_depfile(dep.read_text())]
+        deps = [p for p in deps if p.is_file() and not p.is_relative_to(tmp)]
+        return cache.store(base, [source, *deps], code, suffix, {
+            "command": command, "compile_seconds": seconds, "resources": resources.to_json()})
 
 
 def _write_isa(compiler: Compiler, code_object: Path, dest: Path, asm_argv: Callable[[Path], list[str]]) -> list[str]:

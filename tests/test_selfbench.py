@@ -1,0 +1,26 @@
+"""selfbench end to end on tiny sizes: every row present, each a ratio of two measured times."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from wgrad_cli.cli import cli
+
+
+def test_selfbench_small(repo: Path, tmp_path: Path, amd_compiler: object, nvcc: object) -> None:
+    out = tmp_path / "bench.json"
+    result = CliRunner().invoke(cli, ["selfbench", "--size", "512", "--experts", "2", "--build-config",
+                                      str(repo / "configs" / "smoke.yaml"), "--json", str(out)])
+    assert result.exit_code in (0, 1), result.output  # 1: a target missed (likely at this toy size)
+    records = json.loads(out.read_text())["records"]
+    assert [r["name"] for r in records] == [
+        "problem generation", "reference time, float64", "  of which BLAS, float64", "reference peak memory, float64",
+        "reference time, float32", "  of which BLAS, float32", "reference peak memory, float32",
+        "warm build step", "warm build command"]
+    assert all(r["measured"] > 0 and r["baseline"] > 0 for r in records)
+    warm = records[-2]
+    assert warm["ratio"] < 1  # a warm cache is faster than a cold one
+    assert (result.exit_code == 0) == all(r["ok"] for r in records if not r["informational"])
