@@ -185,3 +185,15 @@ def test_bad_yaml_tag_is_a_config_error(tmp_path: Path) -> None:
     config = write(tmp_path, "shapes:\n  - {name: a, M: !!int abc, N: 256, K: 256, E: 1}\n")
     [line] = assert_user_error(run("matrix", "--config", config))
     assert line.startswith(f"{config}:2: ")
+
+
+def test_unwritable_places_are_one_line_errors(tmp_path: Path) -> None:
+    config = write(tmp_path, "shapes:\n  - {name: a, M: 128, N: 256, K: 256, E: 1}\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    [line] = assert_user_error(run("build", "--config", config, "--cache-dir", str(blocker / "cache")))
+    assert line.startswith(f"cache {blocker / 'cache'}: not writable")
+    result = run("info", "--cache-dir", str(tmp_path / "c"), "--json", str(blocker / "x.json"))
+    assert result.exit_code == 2 and "Traceback" not in result.output  # the table is out; the record is not
+    assert result.stderr.splitlines() == [f"--json {blocker / 'x.json'}: cannot write it (Not a directory); "
+                                          "give a path in a writable folder"]

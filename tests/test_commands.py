@@ -32,7 +32,7 @@ def test_build_writes_one_record_per_kernel_target_shape(repo: Path, tmp_path: P
     assert all(set(r) == RECORD_KEYS and r["ok"] and Path(r["code_object"]).exists() for r in records)
     assert {r["shape"]["name"] for r in records} == {"one-expert", "two-zipf", "four-one-empty", "gaps"}
     gaps = next(r for r in records if r["shape"]["name"] == "gaps")
-    assert gaps["shape"] == {"name": "gaps", "M": 768, "N": 256, "K": 256, "E": 3}
+    assert gaps["shape"] == {"name": "gaps", "M": 768, "N": 256, "K": 256, "E": 3, "routing": "explicit"}
     assert "ok" in result.stdout and "8/8 builds ok, 0 from the cache" in result.stderr
     warm = run("build", "--config", str(config), "--cache-dir", str(tmp_path / "c"))
     assert warm.exit_code == 0 and "8/8 builds ok, 8 from the cache" in warm.stderr
@@ -49,6 +49,14 @@ def test_failed_build_exits_1_after_the_rest(repo: Path, tmp_path: Path, amd_com
     records = json.loads((tmp_path / "out.json").read_text())["records"]
     assert [(r["kernel"], r["ok"]) for r in records] == [("reference", True), ("hipkittens", False)]
     assert "1/2 builds ok" in result.stderr and "hipkittens-gfx950-M128-N256-K256-E1" in result.stderr
+
+
+def test_compiler_output_with_brackets_is_printed_verbatim(tmp_path: Path, amd_compiler: object) -> None:
+    (tmp_path / "k.cu").write_text("#error [bold]not markup[/bold]\n")
+    (tmp_path / "c.yaml").write_text("kernels: [{name: reference, source: k.cu}]\ntargets: [gfx950]\n"
+                                     "shapes:\n  - {name: s, M: 128, N: 256, K: 256, E: 1}\n")
+    result = run("build", "--config", str(tmp_path / "c.yaml"), "--cache-dir", str(tmp_path / "c"))
+    assert result.exit_code == 1 and "[bold]not markup[/bold]" in result.stderr
 
 
 def test_matrix_lists_records_and_shards(repo: Path) -> None:

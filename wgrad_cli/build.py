@@ -142,13 +142,17 @@ def _compile(job: BuildJob, source: Path, argv: Callable[[Path, Path], list[str]
 
 
 def _write_isa(compiler: Compiler, code_object: Path, dest: Path, asm_argv: Callable[[Path], list[str]]) -> list[str]:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    disassemble = compiler.disassemble_argv(code_object)
-    status, log = _run(disassemble or asm_argv(dest.with_suffix(".ptx" if compiler.kind == "nvcc" else ".s")))
-    if status != 0:
-        return [*_first_errors(log), f"command: {shlex.join(disassemble or asm_argv(dest))}"]
-    if disassemble:
-        write_text(dest.with_suffix(".sass"), log)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        disassemble = compiler.disassemble_argv(code_object)
+        command = disassemble or asm_argv(dest.with_suffix(".ptx" if compiler.kind == "nvcc" else ".s"))
+        status, log = _run(command)
+        if status != 0:
+            return [*_first_errors(log), f"command: {shlex.join(command)}"]
+        if disassemble:
+            write_text(dest.with_suffix(".sass"), log)
+    except OSError as exc:
+        return [f"--isa {dest.parent}: cannot write there ({exc.strerror})"]
     return []
 
 

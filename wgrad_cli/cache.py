@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from wgrad_cli.atomic import write_bytes, write_text
+from wgrad_cli.errors import WgradError
 
 
 def sha256_file(path: Path) -> str:
@@ -48,6 +49,15 @@ class Entry:
 @dataclass(frozen=True)
 class Cache:
     root: Path
+
+    def check_writable(self) -> None:
+        """Fail early, with the reason, rather than in the middle of a parallel build."""
+        try:
+            (self.root / "objects").mkdir(parents=True, exist_ok=True)
+            write_text(self.root / ".writable", "")
+        except OSError as exc:
+            raise WgradError(f"cache {self.root}: not writable ({exc.strerror}); pass --cache-dir DIR "
+                             "or set WGRAD_CACHE_DIR to a writable folder")
 
     def _manifest(self, base: str) -> Path:
         return self.root / "manifests" / f"{base}.json"

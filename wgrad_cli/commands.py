@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from wgrad_cli.build import BuildJob, BuildResult, result_json, run_builds
@@ -50,6 +51,7 @@ def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[st
     config, records = select(config_path, kernels, targets, shapes, kernel_source, includes)
     jobs = shard_jobs(list(dict.fromkeys(job for job, _ in records)), shard)
     cache = Cache(cache_dir or default_root())
+    cache.check_writable()
     toolchains = Toolchains(cache.root / "zig-shim", hip_cc, nvcc, rocm_path)
     with Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err, transient=True) as progress:
@@ -64,10 +66,11 @@ def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[st
     out.print(build_table(results, shapes_of))
     for r in results:
         for line in r.errors:
-            err.print(f"[red]{r.job.label}:[/] {line}", highlight=False, markup=True, soft_wrap=True)
+            err.print(f"[red]{r.job.label}:[/] {escape(line)}", highlight=False, soft_wrap=True)
     if json_path:
         write_json(json_path, "build", [
-            {"shape": {"name": shape.name, "M": job.dims.M, "N": job.dims.N, "K": job.dims.K, "E": job.dims.E},
+            {"shape": {"name": shape.name, "M": job.dims.M, "N": job.dims.N, "K": job.dims.K, "E": job.dims.E,
+                       "routing": shape.routing.describe()},
              **result_json(by_job[job])} for job, shape in records if job in by_job], config=str(config_path))
     failed = sum(not r.ok for r in results)
     hits = sum(r.cache_hit for r in results)

@@ -14,6 +14,7 @@ from rich.table import Table
 from wgrad_cli import __version__
 from wgrad_cli.atomic import write_text
 from wgrad_cli.build import BuildResult
+from wgrad_cli.errors import WgradError
 from wgrad_cli.toolchain import Candidate
 
 out = Console(width=None if Console().is_terminal else 200)  # pipes and CI logs get whole rows
@@ -34,7 +35,10 @@ def write_json(path: Path, command: str, records: list[dict[str, Any]], **extra:
     doc = {"tool": "wgrad", "version": __version__, "commit": git_commit(), "command": command,
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **extra,
            "records": records}
-    write_text(path, json.dumps(doc, indent=1) + "\n")
+    try:
+        write_text(path, json.dumps(doc, indent=1) + "\n")
+    except OSError as exc:
+        raise WgradError(f"--json {path}: cannot write it ({exc.strerror}); give a path in a writable folder")
 
 
 def _occupancy(r: BuildResult) -> str:
