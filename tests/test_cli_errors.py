@@ -195,5 +195,5 @@ def test_unwritable_places_are_one_line_errors(tmp_path: Path) -> None:
     assert line.startswith(f"cache {blocker / 'cache'}: not writable")
     result = run("info", "--cache-dir", str(tmp_path / "c"), "--json", str(blocker / "x.json"))
     assert result.exit_code == 2 and "Traceback" not in result.output  # the table is out; the record is not
-    assert result.stderr.splitlines() == [f"--json {blocker / 'x.json'}: cannot write it (Not a directory); "
-                                          "give a path in a writable folder"]
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"--json {blocker / 'x.json'}: cannot write it (") and line.endswith("writable folder")
