@@ -118,12 +118,15 @@ def _zig_candidate(shim_dir: Path) -> Candidate:
     zig = Path(importlib.util.find_spec("ziglang").origin or "").parent / "zig"  # type: ignore[union-attr]
     # zig's clang runs `lld -flavor gnu ...` for the AMDGPU link: a two-line shim maps that to zig's ld.lld.
     shim = shim_dir / "lld"
-    if not shim.exists():
-        shim_dir.mkdir(parents=True, exist_ok=True)
-        tmp = shim.with_suffix(f".{os.getpid()}")
-        tmp.write_text(f'#!/bin/sh\n[ "$1" = -flavor ] && shift 2\nexec "{zig}" ld.lld "$@"\n')
-        tmp.chmod(0o755)
-        os.replace(tmp, shim)
+    try:
+        if not shim.exists():
+            shim_dir.mkdir(parents=True, exist_ok=True)
+            tmp = shim.with_suffix(f".{os.getpid()}")
+            tmp.write_text(f'#!/bin/sh\n[ "$1" = -flavor ] && shift 2\nexec "{zig}" ld.lld "$@"\n')
+            tmp.chmod(0o755)
+            os.replace(tmp, shim)
+    except OSError as exc:
+        return Candidate(name, None, f"cannot write its lld shim in {shim_dir} ({exc.strerror})")
     return _clang(name, sys.executable, "zig", extra=("-m", "ziglang", "clang", f"-B{shim_dir}"))
 
 
