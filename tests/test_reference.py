@@ -14,7 +14,7 @@ import pytest
 
 from wgrad_cli.abi import Dims
 from wgrad_cli.problem import Problem, generate
-from wgrad_cli.reference import grad_w, row_norms
+from wgrad_cli.reference import grad_w, row_norms, sample_rows
 from wgrad_cli.routing import Routing
 
 E4M3 = ml_dtypes.float8_e4m3fn
@@ -385,3 +385,16 @@ def test_row_norms_hand_values() -> None:
     na, nb = row_norms(make(d, [0, 128], A, B, sa, sb))
     assert na[0, 4] == np.sqrt(52.0) and na[0, 5] == 0
     assert nb[0, 0] == 0.125
+
+
+def test_sampled_rows_per_expert_match_the_whole() -> None:
+    p = generate(Dims(1024, 512, 256, 4), Routing("zipf"), 3)
+    rows = sample_rows(p, 5, np.random.default_rng(0))
+    assert rows.shape == (4, 5) and all(len(set(r)) == 5 and list(r) == sorted(r) for r in rows)
+    assert len({tuple(r) for r in rows}) > 1  # each expert gets its own draw
+    whole, (na, nb) = grad_w(p), row_norms(p)
+    picked = np.take_along_axis(whole, rows[:, :, None], axis=1)
+    np.testing.assert_array_equal(grad_w(p, rows), picked)
+    sa, sb = row_norms(p, rows)
+    np.testing.assert_allclose(sa, np.take_along_axis(na, rows, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(sb, nb, rtol=1e-12)

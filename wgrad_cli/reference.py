@@ -38,18 +38,19 @@ def expert_operands(p: Problem, e: int, rows: np.ndarray | None = None, dtype: t
 def grad_w(p: Problem, rows: np.ndarray | None = None, precision: str = "float64") -> np.ndarray:
     """float32 (E, N, K): grad_w[e] = sum over expert e's tokens of g[m, n] * x[m, k].
 
-    With `rows` (indices into N), only those rows of every expert: (E, len(rows), K).
+    With `rows`, only those grad_w rows: indices into N, the same for every expert (R,) or one
+    set per expert (E, R) as sample_rows draws them; the result is then (E, R, K).
     Sums beyond fp32's range become +-inf, and below it 0, as rounding the exact value does.
     """
     d, dtype = p.dims, PRECISIONS[precision]
-    out = np.zeros((d.E, d.N if rows is None else len(rows), d.K), dtype=np.float32)
+    out = np.zeros((d.E, d.N if rows is None else rows.shape[-1], d.K), dtype=np.float32)
     # Fresh memory is slow to touch: one operand pair and one float64 block serve every expert.
     most = int(np.diff(p.offsets).max(initial=0))
     buffers = (np.empty(out.shape[1] * most, dtype=dtype), np.empty(d.K * most, dtype=dtype))
     wide = None if dtype is np.float32 else np.empty((min(ROWS, out.shape[1]), d.K), dtype=dtype)
     for e in range(d.E):
         if p.offsets[e + 1] > p.offsets[e]:
-            a, b = expert_operands(p, e, rows, dtype, buffers)
+            a, b = expert_operands(p, e, _of_expert(rows, e), dtype, buffers)
             for n0 in range(0, len(a), ROWS):
                 block = out[e, n0:n0 + ROWS]
                 if wide is None:
@@ -60,16 +61,25 @@ def grad_w(p: Problem, rows: np.ndarray | None = None, precision: str = "float64
     return out
 
 
+def sample_rows(p: Problem, count: int, rng: np.random.Generator) -> np.ndarray:
+    """(E, count) sorted distinct random grad_w rows per expert, for shapes too large to check whole."""
+    count = min(count, p.dims.N)
+    return np.sort(np.stack([rng.choice(p.dims.N, size=count, replace=False) for _ in range(p.dims.E)]), axis=1)
+
+
+def _of_expert(rows: np.ndarray | None, e: int) -> np.ndarray | None:
+    return rows if rows is None or rows.ndim == 1 else rows[e]
+
+
 def row_norms(p: Problem, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Euclidean norms over each expert's tokens: of A's rows (E, N or len(rows)) and B's rows (E, K).
+    """Euclidean norms over each expert's tokens: of A's rows (E, N or R) and B's rows (E, K).
 
     ||a_n|| * ||b_k|| bounds sum |a_n,m * b_k,m| (Cauchy-Schwarz), which bounds fp32 summation error.
     """
     d = p.dims
-    n = d.N if rows is None else len(rows)
-    na, nb = np.zeros((d.E, n)), np.zeros((d.E, d.K))
+    na, nb = np.zeros((d.E, d.N if rows is None else rows.shape[-1])), np.zeros((d.E, d.K))
     for e in range(d.E):
         if p.offsets[e + 1] > p.offsets[e]:
-            a, b = expert_operands(p, e, rows)
+            a, b = expert_operands(p, e, _of_expert(rows, e))
             na[e], nb[e] = np.sqrt(np.einsum("ij,ij->i", a, a)), np.sqrt(np.einsum("ij,ij->i", b, b))
     return na, nb
