@@ -17,8 +17,11 @@ def test_selfbench_small(repo: Path, tmp_path: Path, amd_compiler: object, nvcc:
     assert result.exit_code in (0, 1), result.output  # 1: a target missed (likely at this toy size)
     records = json.loads(out.read_text())["records"]
     assert [r["name"] for r in records] == [
-        "problem generation", "reference time, float64", "  of which BLAS, float64", "reference peak memory, float64",
-        "reference time, float32", "  of which BLAS, float32", "reference peak memory, float32",
+        "problem generation",
+        "reference time, float64", "  of which BLAS, float64", "  of which first touch, float64",
+        "reference peak memory, float64",
+        "reference time, float32", "  of which BLAS, float32", "  of which first touch, float32",
+        "reference peak memory, float32",
         "warm build step", "warm build command"]
     assert all(r["measured"] > 0 and r["baseline"] > 0 for r in records)
     warm = records[-2]

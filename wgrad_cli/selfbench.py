@@ -8,8 +8,9 @@ baseline measured in the same run, so the figures carry over between machines.
   fp8 (target < 2).
 - `wgrad build` of a config with a warm cache vs a cold one, both for the build step itself and
   for the whole command including Python's start-up (target < 2%, on the build step).
-Rows marked informational explain another row: the bare per-expert BLAS time shows how much of
-the reference's ratio the grouped shape itself costs (k = M/E is a short inner dimension).
+Rows marked informational explain another row: the bare per-expert BLAS time shows what the
+grouped shape costs BLAS (k = M/E is a short inner dimension), and the first touch what it costs
+to write a result E times the baseline's size into fresh memory.
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ def _expert_matmuls(d: Dims, dtype: type, rng: np.random.Generator) -> float:
     return time.perf_counter() - start
 
 
+def _first_touch(shape: tuple[int, ...]) -> float:
+    """Seconds to allocate and write a float32 array once: the page-fault cost of a result that size."""
+    start = time.perf_counter()
+    np.ones(shape, dtype=np.float32)
+    return time.perf_counter() - start
+
+
 def reference_ratios(size: int, experts: int, seed: int = 0) -> list[Ratio]:
     d = Dims(size, size, size, experts)
     t_gen, problem = _timed(generate, d, Routing(), seed)
@@ -90,6 +98,7 @@ def reference_ratios(size: int, experts: int, seed: int = 0) -> list[Ratio]:
     fp32_operands = (d.N + d.K) * d.M * 4
     ratios = [Ratio("problem generation", t_gen, t_base_gen, "s", 2.0, False,
                     f"generate ({shape}) / as many float32 normals + fp8 cast")]
+    t_touch = _first_touch((d.E, d.N, d.K))
     for precision, dtype in PRECISIONS.items():
         tracemalloc.start()
         t_ref, result = _timed(grad_w, problem, precision=precision)
@@ -103,6 +112,8 @@ def reference_ratios(size: int, experts: int, seed: int = 0) -> list[Ratio]:
                   f"grad_w ({shape}) / one {precision} np.matmul of the same FLOPs"),
             Ratio(f"  of which BLAS, {precision}", _expert_matmuls(d, dtype, rng), t_mm, "s", 1.25, True,
                   f"the {experts} per-expert matmuls alone (N x M/E x K, data ready) / the same one matmul", True),
+            Ratio(f"  of which first touch, {precision}", t_touch, t_mm, "s", 1.25, True,
+                  "writing a new E x N x K float32 result once (fresh pages) / the same one matmul", True),
             Ratio(f"reference peak memory, {precision}", peak / 2**20, fp32_operands / 2**20, "MiB", 2.5, True,
                   "traced peak beyond inputs and result / dequantized fp32 operand bytes"),
         ]
