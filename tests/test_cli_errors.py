@@ -119,7 +119,7 @@ def test_bad_shard_is_a_usage_error(tmp_path: Path, shard: str, why: str) -> Non
 @pytest.mark.parametrize("args", [
     ["--kernel-source", "k.cpp"],
     ["--include", "inc"],
-    ["--kernel-source", "k.cpp", "--kernel", "reference", "--kernel", "hipkittens"],
+    ["--kernel-source", "k.cpp", "--kernel", "reference", "--kernel", "upstream"],
 ], ids=["no-kernel", "include-no-kernel", "two-kernels"])
 @pytest.mark.parametrize("command", ["build", "matrix"])
 def test_kernel_source_needs_exactly_one_kernel(tmp_path: Path, command: str, args: list[str]) -> None:
@@ -147,7 +147,7 @@ def test_unknown_kernel_flag(tmp_path: Path) -> None:
 
 def test_kernel_source_that_does_not_exist(tmp_path: Path) -> None:
     config = write(tmp_path, GOOD)
-    [line] = assert_user_error(run("matrix", "--config", config, "--kernel", "hipkittens",
+    [line] = assert_user_error(run("matrix", "--config", config, "--kernel", "upstream",
                                    "--kernel-source", tmp_path / "missing.cpp"))
     assert f"kernels[0].source: {tmp_path / 'missing.cpp'} does not exist;" in line
 

@@ -41,14 +41,14 @@ def test_build_writes_one_record_per_kernel_target_shape(repo: Path, tmp_path: P
 def test_failed_build_exits_1_after_the_rest(repo: Path, tmp_path: Path, amd_compiler: object) -> None:
     (tmp_path / "k.cu").write_text("not C++\n")
     (tmp_path / "c.yaml").write_text(
-        "kernels: [reference, {name: hipkittens, source: k.cu}]\ntargets: [gfx950]\n"
+        "kernels: [reference, {name: upstream, source: k.cu}]\ntargets: [gfx950]\n"
         "shapes:\n  - {name: s, M: 128, N: 256, K: 256, E: 1}\n")
     result = run("build", "--config", str(tmp_path / "c.yaml"), "--cache-dir", str(tmp_path / "c"),
                  "--json", str(tmp_path / "out.json"))
     assert result.exit_code == 1
     records = json.loads((tmp_path / "out.json").read_text())["records"]
-    assert [(r["kernel"], r["ok"]) for r in records] == [("reference", True), ("hipkittens", False)]
-    assert "1/2 builds ok" in result.stderr and "hipkittens-gfx950-M128-N256-K256-E1" in result.stderr
+    assert [(r["kernel"], r["ok"]) for r in records] == [("reference", True), ("upstream", False)]
+    assert "1/2 builds ok" in result.stderr and "upstream-gfx950-M128-N256-K256-E1" in result.stderr
 
 
 def test_compiler_output_with_brackets_is_printed_verbatim(tmp_path: Path, amd_compiler: object) -> None:

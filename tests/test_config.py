@@ -293,7 +293,7 @@ ONE_PROBLEM = {
         kernels: [reference, cutlass]
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
-        """, 1, "kernels[1].name", "unknown kernel 'cutlass'", "known kernels: hipkittens, reference"),
+        """, 1, "kernels[1].name", "unknown kernel 'cutlass'", "known kernels: reference, upstream"),
     "kernel-twice": ("""\
         kernels: [reference, reference]
         shapes:
@@ -306,21 +306,21 @@ ONE_PROBLEM = {
         """, 1, "targets[1]", "unknown target 'gfx942'", "targets are gfx950, sm_90a"),
     "target-no-kernel-builds": ("""\
         kernels:
-          - {name: hipkittens, source: kernel.cpp}
+          - {name: upstream, source: kernel.cpp}
         targets: [sm_90a]
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
         """, 3, "targets[0]", "no listed kernel builds for sm_90a", "list a kernel whose spec has this target"),
     "external-kernel-no-source": ("""\
         seed: 3
-        kernels: [hipkittens]
+        kernels: [upstream]
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
-        """, 2, "kernels[0].source", "kernel 'hipkittens' is external and no source was given",
+        """, 2, "kernels[0].source", "kernel 'upstream' is external and no source was given",
          "pass --kernel-source PATH"),
     "source-does-not-exist": ("""\
         kernels:
-          - {name: hipkittens, source: missing.cpp}
+          - {name: upstream, source: missing.cpp}
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
         """, 2, "kernels[0].source", "missing.cpp does not exist", "source must name an existing file"),
@@ -332,7 +332,7 @@ ONE_PROBLEM = {
         """, 2, "kernels[0].source", "5 is not a path", "a file path"),
     "include-does-not-exist": ("""\
         kernels:
-          - name: hipkittens
+          - name: upstream
             source: kernel.cpp
             include: [/nonexistent/HipKittens/include]
         shapes:
@@ -478,12 +478,12 @@ def test_kernel_override(tmp_path: Path) -> None:
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
         """)
-    config = load_config(path, SPECS, {"hipkittens": (tmp_path / "kernel.cpp", None)}, kernel_names=("hipkittens",))
-    assert [k.name for k in config.kernels] == ["hipkittens"]
+    config = load_config(path, SPECS, {"upstream": (tmp_path / "kernel.cpp", None)}, kernel_names=("upstream",))
+    assert [k.name for k in config.kernels] == ["upstream"]
     assert config.kernels[0].source == tmp_path / "kernel.cpp"
     assert config.targets == ("gfx950",)
     with pytest.raises(ConfigError) as exc:
-        load_config(path, SPECS, kernel_names=("hipkittens",))
+        load_config(path, SPECS, kernel_names=("upstream",))
     [line] = exc.value.lines
     check(line, path, 1, "kernels[0].source", "is external and no source was given", "--kernel-source")
 
@@ -546,7 +546,7 @@ def test_full_config(tmp_path: Path) -> None:
         quantization: upstream
         kernels:
           - reference
-          - {name: hipkittens, source: kernel.cpp, include: [.]}
+          - {name: upstream, source: kernel.cpp, include: [.]}
         targets: [gfx950]
         limits: {registers: 256, spills: 0}
         routing: {kind: zipf, s: 1.5}
@@ -561,7 +561,7 @@ def test_full_config(tmp_path: Path) -> None:
     config = load_config(path, SPECS)
     assert (config.seed, config.quantization, config.targets) == (42, "upstream", ("gfx950",))
     assert config.limits == {"registers": 256, "spills": 0}
-    assert [k.name for k in config.kernels] == ["reference", "hipkittens"]
+    assert [k.name for k in config.kernels] == ["reference", "upstream"]
     hk = config.kernels[1]
     assert (hk.source, hk.include) == (tmp_path / "kernel.cpp", (tmp_path / ".",))
     assert {s.name: s.routing for s in config.shapes} == {
@@ -578,7 +578,7 @@ def test_full_config(tmp_path: Path) -> None:
 
 def test_default_targets_follow_kernels(tmp_path: Path) -> None:
     path = write(tmp_path, """\
-        kernels: [{name: hipkittens, source: kernel.cpp}]
+        kernels: [{name: upstream, source: kernel.cpp}]
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
         """)

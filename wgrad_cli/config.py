@@ -115,7 +115,7 @@ def _kernels(value: Any, specs: dict[str, KernelSpec], overrides: Overrides, bas
         for j, inc_dir in enumerate(spec.include):
             if not inc_dir.is_dir():
                 p.add(path + ("include", j), f"{inc_dir} is not a directory",
-                      "include dirs must exist (for hipkittens: your HipKittens checkout's include/)")
+                      "include dirs must exist (for upstream: your HipKittens checkout's include/)")
         out.append(spec)
     names = [k.name for k in out]
     for name in {n for n in names if names.count(n) > 1}:
