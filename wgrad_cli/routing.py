@@ -33,7 +33,8 @@ class Routing:
         }[self.kind]
 
     def offsets_for(self, M: int, E: int, rng: np.random.Generator) -> list[int]:
-        """E+1 non-decreasing multiples of 128 from 0 to M (explicit offsets are returned as given)."""
+        """E+1 non-decreasing multiples of 128 from 0 to M (all 0 when every expert is empty);
+        explicit offsets are returned as given."""
         if self.kind == "explicit":
             return list(self.offsets)
         blocks = M // STEP
