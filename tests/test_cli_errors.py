@@ -147,9 +147,24 @@ def test_unknown_kernel_flag(tmp_path: Path) -> None:
 
 def test_kernel_source_that_does_not_exist(tmp_path: Path) -> None:
     config = write(tmp_path, GOOD)
-    [line] = assert_user_error(run("matrix", "--config", config, "--kernel", "upstream",
-                                   "--kernel-source", tmp_path / "missing.cpp"))
-    assert f"kernels[0].source: {tmp_path / 'missing.cpp'} does not exist;" in line
+    lines = assert_user_error(run("matrix", "--config", config, "--kernel", "upstream",
+                                  "--kernel-source", tmp_path / "missing.cpp", "--include", tmp_path / "nope"))
+    assert lines == [f"--kernel-source {tmp_path / 'missing.cpp'}: no such file; give the kernel's source file",
+                     f"--include {tmp_path / 'nope'}: not a directory; give an existing include dir"]
+
+
+def test_kernel_flag_keeps_the_targets_it_builds(tmp_path: Path) -> None:
+    """--kernel upstream on a config for gfx950 and sm_90a: only gfx950 remains (upstream is AMD-only)."""
+    (tmp_path / "up.cpp").write_text("// stands in for the user's checkout\n")
+    both = write(tmp_path, "targets: [gfx950, sm_90a]\n" + GOOD, "both.yaml")
+    result = run("matrix", "--config", both, "--kernel", "upstream", "--kernel-source", tmp_path / "up.cpp",
+                 "--shape", "b")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"include": [{"kernel": "upstream", "target": "gfx950", "shape": "b"}]}
+    only_nv = write(tmp_path, "targets: [sm_90a]\n" + GOOD, "nv.yaml")
+    [line] = assert_user_error(run("matrix", "--config", only_nv, "--kernel", "upstream", "--kernel-source",
+                                   tmp_path / "up.cpp"))
+    assert line.endswith("targets: --kernel upstream builds for none of sm_90a; choose a kernel that builds for one of them")
 
 
 def test_matrix_of_a_good_config(tmp_path: Path) -> None:

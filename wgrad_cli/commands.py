@@ -24,6 +24,11 @@ def select(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...]
     specs = load_specs()
     if (kernel_source or includes) and len(kernels) != 1:
         raise WgradError("--kernel-source/--include: name exactly one --kernel they belong to")
+    missing = ([f"--kernel-source {kernel_source}: no such file; give the kernel's source file"]
+               if kernel_source and not kernel_source.is_file() else [])
+    missing += [f"--include {d}: not a directory; give an existing include dir" for d in includes if not d.is_dir()]
+    if missing:
+        raise WgradError(missing)
     overrides = {kernels[0]: (kernel_source, includes or None)} if kernel_source or includes else {}
     config = load_config(config_path, specs, overrides, kernel_names=kernels or None)
     for flag, chosen, known in (("--target", targets, config.targets), ("--shape", shapes, [s.name for s in config.shapes])):

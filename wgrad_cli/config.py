@@ -71,7 +71,7 @@ def load_config(path: Path, specs: dict[str, KernelSpec], overrides: Overrides |
         p.add(("quantization",), f"{quant!r} is unknown", f"one of {', '.join(QUANTIZATIONS)}")
     kernel_list = list(kernel_names) if kernel_names else data.get("kernels", ["reference"])
     kernels = _kernels(kernel_list, specs, overrides or {}, path.parent, p)
-    targets = _targets(data.get("targets"), kernels, p)
+    targets = _targets(data.get("targets"), kernels, p, from_flags=bool(kernel_names))
     limits = _limits(data.get("limits", {}), p)
     default_routing = _routing(data.get("routing", "uniform"), ("routing",), None, p)
     shapes = _shapes(data.get("shapes"), default_routing, p)
@@ -133,19 +133,25 @@ def _path(value: Any, path: Key, base: Path, p: Problems) -> Path | None:
     return expanded if expanded.is_absolute() else base / expanded
 
 
-def _targets(value: Any, kernels: tuple[KernelSpec, ...], p: Problems) -> tuple[str, ...]:
+def _targets(value: Any, kernels: tuple[KernelSpec, ...], p: Problems, from_flags: bool) -> tuple[str, ...]:
+    """The config's targets; with kernels chosen by --kernel, those the kernels cannot build are dropped."""
     if value is None:
         return tuple(t for t in TARGETS if any(t in k.flags for k in kernels))
     if not isinstance(value, list) or not value or not all(isinstance(t, str) for t in value):
         p.add(("targets",), f"{value!r} is not a non-empty list of targets", f"targets: a list of {', '.join(TARGETS)}")
         return ()
+    built = [t for t in dict.fromkeys(value) if not kernels or any(t in k.flags for k in kernels)]
     for i, target in enumerate(value):
         if target not in TARGETS:
             p.add(("targets", i), f"unknown target {target!r}", f"targets are {', '.join(TARGETS)}")
-        elif kernels and not any(target in k.flags for k in kernels):
+        elif target not in built and not from_flags:
             p.add(("targets", i), f"no listed kernel builds for {target}",
                   "list a kernel whose spec has this target, or drop the target")
-    return tuple(dict.fromkeys(value))
+    if from_flags and kernels and not built:
+        names = ", ".join(k.name for k in kernels)
+        p.add(("targets",), f"--kernel {names} builds for none of {', '.join(value)}",
+              "choose a kernel that builds for one of them")
+    return tuple(built)
 
 
 def _limits(value: Any, p: Problems) -> dict[str, int]:
