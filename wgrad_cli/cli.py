@@ -41,7 +41,7 @@ def parse_shard(_ctx: click.Context, _param: click.Parameter, value: str | None)
 
 
 def toolchain_options(f: F) -> F:
-    f = click.option("--rocm-path", type=click.Path(file_okay=False), envvar="ROCM_PATH",
+    f = click.option("--rocm-path", type=click.Path(exists=True, file_okay=False), envvar="ROCM_PATH",
                      help="ROCm install whose HIP headers clang uses (default $ROCM_PATH).")(f)
     f = click.option("--nvcc", help="nvcc to use for sm_90a (default $WGRAD_NVCC, $CUDA_HOME, PATH).")(f)
     f = click.option("--hip-cc", help="hipcc or clang to use for gfx950 (default $WGRAD_HIP_CC, then discovery).")(f)
