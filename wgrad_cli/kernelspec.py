@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from wgrad_cli.abi import ALIGN, Dims
+from wgrad_cli.errors import ConfigError
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.yamlsource import Key, Problems, load
 
@@ -53,8 +54,6 @@ def load_specs(directory: Path = KERNELS_DIR) -> dict[str, KernelSpec]:
             specs[spec.name] = spec
         all_problems += problems.found
     if all_problems:
-        from wgrad_cli.errors import ConfigError
-
         raise ConfigError(all_problems)
     return specs
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+from rich.table import Table
 
 from wgrad_cli.abi import Dims
 from wgrad_cli.build import BuildJob, run_builds
@@ -143,8 +144,6 @@ def build_ratios(config_path: Path) -> list[Ratio]:
 
 
 def selfbench_command(size: int, experts: int, build_config: Path, json_path: Path | None) -> None:
-    from rich.table import Table
-
     with err.status("timing the reference and problem generation"):
         ratios = reference_ratios(size, experts)
     with err.status(f"timing cold and warm builds of {build_config}"):
