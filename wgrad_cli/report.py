@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 import json
+import platform
+import sys
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ def git_commit() -> str | None:
 def write_json(path: Path, command: str, records: list[dict[str, Any]], **extra: Any) -> None:
     """One document per run: tool, version, commit, date, then one record per result."""
     doc = {"tool": "wgrad", "version": __version__, "commit": git_commit(), "command": command,
+           "argv": ["wgrad", *sys.argv[1:]], "host": platform.node(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **extra,
            "records": records}
     try:

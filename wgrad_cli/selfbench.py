@@ -158,7 +158,8 @@ def selfbench_command(size: int, experts: int, build_config: Path, json_path: Pa
     out.print(table)
     if json_path:
         write_json(json_path, "selfbench", [{**r.__dict__, "ratio": r.ratio, "ok": r.ok} for r in ratios],
-                   machine=platform.node(), cores=os.cpu_count(), python=platform.python_version(),
+                   cores=os.cpu_count(), memory_gib=round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+                   python=platform.python_version(),
                    numpy=np.__version__, size=size, experts=experts, build_config=str(build_config))
     if not all(r.ok for r in ratios if not r.informational):
         raise SystemExit(1)
