@@ -101,13 +101,12 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
     entry = cache.lookup(base)
     result.cache_hit = entry is not None
     if entry is None:
-        start = time.perf_counter()
         built = _compile(job, source, argv, cache, base)
-        result.compile_seconds = time.perf_counter() - start
         if isinstance(built, list):
             result.errors = built
             return result
         entry = built
+        result.compile_seconds = entry.meta["compile_seconds"]
     if isa_dir is not None:
         result.errors += _write_isa(compiler, entry.code_object, isa_dir / job.label,
                                     lambda o: argv(o, Path(os.devnull), True))

@@ -102,7 +102,7 @@ def _kernels(value: Any, specs: dict[str, KernelSpec], overrides: Overrides, bas
         if "include" in entry:
             inc = entry["include"]
             if isinstance(inc, list) and all(isinstance(v, str) for v in inc):
-                include = tuple(Path(v).expanduser() if Path(v).expanduser().is_absolute() else base / v for v in inc)
+                include = tuple(_resolve(v, base) for v in inc)
             else:
                 p.add(path + ("include",), f"{inc!r} is not a list of paths", "include: [dir, ...]")
         flag_source, flag_include = overrides.get(spec.name, (None, None))
@@ -129,6 +129,11 @@ def _path(value: Any, path: Key, base: Path, p: Problems) -> Path | None:
     if not isinstance(value, str):
         p.add(path, f"{value!r} is not a path", "a file path (relative to the config file)")
         return None
+    return _resolve(value, base)
+
+
+def _resolve(value: str, base: Path) -> Path:
+    """A config's path: ~ expanded, relative ones taken from the config file's folder."""
     expanded = Path(value).expanduser()
     return expanded if expanded.is_absolute() else base / expanded
 
