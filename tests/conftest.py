@@ -1,13 +1,19 @@
-"""Shared fixtures: real compilers where installed (skipped with the reason where not)."""
+"""Shared fixtures: real compilers and a real GPU where installed (skipped with the reason where not)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from wgrad_cli.abi import Dims
+from wgrad_cli.build import BuildJob, run_builds
+from wgrad_cli.cache import Cache
 from wgrad_cli.errors import ToolchainError
 from wgrad_cli.kernelspec import KernelSpec, load_specs
+from wgrad_cli.runtime import DriverError, Runtime, open_runtime
+from wgrad_cli.targets import TARGETS, Target
 from wgrad_cli.toolchain import Compiler, Toolchains
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,3 +49,39 @@ def amd_compiler(tmp_path_factory: pytest.TempPathFactory) -> Compiler:
 @pytest.fixture(scope="session")
 def nvcc(tmp_path_factory: pytest.TempPathFactory) -> Compiler:
     return _compiler("sm_90a", tmp_path_factory.mktemp("shim"), "install the CUDA toolkit")
+
+
+@pytest.fixture(scope="session")
+def gpu() -> Iterator[Runtime]:
+    """A runtime on device 0 of whichever vendor's driver finds one; skipped, with each reason, where none does."""
+    reasons = []
+    for vendor in ("nvidia", "amd"):
+        try:
+            rt = open_runtime(vendor, 0)
+        except DriverError as exc:
+            reasons += exc.lines
+            continue
+        yield rt
+        rt.close()
+        return
+    pytest.skip("no GPU: " + " | ".join(reasons))
+
+
+@pytest.fixture(scope="session")
+def gpu_target(gpu: Runtime) -> Target:
+    return next(t for t in TARGETS.values() if t.device_arch == gpu.device.arch)
+
+
+@pytest.fixture(scope="session")
+def gpu_build(gpu_target: Target, specs: dict[str, KernelSpec],
+              tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Dims], Path]:
+    """Builds (kernel name, dims) for the GPU's target with the real compiler; the code object's path."""
+    cache = Cache(tmp_path_factory.mktemp("cache"))
+    toolchains = Toolchains(cache.root / "zig-shim")
+
+    def build(kernel: str, dims: Dims) -> Path:
+        (result,) = run_builds([BuildJob(specs[kernel], gpu_target.name, dims)], toolchains, cache, {}, 1)
+        assert result.ok and result.code_object, result.errors
+        return result.code_object
+
+    return build

@@ -206,7 +206,7 @@ def test_summation_term_widens_tolerance() -> None:
     # n = 2^14: gamma ~ 2^-10; ||a|| ||b|| = 6 -> bound ~ 0.00587 < 2^-7; two ulps off = 2^-6
     out = 1.0 + 2.0**-6
     assert not one(1.0, out, tokens=2**14, na=2.0, nb=3.0).ok
-    assert one(1.0, out, tokens=2**14, na=2.0, nb=3.0, reference_precision="float32").ok  # 2 * bound
+    assert one(1.0, out, tokens=2**14, na=2.0, nb=3.0, reference="float32").ok  # 2 * bound
     assert one(1.0, out, tokens=2**14, na=2.0, nb=6.0).ok  # bound ~ 0.0117
 
 

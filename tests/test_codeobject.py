@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from wgrad_cli.codeobject import CodeObjectError, amd_metadata, check_amd_args, match_symbol, nvidia_resources
+from wgrad_cli.toolchain import Compiler
+from wgrad_cli.codeobject import (CodeObjectError, Param, amd_metadata, amd_params, check_params, cubin_params,
+                                  match_symbol, nvidia_resources)
 
 
 def test_match_symbol() -> None:
@@ -23,11 +27,29 @@ def arg(kind: str = "global_buffer", size: int = 8, offset: int = 0) -> dict[str
 
 def test_amd_args_match_the_abi() -> None:
     good = [arg(offset=8 * i) for i in range(6)] + [arg("hidden_block_count_x", 4, 48)]
-    check_amd_args({".name": "k", ".args": good})
+    params = amd_params({".args": good})
+    assert params == [Param(8 * i, 8, "pointer") for i in range(6)]  # hidden arguments are the runtime's
+    check_params("k", params)
     with pytest.raises(CodeObjectError, match="argument 5 \\(expert_off\\) is by_value of 4 bytes at offset 40"):
-        check_amd_args({".name": "k", ".args": good[:5] + [arg("by_value", 4, 40)]})
+        check_params("k", amd_params({".args": good[:5] + [arg("by_value", 4, 40)]}))
     with pytest.raises(CodeObjectError, match="7 arguments, the ABI has 6"):
-        check_amd_args({".name": "k", ".args": good[:6] + [arg(offset=48)]})
+        check_params("k", amd_params({".args": good[:6] + [arg(offset=48)]}))
+
+
+MIXED = 'extern "C" __global__ void mixed(float* a, int b, double c, char d, long long* e) {}\n'
+
+
+def test_cubin_params_read_offsets_and_sizes(nvcc: Compiler, tmp_path: Path) -> None:
+    """nvcc's EIATTR_KPARAM_INFO records, read back: natural alignment, sizes, in argument order."""
+    src, cubin = tmp_path / "mixed.cu", tmp_path / "mixed.cubin"
+    src.write_text(MIXED)
+    subprocess.run([*nvcc.argv0, "-arch=sm_90a", "-cubin", "-o", cubin, src], check=True, capture_output=True)
+    params = cubin_params(cubin.read_bytes(), "mixed")
+    assert [(p.offset, p.size) for p in params] == [(0, 8), (8, 4), (16, 8), (24, 1), (32, 8)]
+    with pytest.raises(CodeObjectError, match="argument 1 \\(A\\) is unrecorded of 4 bytes at offset 8"):
+        check_params("mixed", params)
+    with pytest.raises(CodeObjectError, match="no .nv.info.other section"):
+        cubin_params(cubin.read_bytes(), "other")
 
 
 def test_not_an_amd_code_object() -> None:

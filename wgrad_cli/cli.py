@@ -105,6 +105,96 @@ def info(**kw: Any) -> None:
     info_command(**kw)
 
 
+def run_options(f: F) -> F:
+    """Options of the commands that run kernels on a device (verify, bench)."""
+    f = click.option("--no-save", is_flag=True, help="Write no results file.")(f)
+    f = click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write the records as CSV here.")(f)
+    f = click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Results file (default results/<command>-<config>-<arch>[-shard-i-of-n].json).")(f)
+    f = click.option("--shard", callback=parse_shard, help="Run only slice i of n of the (kernel, shape) records.")(f)
+    f = click.option("--seed", type=click.IntRange(min=0), help="Problem seed (default: the config's).")(f)
+    f = click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="Device index.")(f)
+    return f
+
+
+@cli.command()
+@selection_options
+@toolchain_options
+@run_options
+@click.option("--reference", type=click.Choice(["auto", "numpy", "device"]), default="auto", show_default=True,
+              help="numpy: every element against numpy; device: the reference kernel on the same device, plus "
+                   "numpy on sampled rows; auto: numpy up to 2^38 FLOPs, device beyond.")
+@click.option("--rows", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Rows per expert that numpy checks when the reference is the device's.")
+@click.option("--edge-cases", is_flag=True,
+              help="Also run every shape with half its experts empty, all tokens in one expert, and skewed routing.")
+@click.option("--per-expert", is_flag=True, help="Print every shape's per-expert table (failures always get one).")
+def verify(**kw: Any) -> None:
+    """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
+    from wgrad_cli.device_commands import verify_command
+
+    verify_command(**kw)
+
+
+@cli.command()
+@selection_options
+@toolchain_options
+@run_options
+@click.option("--hot", is_flag=True, help="Back-to-back launches, operands left in cache (default: cold).")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Measure every shape this many times in the run (each a row).")
+@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Launches before sampling.")
+@click.option("--min-samples", type=click.IntRange(min=2), default=10, show_default=True)
+@click.option("--min-time", type=click.FloatRange(min=0), default=0.5, show_default=True,
+              help="Seconds of kernel time to sample at least.")
+@click.option("--max-noise", type=click.FloatRange(min=0), default=0.005, show_default=True,
+              help="Stop once the relative standard deviation is at most this.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=15.0, show_default=True,
+              help="Seconds of wall time per shape after which sampling stops regardless (the table says so).")
+def bench(**kw: Any) -> None:
+    """Time kernels on fresh random problems (cold cache by default): TFLOP/s, GB/s, % of peak."""
+    from wgrad_cli.device_commands import bench_command
+
+    bench_command(**kw)
+
+
+@cli.command()
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option("--threshold", type=click.FloatRange(min=0), default=0.05, show_default=True,
+              help="Relative slow-down of the median that counts as a regression.")
+def compare(base: Path, new: Path, threshold: float) -> None:
+    """Per-shape deltas between two results files; exit 1 on any regression (CI gate)."""
+    from wgrad_cli.compare import compare_docs
+    from wgrad_cli.report import err, out
+
+    table, regressions = compare_docs(base, new, threshold)
+    out.print(table)
+    for line in regressions:
+        err.print(f"[red]regression[/] {line}", highlight=False)
+    if regressions:
+        raise SystemExit(1)
+
+
+@cli.command()
+@click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Write the merged results here.")
+def merge(shards: tuple[Path, ...], json_path: Path) -> None:
+    """Join the --shard i/n results files of one run into one file and table."""
+    from wgrad_cli.bench import bench_table
+    from wgrad_cli.compare import merge_docs
+    from wgrad_cli.report import out
+    from wgrad_cli.results import save
+    from wgrad_cli.verify import verify_table
+
+    merged = merge_docs(list(shards))
+    table = bench_table if merged["command"] == "bench" else verify_table
+    out.print(table(merged["records"], f"wgrad merge: {len(shards)} shards of {merged['command']}"))
+    save(json_path, None, merged["command"], merged["records"], **merged["extra"])
+
+
 @cli.command()
 @click.option("--size", type=click.IntRange(min=256), default=8192, show_default=True, help="M = N = K.")
 @click.option("--experts", type=click.IntRange(min=1), default=8, show_default=True)

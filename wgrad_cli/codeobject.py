@@ -1,14 +1,16 @@
-"""Reading built code objects: find the kernel symbol and its resource use.
+"""Reading built code objects: find the kernel symbol, its arguments and its resource use.
 
 gfx950: everything comes from the NT_AMDGPU_METADATA note (msgpack) of the ELF. sm_90a: the
-symbol comes from the cubin's symbol table, the figures from ptxas' --resource-usage report
-(the cubin keeps no spill counts), saved with the cache entry at build time.
+symbol comes from the cubin's symbol table, the arguments from its .nv.info.<symbol> section
+(EIATTR_KPARAM_INFO records), the figures from ptxas' --resource-usage report (the cubin keeps
+no spill counts), saved with the cache entry at build time.
 """
 
 from __future__ import annotations
 
 import io
 import re
+import struct
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -16,10 +18,11 @@ import msgpack
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection, SymbolTableSection
 
-from wgrad_cli.abi import KERNARG_BYTES, POINTER_BYTES, ARGS
+from wgrad_cli.abi import ARGS, KERNARG_BYTES, POINTER_BYTES
 from wgrad_cli.occupancy import Occupancy, gfx950, sm90
 
 NT_AMDGPU_METADATA = 32
+EIFMT_SVAL, EIATTR_KPARAM_INFO = 4, 0x17  # .nv.info attribute format with a size field; parameter record
 
 
 class CodeObjectError(Exception):
@@ -71,29 +74,73 @@ def amd_metadata(data: bytes) -> dict[str, Any]:
 
 def amd_resources(data: bytes, base: str, block: int) -> Resources:
     """Find kernel `base` in the metadata, check its arguments against the ABI, read its figures."""
-    kernels = {k[".name"]: k for k in amd_metadata(data)["amdhsa.kernels"]}
-    k = kernels[match_symbol(list(kernels), base)]
-    check_amd_args(k)
+    symbol, _ = kernel_params("amd", data, base)
+    k = next(k for k in amd_metadata(data)["amdhsa.kernels"] if k[".name"] == symbol)
     vgprs, agprs, lds = k[".vgpr_count"], k.get(".agpr_count", 0), k[".group_segment_fixed_size"]
     return Resources(k[".name"], vgprs, agprs, k[".sgpr_count"], lds, k[".private_segment_fixed_size"],
                      k[".vgpr_spill_count"] + k[".sgpr_spill_count"], k[".wavefront_size"],
                      gfx950(vgprs, agprs, lds, block, k[".wavefront_size"]))
 
 
-def check_amd_args(kernel: dict[str, Any]) -> None:
-    """The ABI: six 8-byte global pointers at offsets 0, 8, ..., 40 (hidden arguments may follow)."""
-    explicit = [a for a in kernel[".args"] if not a[".value_kind"].startswith("hidden_")]
+@dataclass(frozen=True)
+class Param:
+    """One explicit kernel argument as the code object records it."""
+
+    offset: int
+    size: int
+    kind: str  # AMD: "pointer" or the metadata's value kind; cubins do not record it: "unrecorded"
+
+
+def amd_params(kernel: dict[str, Any]) -> list[Param]:
+    """Explicit arguments of one kernel's metadata (the hidden ones the runtime fills follow them)."""
+    return [Param(a[".offset"], a[".size"], "pointer" if a[".value_kind"] == "global_buffer" else a[".value_kind"])
+            for a in kernel[".args"] if not a[".value_kind"].startswith("hidden_")]
+
+
+def cubin_params(data: bytes, symbol: str) -> list[Param]:
+    """Arguments of `symbol` from its .nv.info section, in ordinal order.
+
+    Each EIATTR_KPARAM_INFO body: u32 index, u16 ordinal, u16 offset, u32 whose top 14 bits
+    are the size in bytes. Pointers and 8-byte values look alike there.
+    """
+    section = ELFFile(io.BytesIO(data)).get_section_by_name(f".nv.info.{symbol}")
+    if section is None:
+        raise CodeObjectError(f"the cubin has no .nv.info.{symbol} section, so its arguments are unknown")
+    body, i, params = section.data(), 0, []
+    while i + 4 <= len(body):
+        fmt, attr, size = body[i], body[i + 1], struct.unpack_from("<H", body, i + 2)[0]
+        if fmt == EIFMT_SVAL and attr == EIATTR_KPARAM_INFO:
+            _, ordinal, offset, word = struct.unpack_from("<IHHI", body, i + 4)
+            params.append((ordinal, Param(offset, word >> 18, "unrecorded")))
+        i += 4 + size if fmt == EIFMT_SVAL else 4  # other formats carry at most 2 bytes inline
+    return [p for _, p in sorted(params, key=lambda op: op[0])]
+
+
+def check_params(symbol: str, params: list[Param]) -> None:
+    """The ABI: six 8-byte pointers at offsets 0, 8, ..., 40; one message listing every difference."""
     problems = []
-    if len(explicit) != len(ARGS):
-        problems.append(f"{len(explicit)} arguments, the ABI has {len(ARGS)}")
-    for i, (arg, want) in enumerate(zip(explicit, ARGS)):
-        kind, size, offset = arg[".value_kind"], arg[".size"], arg[".offset"]
-        if kind != "global_buffer" or size != POINTER_BYTES or offset != i * POINTER_BYTES:
-            problems.append(f"argument {i} ({want.name}) is {kind} of {size} bytes at offset {offset}, "
+    if len(params) != len(ARGS):
+        problems.append(f"{len(params)} arguments, the ABI has {len(ARGS)}")
+    for i, (p, want) in enumerate(zip(params, ARGS)):
+        if p.kind not in ("pointer", "unrecorded") or p.size != POINTER_BYTES or p.offset != i * POINTER_BYTES:
+            problems.append(f"argument {i} ({want.name}) is {p.kind} of {p.size} bytes at offset {p.offset}, "
                             f"the ABI wants a {POINTER_BYTES}-byte pointer at offset {i * POINTER_BYTES}")
     if problems:
-        raise CodeObjectError(f"kernel {kernel['.name']} does not match the ABI ({KERNARG_BYTES}-byte kernarg): "
+        raise CodeObjectError(f"kernel {symbol} does not match the ABI ({KERNARG_BYTES}-byte kernarg): "
                               + "; ".join(problems))
+
+
+def kernel_params(vendor: str, data: bytes, base: str) -> tuple[str, list[Param]]:
+    """(symbol, arguments) of kernel `base` in a code object of either vendor, checked against the ABI."""
+    if vendor == "amd":
+        kernels = {k[".name"]: k for k in amd_metadata(data)["amdhsa.kernels"]}
+        symbol = match_symbol(list(kernels), base)
+        params = amd_params(kernels[symbol])
+    else:
+        symbol = match_symbol(cubin_symbols(data), base)
+        params = cubin_params(data, symbol)
+    check_params(symbol, params)
+    return symbol, params
 
 
 def cubin_symbols(data: bytes) -> list[str]:
@@ -111,7 +158,7 @@ _PTXAS_FUNC = re.compile(r"Function properties for (\S+)\n\s*(\d+) bytes stack f
 
 def nvidia_resources(data: bytes, ptxas_report: str, base: str, block: int) -> Resources:
     """Find kernel `base` in the cubin and its figures in ptxas' report from the same build."""
-    symbol = match_symbol(cubin_symbols(data), base)
+    symbol, _ = kernel_params("nvidia", data, base)
     for m in _PTXAS_FUNC.finditer(ptxas_report):
         if m.group(1) == symbol:
             stack, stores, loads, regs = (int(m.group(i)) for i in range(2, 6))

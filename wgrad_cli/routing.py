@@ -59,3 +59,11 @@ def _apportion(total: int, weights: np.ndarray) -> np.ndarray:
     counts = np.floor(share).astype(np.int64)
     counts[np.argsort(counts - share, kind="stable")[: total - counts.sum()]] += 1
     return np.asarray(counts, dtype=np.int64)
+
+
+def edge_routings(E: int) -> list[tuple[str, Routing]]:
+    """Routings beyond a config's, for verify --edge-cases: half the experts empty, every token in
+    one expert, and a steep skew. (name suffix, routing); an E=1 shape gets its one expert emptied."""
+    cases = [("empty", Routing("empty", empty=max(1, E // 2))), ("single", Routing("single")),
+             ("skewed", Routing("zipf", zipf_s=3.0))]
+    return cases if E > 1 else cases[:1]

@@ -1,0 +1,80 @@
+"""verify, bench, compare and merge end to end on a real GPU through the CLI (marked gpu)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from wgrad_cli.cli import cli
+from wgrad_cli.runtime import Runtime
+
+pytestmark = pytest.mark.gpu
+FAST = ["--min-samples", "5", "--min-time", "0.01", "--timeout", "2", "--warmup", "1"]
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def doc(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def test_verify_smoke(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
+    r = run("verify", "--config", repo / "configs/smoke.yaml", "--edge-cases", "--json", tmp_path / "v.json",
+            "--csv", tmp_path / "v.csv", "--cache-dir", tmp_path / "cache")
+    assert r.exit_code == 0, r.output
+    d = doc(tmp_path / "v.json")
+    assert d["command"] == "verify" and d["device"]["name"] == gpu.device.name and d["seed"] == 1
+    names = [rec["shape"]["name"] for rec in d["records"]]
+    assert "one-expert" in names and "two-zipf+single" in names and "gaps+skewed" in names
+    assert all(rec["ok"] and rec["overall"]["unwritten"] == 0 for rec in d["records"])
+    assert all(len(rec["experts"]) == rec["shape"]["E"] for rec in d["records"])
+    assert len((tmp_path / "v.csv").read_text().splitlines()) == len(d["records"]) + 1
+
+
+def test_verify_fails_the_empty_kernel(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
+    r = run("verify", "--config", repo / "configs/smoke.yaml", "--kernel", "empty", "--shape", "gaps",
+            "--json", tmp_path / "v.json", "--cache-dir", tmp_path / "cache")
+    assert r.exit_code == 1
+    (rec,) = doc(tmp_path / "v.json")["records"]
+    assert not rec["ok"] and rec["overall"]["unwritten"] == rec["overall"]["elements"] == 3 * 256 * 256
+    assert "per expert" in r.output
+
+
+def test_verify_device_reference_samples_rows(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
+    r = run("verify", "--config", repo / "configs/smoke.yaml", "--shape", "two-zipf", "--reference", "device",
+            "--rows", "8", "--json", tmp_path / "v.json", "--cache-dir", tmp_path / "cache")
+    assert r.exit_code == 0, r.output
+    (rec,) = doc(tmp_path / "v.json")["records"]
+    assert rec["reference"] == "numpy float64 on 8 random rows per expert" and rec["overall"]["elements"] == 2 * 8 * 512
+
+
+def test_bench_shards_merge_and_compare(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
+    common = ["--config", repo / "configs/smoke.yaml", "--cache-dir", tmp_path / "cache", *FAST]
+    whole = run("bench", *common, "--repeat", "2", "--json", tmp_path / "all.json")
+    assert whole.exit_code == 0, whole.output
+    for i in (1, 2):
+        assert run("bench", *common, "--repeat", "2", "--shard", f"{i}/2", "--json", tmp_path / f"s{i}.json").exit_code == 0
+    merged = run("merge", tmp_path / "s1.json", tmp_path / "s2.json", "--json", tmp_path / "merged.json")
+    assert merged.exit_code == 0, merged.output
+    a, m = doc(tmp_path / "all.json")["records"], doc(tmp_path / "merged.json")["records"]
+    key = [(r["kernel"], r["shape"]["name"], r["run"]) for r in a if not r["calibration"]]
+    assert key == [(r["kernel"], r["shape"]["name"], r["run"]) for r in m if not r["calibration"]]
+    assert [(r["kernel"], r["batch"]) for r in a[:2]] == [("empty", 1), ("empty", 100)] and len(a) == 2 + 2 * 4
+    assert a[1]["median_ms"] < a[0]["median_ms"]  # back-to-back launches overlap their overheads
+    for rec in a[2:]:
+        assert rec["cache"] == "cold" and rec["flush_bytes"] >= 2 * gpu.device.l2_bytes
+        assert rec["min_ms"] <= rec["p20_ms"] <= rec["median_ms"] <= rec["p80_ms"] and rec["tflops"] > 0
+        assert rec["stop"] in ("converged", "timeout", "max-samples") and rec["samples"] >= 5
+    assert run("compare", tmp_path / "all.json", tmp_path / "all.json").exit_code == 0
+
+
+def test_device_out_of_range(gpu: Runtime, repo: Path) -> None:
+    r = run("verify", "--config", repo / "configs/smoke.yaml", "--device", "99", "--no-save")
+    assert r.exit_code == 2 and "--device 99: the" in r.output and "Traceback" not in r.output

@@ -1,0 +1,80 @@
+"""Extreme scales and NaN inputs through the reference kernel on a GPU (marked gpu), against numpy.
+
+What each case does, as ABI.md settles it and README.md documents it:
+- 2^-127 x 2^127 (e8m0 0 and 254): exact in fp32, passes.
+- 2^-100 x 2^-100: products near 2^-182 flush to zero in fp32; numpy's exact sum rounds to zero
+  in float32 as well, passes.
+- 2^100 x 2^100: products overflow fp32 to +-inf and sums of both signs become NaN, while the
+  exact reference rounds to +-inf: the check reports mismatches, as it should for an fp32 kernel.
+- e8m0 255 and e4m3 NaN codes: NaN exactly where the reference is NaN, passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from wgrad_cli.abi import Dims
+from wgrad_cli.check import compare
+from wgrad_cli.kernelspec import KernelSpec
+from wgrad_cli.launch import prepare, upload
+from wgrad_cli.problem import Problem, generate
+from wgrad_cli.reference import grad_w, row_norms
+from wgrad_cli.routing import Routing
+from wgrad_cli.runtime import Runtime
+from wgrad_cli.targets import Target
+
+pytestmark = pytest.mark.gpu
+DIMS = Dims(512, 256, 256, 2)
+
+
+def scaled(a: int, b: int) -> Callable[[Problem], Problem]:
+    return lambda p: replace(p, scale_A=np.full_like(p.scale_A, a), scale_B=np.full_like(p.scale_B, b))
+
+
+def nan_scale(p: Problem) -> Problem:
+    sa = p.scale_A.copy()
+    sa[0, 3, 1] = 255  # row 3, tokens 32..63: expert 0
+    return replace(p, scale_A=sa)
+
+
+def nan_code(p: Problem) -> Problem:
+    b = p.B.copy()
+    b[7, 300] = 0x7F  # column 7, a token of expert 1
+    return replace(p, B=b)
+
+
+CASES = {  # name -> (transform, whether the fp32 reference kernel passes the exact check)
+    "scales 2^-127 x 2^127": (scaled(0, 254), True),
+    "scales 2^-100 x 2^-100": (scaled(27, 27), True),
+    "scales 2^100 x 2^100": (scaled(227, 227), False),
+    "e8m0 NaN scale": (nan_scale, True),
+    "e4m3 NaN code": (nan_code, True),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_reference_kernel_edge_case(case: str, gpu: Runtime, gpu_target: Target, specs: dict[str, KernelSpec],
+                                    gpu_build: Callable[[str, Dims], Path]) -> None:
+    transform, passes = CASES[case]
+    p = transform(generate(DIMS, Routing(), seed=3))
+    ref = grad_w(p)
+    dev = upload(gpu, p)
+    try:
+        kernel = prepare(gpu, gpu_build("reference", DIMS), gpu_target, specs["reference"], DIMS, dev.args())
+        gpu.fill(dev.pointers["C"], 0xFF, dev.output_bytes)
+        kernel()
+        gpu.synchronize()
+        out = dev.download()
+    finally:
+        dev.free()
+    c = compare(out, ref, *row_norms(p), np.diff(p.offsets))
+    assert c.ok == passes and c.unwritten == 0
+    if "NaN" in case:
+        assert np.isnan(ref).any() and c.nans == 0  # NaN where the reference has NaN, nowhere else
+    if not passes:
+        assert np.isinf(ref).any() and c.mismatches > 0

@@ -1,0 +1,91 @@
+"""Launching on a real GPU: buffers, argument packing, refusals before any launch (marked gpu)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from wgrad_cli.abi import Dims
+from wgrad_cli.check import POISON, compare
+from wgrad_cli.errors import WgradError
+from wgrad_cli.kernelspec import KernelSpec
+from wgrad_cli.launch import prepare, upload
+from wgrad_cli.problem import generate
+from wgrad_cli.reference import grad_w, row_norms
+from wgrad_cli.routing import Routing
+from wgrad_cli.runtime import Runtime
+from wgrad_cli.targets import Target
+
+pytestmark = pytest.mark.gpu
+SMALL = Dims(256, 256, 512, 2)
+
+
+def test_copy_fill_roundtrip(gpu: Runtime) -> None:
+    host = np.arange(4096, dtype=np.uint8)
+    ptr = gpu.alloc(host.nbytes)
+    try:
+        gpu.copy_in(ptr, host.ctypes.data, host.nbytes)
+        back = np.empty_like(host)
+        gpu.copy_out(back.ctypes.data, ptr, back.nbytes)
+        assert (back == host).all()
+        gpu.fill(ptr, 0xAB, 1000)
+        gpu.synchronize()
+        gpu.copy_out(back.ctypes.data, ptr, back.nbytes)
+        assert (back[:1000] == 0xAB).all() and (back[1000:] == host[1000:]).all()
+    finally:
+        gpu.free(ptr)
+
+
+def test_device_info(gpu: Runtime, gpu_target: Target) -> None:
+    d = gpu.device
+    assert d.units > 0 and d.max_clock_mhz > 0 and d.memory_bytes > 2**30 and d.l2_bytes > 2**20
+    assert d.arch == gpu_target.device_arch and d.name and d.driver and d.runtime
+
+
+def test_reference_kernel_runs_and_checks(gpu: Runtime, gpu_target: Target, specs: dict[str, KernelSpec],
+                                          gpu_build: Callable[[str, Dims], Path]) -> None:
+    p = generate(SMALL, Routing("zipf"), seed=5)
+    dev = upload(gpu, p)
+    try:
+        kernel = prepare(gpu, gpu_build("reference", SMALL), gpu_target, specs["reference"], SMALL, dev.args())
+        gpu.fill(dev.pointers["C"], 0xFF, dev.output_bytes)
+        kernel()
+        gpu.synchronize()
+        c = compare(dev.download(), grad_w(p), *row_norms(p), np.diff(p.offsets))
+        assert c.ok and c.unwritten == 0 and c.elements == SMALL.E * SMALL.N * SMALL.K
+        assert kernel.kernargs.raw() == b"".join(v.to_bytes(8, "little") for v in dev.args())
+    finally:
+        dev.free()
+
+
+def test_empty_kernel_leaves_the_poison(gpu: Runtime, gpu_target: Target, specs: dict[str, KernelSpec],
+                                        gpu_build: Callable[[str, Dims], Path]) -> None:
+    p = generate(SMALL, Routing(), seed=5)
+    dev = upload(gpu, p)
+    try:
+        gpu.fill(dev.pointers["C"], 0xFF, dev.output_bytes)
+        prepare(gpu, gpu_build("empty", SMALL), gpu_target, specs["empty"], SMALL, dev.args())()
+        gpu.synchronize()
+        c = compare(dev.download(), grad_w(p), *row_norms(p), np.diff(p.offsets))
+        assert not c.ok and c.unwritten == c.elements and (dev.download() == POISON).all()
+    finally:
+        dev.free()
+
+
+def test_refused_before_launch(gpu: Runtime, gpu_target: Target, specs: dict[str, KernelSpec],
+                               gpu_build: Callable[[str, Dims], Path], tmp_path: Path) -> None:
+    ref, code = specs["reference"], gpu_build("reference", SMALL)
+    args = [0] * 6
+    other = replace(gpu_target, device_arch="sm_80" if gpu_target.vendor == "nvidia" else "gfx942")
+    with pytest.raises(WgradError, match=f"cannot run on device 0 .*{gpu.device.arch}"):
+        prepare(gpu, code, other, ref, SMALL, args)
+    with pytest.raises(WgradError, match="expected one kernel named 'other_kernel'"):
+        prepare(gpu, code, gpu_target, replace(ref, symbol="other_kernel"), SMALL, args)
+    if gpu_target.vendor == "nvidia":  # CUDA's limit is on blocks: 2^31 - 1 per dimension
+        huge = Dims(128, 2**20, 2**20, 8)
+        with pytest.raises(WgradError, match="beyond the driver's 2147483647 blocks"):
+            prepare(gpu, code, gpu_target, ref, huge, args)

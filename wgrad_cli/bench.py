@@ -1,0 +1,116 @@
+"""`wgrad bench`: time each kernel on a fresh random problem and report rates against the device's peaks.
+
+Timing (measure.py) and when to stop (stopping.py) are kept apart from what is reported here.
+Calibration rows first, the empty kernel (one workgroup, hot): timed one launch per event pair
+as the shapes are, the floor of what a sample can resolve; and 100 back-to-back launches per
+pair, the launch-to-launch time. Tiny times are noisy, so these stop at 2,000 samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from rich.table import Table
+
+from wgrad_cli.abi import Dims, flops, min_bytes
+from wgrad_cli.build import BuildJob
+from wgrad_cli.config import Shape
+from wgrad_cli.kernelspec import load_specs
+from wgrad_cli.launch import DeviceProblem, Kernel, prepare, upload
+from wgrad_cli.measure import Flush, Measurement, measure
+from wgrad_cli.peaks import flush_bytes, peak
+from wgrad_cli.problem import generate
+from wgrad_cli.routing import Routing
+from wgrad_cli.session import Record, Session
+from wgrad_cli.stats import summarize
+from wgrad_cli.stopping import Criterion
+
+CALIBRATION = Shape("calibration", Dims(128, 256, 256, 1), Routing())  # the empty kernel: a grid of one
+CALIBRATION_BATCHES = (1, 100)
+CALIBRATION_SAMPLES = 2000
+
+
+def _kernel(s: Session, job: BuildJob, dev: DeviceProblem) -> Kernel:
+    code_object = s.builds[job].code_object
+    assert code_object is not None
+    return prepare(s.rt, code_object, s.target, job.kernel, dev.dims, dev.args())
+
+
+def _record(s: Session, rec: Record, m: Measurement, run: int, cache: str, flush: Flush | None,
+            work: tuple[int, int]) -> dict[str, Any]:
+    summary = summarize(m.times_ms)
+    seconds = summary.median_ms / 1e3
+    known = peak(s.rt.device)
+    tflops = work[0] / seconds / 1e12
+    clocks = sorted(m.clocks_mhz)
+    return {**rec.to_json(), **s.code_object_json(rec.job), "seed": s.seed, "run": run, "cache": cache,
+            "flush_bytes": flush.nbytes if flush else 0, **summary.to_json(), "stop": m.stop,
+            "wall_seconds": round(m.wall_seconds, 3), "flops": work[0], "min_bytes": work[1], "tflops": tflops,
+            "gbps": work[1] / seconds / 1e9,
+            "pct_peak": 100 * tflops / known.matrix_tflops if known and work[0] else None,
+            "clock_mhz": clocks[len(clocks) // 2] if clocks else None}
+
+
+def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
+          on_done: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+    """The calibration rows, then `repeat` measured runs of every record, in record order."""
+    rows = []
+    flush = None if hot else Flush(s.rt.alloc(flush_bytes(s.rt.device)), flush_bytes(s.rt.device))
+    try:
+        empty = BuildJob(load_specs()["empty"], s.target.name, CALIBRATION.dims)
+        dev = upload(s.rt, generate(CALIBRATION.dims, CALIBRATION.routing, s.seed, s.config.quantization))
+        try:
+            for batch in CALIBRATION_BATCHES:
+                m = measure(s.rt, _kernel(s, empty, dev), replace(criterion, max_samples=CALIBRATION_SAMPLES), None,
+                            warmup, batch)
+                shape = replace(CALIBRATION, name=f"calibration x{batch}")
+                rows.append({**_record(s, Record(-1, empty, shape), m, 1, "hot", None, (0, 0)),
+                             "calibration": True, "batch": batch})
+                on_done(rows[-1])
+        finally:
+            dev.free()
+        by_shape: dict[Shape, list[Record]] = {}
+        for rec in s.records:
+            by_shape.setdefault(rec.shape, []).append(rec)
+        for shape, recs in by_shape.items():
+            p = generate(shape.dims, shape.routing, s.seed, s.config.quantization)
+            work = (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims))
+            dev = upload(s.rt, p)
+            try:
+                for rec in recs:
+                    kernel = _kernel(s, rec.job, dev)
+                    for run in range(1, repeat + 1):
+                        m = measure(s.rt, kernel, criterion, flush, warmup)
+                        rows.append({**_record(s, rec, m, run, "hot" if hot else "cold", flush, work),
+                                     "calibration": False, "batch": 1})
+                        on_done(rows[-1])
+            finally:
+                dev.free()
+    finally:
+        if flush:
+            s.rt.free(flush.ptr)
+    return sorted(rows, key=lambda r: (r["index"], r["run"]))  # calibration rows (index -1) first
+
+
+def _us(ms: float) -> str:
+    return f"{ms * 1e3:,.1f}"
+
+
+def bench_table(records: list[dict[str, Any]], title: str) -> Table:
+    """One row per measured run, the calibration row first (from result records, also merged ones)."""
+    table = Table(title=title, title_justify="left")
+    for name in ("kernel", "shape", "M x N x K, E", "routing", "run", "cache", "samples", "median us", "min us",
+                 "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "stop"):
+        table.add_column(name, justify="left" if name in ("kernel", "shape", "routing", "cache", "stop") else "right")
+    for r in records:
+        d = r["shape"]
+        stop = r["stop"] if r["stop"] == "converged" else f"[yellow]{r['stop']}[/]"
+        table.add_row(r["kernel"], d["name"], f"{d['M']} x {d['N']} x {d['K']}, {d['E']}", d["routing"],
+                      str(r["run"]), r["cache"], str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
+                      f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%",
+                      "" if r["calibration"] else f"{r['tflops']:,.2f}", "" if r["calibration"] else f"{r['gbps']:,.1f}",
+                      "" if r["pct_peak"] is None else f"{r['pct_peak']:.2f}",
+                      "" if r["clock_mhz"] is None else str(r["clock_mhz"]), stop)
+    return table

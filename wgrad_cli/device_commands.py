@@ -1,0 +1,96 @@
+"""What verify and bench do on a device, apart from parsing their options (cli.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from wgrad_cli.bench import CALIBRATION, CALIBRATION_BATCHES, bench, bench_table
+from wgrad_cli.peaks import flush_bytes, peak
+from wgrad_cli.report import err, out
+from wgrad_cli.results import default_path, save
+from wgrad_cli.session import Session, open_session
+from wgrad_cli.stopping import Criterion
+from wgrad_cli.verify import Outcome, expert_table, verify, verify_table
+
+
+def _progress(what: str, total: int) -> Progress:
+    progress = Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TextColumn("{task.description}"), console=err, transient=True)
+    progress.add_task("", total=total)
+    return progress
+
+
+def _save(s: Session, command: str, records: list[dict[str, Any]], json_path: Path | None, csv_path: Path | None,
+          no_save: bool, shard: tuple[int, int] | None, **extra: Any) -> None:
+    if no_save:
+        return
+    path = json_path or default_path(command, s.config.path, s.rt.device.arch, shard)
+    save(path, csv_path, command, records, **s.environment(), shard=list(shard) if shard else None, **extra)
+    err.print(f"results: {path}" + (f", {csv_path}" if csv_path else ""), highlight=False)
+
+
+def _header(s: Session) -> None:
+    d = s.rt.device
+    err.print(f"device {d.index}: {d.name} ({d.arch}, {d.units} units, {d.max_clock_mhz} MHz max), {d.driver}, "
+              f"{d.runtime}; target {s.target}; seed {s.seed}", highlight=False)
+
+
+def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path | None, csv_path: Path | None,
+                   no_save: bool, shard: tuple[int, int] | None, edge_cases: bool, **selection: Any) -> None:
+    s = open_session(**selection, shard=shard, edge_cases=edge_cases,
+                     extra=(("reference", None),) if reference != "numpy" else ())
+    try:
+        _header(s)
+        with _progress("verifying", len(s.records)) as progress:
+            def done(o: Outcome) -> None:
+                progress.update(progress.task_ids[0], advance=1,
+                                description=f"{o.record.job.kernel.name} {o.record.shape.name} "
+                                            f"{'ok' if o.ok else 'FAILED'}")
+
+            outcomes = verify(s, reference, rows, done)
+    finally:
+        s.rt.close()
+    records = [o.to_json() for o in outcomes]
+    out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}"))
+    for r in records:
+        if per_expert or not r["ok"]:
+            out.print(expert_table(r))
+    _save(s, "verify", records, json_path, csv_path, no_save, shard)
+    failed = [r for r in records if not r["ok"]]
+    err.print(f"{len(records) - len(failed)}/{len(records)} shapes passed")
+    for r in failed:
+        err.print(f"[red]FAILED[/] {escape(r['kernel'])} on {escape(r['shape']['name'])}: "
+                  f"{r['overall']['mismatches']} mismatches, {r['overall']['unwritten']} unwritten "
+                  f"({escape(r['reference'])})", highlight=False)
+    if failed:
+        raise SystemExit(1)
+
+
+def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_time: float, max_noise: float,
+                  timeout: float, json_path: Path | None, csv_path: Path | None, no_save: bool,
+                  shard: tuple[int, int] | None, **selection: Any) -> None:
+    criterion = Criterion(min_samples, min_time, max_noise, timeout)
+    s = open_session(**selection, shard=shard, edge_cases=False, extra=(("empty", CALIBRATION.dims),))
+    try:
+        _header(s)
+        with _progress("benchmarking", len(CALIBRATION_BATCHES) + len(s.records) * repeat) as progress:
+            def done(r: dict[str, Any]) -> None:
+                progress.update(progress.task_ids[0], advance=1,
+                                description=f"{r['kernel']} {r['shape']['name']} {r['median_ms'] * 1e3:,.1f} us")
+
+            records = bench(s, criterion, hot, repeat, warmup, done)
+        known, flush = peak(s.rt.device), 0 if hot else flush_bytes(s.rt.device)
+    finally:
+        s.rt.close()
+    cache = "hot (back to back)" if hot else f"cold ({flush / 2**20:.0f} MiB written before each sample)"
+    out.print(bench_table(records, f"wgrad bench on {s.rt.device.name} ({s.target}), {cache}"))
+    out.print(f"% peak: of {known.matrix_label} {known.matrix_tflops:,.0f} TFLOP/s ({known.source}); "
+              if known else "% peak: this device is not in the peak table; ", end="", highlight=False)
+    out.print(f"stopping: >= {min_samples} samples, >= {min_time} s, rel stdev <= {100 * max_noise:g}%, "
+              f"timeout {timeout} s", highlight=False)
+    _save(s, "bench", records, json_path, csv_path, no_save, shard, criterion=criterion.to_json(),
+          peak=known.__dict__ if known else None, warmup=warmup)

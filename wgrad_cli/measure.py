@@ -1,0 +1,61 @@
+"""Taking timing samples on a device: each launch bracketed by its own pair of events.
+
+Cold (the default): before each sample, outside the events, a write of twice the last-level
+cache evicts the previous sample's operands and output, so every launch reads from memory.
+Hot: launches back to back, the operands left in cache. Sampling goes until the criterion
+(stopping.py) says stop; the SM/GFX clock is read while each launch runs, where the platform
+reports it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from wgrad_cli.runtime import Runtime
+from wgrad_cli.stopping import Criterion, Running
+
+
+@dataclass(frozen=True)
+class Measurement:
+    times_ms: list[float]
+    stop: str  # converged, timeout or max-samples
+    clocks_mhz: list[int]  # empty where the platform reports no clock
+    wall_seconds: float
+
+
+@dataclass(frozen=True)
+class Flush:
+    """A device buffer whose overwrite evicts the last-level cache."""
+
+    ptr: int
+    nbytes: int
+
+
+def measure(rt: Runtime, launch: Callable[[], None], criterion: Criterion, flush: Flush | None,
+            warmup: int = 3, batch: int = 1) -> Measurement:
+    """Samples of one launch each, or of `batch` back-to-back launches per event pair (time per launch)."""
+    for _ in range(warmup):
+        launch()
+    rt.synchronize()
+    start, stop = rt.event(), rt.event()
+    times: list[float] = []
+    clocks: list[int] = []
+    running = Running()
+    began = time.perf_counter()
+    while True:
+        if flush:
+            rt.fill(flush.ptr, len(times) & 0xFF, flush.nbytes)
+        rt.record(start)
+        for _ in range(batch):
+            launch()
+        rt.record(stop)
+        clock = rt.clock_mhz()
+        if clock is not None:
+            clocks.append(clock)
+        times.append(rt.elapsed_ms(start, stop) / batch)
+        running.add(times[-1])
+        verdict = criterion.verdict(running, time.perf_counter() - began)
+        if verdict:
+            return Measurement(times, verdict, clocks, time.perf_counter() - began)

@@ -1,0 +1,72 @@
+"""The one narrow interface between wgrad and a GPU driver, and how to open it.
+
+Everything above it (problem upload, argument packing, timing, verification, reports) is shared
+and knows no vendor. The two implementations, hip.py (hip-python) and cuda.py (cuda-bindings'
+driver API), mirror each other call for call; each driver call's status is checked where it is
+made, and a failure names the call, the driver's code and what to do.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+from wgrad_cli.errors import WgradError
+from wgrad_cli.targets import Vendor
+
+
+class DriverError(WgradError):
+    """A driver call failed, or no driver or device is there to call."""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    vendor: Vendor
+    index: int
+    name: str
+    arch: str  # gfx950, sm_90, ...: compared with Target.device_arch before any launch
+    units: int  # compute units (AMD) or multiprocessors (NVIDIA)
+    max_clock_mhz: int
+    memory_bytes: int
+    l2_bytes: int
+    driver: str
+    runtime: str
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+class Runtime(Protocol):
+    """A device context: memory, modules, launches and events on one device, default stream."""
+
+    device: DeviceInfo
+
+    def alloc(self, nbytes: int) -> int: ...
+    def free(self, ptr: int) -> None: ...
+    def copy_in(self, ptr: int, address: int, nbytes: int) -> None: ...
+    def copy_out(self, address: int, ptr: int, nbytes: int) -> None: ...
+    def fill(self, ptr: int, byte: int, nbytes: int) -> None: ...
+    def load(self, image: bytes, symbol: str) -> object: ...
+    def launch(self, function: object, grid: int, block: int, kernel_params: int) -> None: ...
+    def event(self) -> object: ...
+    def record(self, event: object) -> None: ...
+    def elapsed_ms(self, start: object, stop: object) -> float: ...
+    def synchronize(self) -> None: ...
+    def clock_mhz(self) -> int | None: ...
+    def close(self) -> None: ...
+
+
+SHIMS: dict[Vendor, tuple[str, str]] = {"amd": ("wgrad_cli.runtime.hip", "hip-python"),
+                                        "nvidia": ("wgrad_cli.runtime.cuda", "cuda-bindings nvidia-ml-py")}
+
+
+def open_runtime(vendor: Vendor, index: int) -> Runtime:
+    """A Runtime on device `index` of `vendor`; DriverError (one line, exit 2) if there is none."""
+    module, packages = SHIMS[vendor]
+    try:
+        shim = importlib.import_module(module)
+    except ImportError as exc:
+        raise DriverError(f"no {vendor} runtime: {exc}; pip install {packages}") from None
+    runtime: Runtime = shim.open_device(index)
+    return runtime

@@ -1,0 +1,129 @@
+"""NVIDIA through cuda-bindings' driver API (cuInit, cuModuleLoadData, cuLaunchKernel, ...).
+
+Mirrors hip.py call for call. cuda-bindings returns (status, values...) from every call;
+`_ok` checks the status where the call is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import cuda.bindings
+import pynvml
+from cuda.bindings import driver as cu
+
+from wgrad_cli.runtime import DeviceInfo, DriverError
+
+HINTS = {
+    "CUDA_ERROR_OUT_OF_MEMORY": "the problem does not fit in device memory: choose a smaller shape",
+    "CUDA_ERROR_NO_BINARY_FOR_GPU": "the code object was built for another architecture: check --target",
+    "CUDA_ERROR_INVALID_IMAGE": "the code object is not a cubin for this device: rebuild it",
+    "CUDA_ERROR_ILLEGAL_ADDRESS": "the kernel read or wrote out of bounds: run it under compute-sanitizer",
+    "CUDA_ERROR_LAUNCH_FAILED": "the kernel faulted: run it under compute-sanitizer",
+    "CUDA_ERROR_INVALID_DEVICE": "no such device: see nvidia-smi for the devices there are",
+}
+
+
+def _ok(call: str, result: tuple[Any, ...]) -> Any:
+    """The call's value (or values) when its status is CUDA_SUCCESS; else a DriverError naming it."""
+    status, *values = result
+    if status != cu.CUresult.CUDA_SUCCESS:
+        name = status.name if hasattr(status, "name") else str(status)
+        _, text = cu.cuGetErrorString(status)
+        what = text.decode() if isinstance(text, bytes) else "unknown error"
+        raise DriverError(f"{call} failed: {name} ({what}); "
+                          f"{HINTS.get(name, 'see the CUDA driver API documentation for this code')}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _nvml_clock(bus_id: bytes) -> Callable[[], int | None]:
+    """Reads the device's SM clock through NVML (nvidia-ml-py); None where NVML cannot be used."""
+    try:
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id.split(b"\0")[0].decode())
+    except pynvml.NVMLError:
+        return lambda: None
+    return lambda: int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+
+
+def open_device(index: int) -> CudaRuntime:
+    try:
+        _ok("cuInit", cu.cuInit(0))
+    except RuntimeError:  # the driver library itself is missing (cuda-pathfinder's error)
+        raise DriverError("no NVIDIA driver: cuda-bindings found no libcuda.so; install the NVIDIA driver "
+                          "(nvidia-smi must list a GPU) or run on a machine with one") from None
+    count = _ok("cuDeviceGetCount", cu.cuDeviceGetCount())
+    if not 0 <= index < count:
+        raise DriverError(f"--device {index}: the NVIDIA driver sees {count} device(s); choose 0..{count - 1}"
+                          if count else "the NVIDIA driver sees no device; check nvidia-smi")
+    return CudaRuntime(index)
+
+
+class CudaRuntime:
+    def __init__(self, index: int) -> None:
+        A = cu.CUdevice_attribute
+        self._dev = _ok("cuDeviceGet", cu.cuDeviceGet(index))
+        self._ctx = _ok("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self._dev))
+        _ok("cuCtxSetCurrent", cu.cuCtxSetCurrent(self._ctx))
+        self._modules: list[Any] = []
+
+        def attr(a: Any) -> int:
+            return int(_ok("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(a, self._dev)))
+
+        major, minor = attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+        driver = int(_ok("cuDriverGetVersion", cu.cuDriverGetVersion()))
+        name = _ok("cuDeviceGetName", cu.cuDeviceGetName(256, self._dev))
+        self._clock = _nvml_clock(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev)))
+        self.device = DeviceInfo(
+            vendor="nvidia", index=index, name=name.split(b"\0")[0].decode(), arch=f"sm_{major}{minor}",
+            units=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+            max_clock_mhz=attr(A.CU_DEVICE_ATTRIBUTE_CLOCK_RATE) // 1000,
+            memory_bytes=int(_ok("cuDeviceTotalMem", cu.cuDeviceTotalMem(self._dev))),
+            l2_bytes=attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
+            driver=f"CUDA driver API {driver // 1000}.{driver % 1000 // 10}",
+            runtime=f"cuda-bindings {cuda.bindings.__version__}")
+
+    def alloc(self, nbytes: int) -> int:
+        return int(_ok("cuMemAlloc", cu.cuMemAlloc(nbytes)))
+
+    def free(self, ptr: int) -> None:
+        _ok("cuMemFree", cu.cuMemFree(ptr))
+
+    def copy_in(self, ptr: int, address: int, nbytes: int) -> None:
+        _ok("cuMemcpyHtoD", cu.cuMemcpyHtoD(ptr, address, nbytes))
+
+    def copy_out(self, address: int, ptr: int, nbytes: int) -> None:
+        _ok("cuMemcpyDtoH", cu.cuMemcpyDtoH(address, ptr, nbytes))
+
+    def fill(self, ptr: int, byte: int, nbytes: int) -> None:
+        _ok("cuMemsetD8Async", cu.cuMemsetD8Async(ptr, byte, nbytes, 0))
+
+    def load(self, image: bytes, symbol: str) -> object:
+        module = _ok("cuModuleLoadData", cu.cuModuleLoadData(image))
+        self._modules.append(module)
+        return _ok("cuModuleGetFunction", cu.cuModuleGetFunction(module, symbol.encode()))
+
+    def launch(self, function: object, grid: int, block: int, kernel_params: int) -> None:
+        _ok("cuLaunchKernel", cu.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, 0, kernel_params, 0))
+
+    def event(self) -> object:
+        return _ok("cuEventCreate", cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DEFAULT))
+
+    def record(self, event: object) -> None:
+        _ok("cuEventRecord", cu.cuEventRecord(event, 0))
+
+    def elapsed_ms(self, start: object, stop: object) -> float:
+        _ok("cuEventSynchronize", cu.cuEventSynchronize(stop))
+        return float(_ok("cuEventElapsedTime", cu.cuEventElapsedTime(start, stop)))
+
+    def synchronize(self) -> None:
+        _ok("cuCtxSynchronize", cu.cuCtxSynchronize())
+
+    def clock_mhz(self) -> int | None:
+        return self._clock()
+
+    def close(self) -> None:
+        for module in self._modules:
+            _ok("cuModuleUnload", cu.cuModuleUnload(module))
+        _ok("cuDevicePrimaryCtxRelease", cu.cuDevicePrimaryCtxRelease(self._dev))

@@ -1,0 +1,120 @@
+"""AMD through hip-python (hipInit, hipModuleLoadData, hipModuleLaunchKernel, ...).
+
+Mirrors cuda.py call for call. No AMD GPU is reachable from the project's machines: this file is
+checked by mypy against hip-python's type stubs (names and arities of every call), and its
+failure paths without ROCm are tested; its launches have not run on hardware.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hip import hip
+
+from wgrad_cli.runtime import DeviceInfo, DriverError
+
+HINTS = {
+    "hipErrorOutOfMemory": "the problem does not fit in device memory: choose a smaller shape",
+    "hipErrorNoBinaryForGpu": "the code object was built for another architecture: check --target",
+    "hipErrorInvalidImage": "the code object is not an HSA code object for this device: rebuild it",
+    "hipErrorIllegalAddress": "the kernel read or wrote out of bounds: run it with AMD_LOG_LEVEL=1",
+    "hipErrorLaunchFailure": "the kernel faulted: run it with AMD_LOG_LEVEL=1",
+    "hipErrorInvalidDevice": "no such device: see amd-smi list for the devices there are",
+}
+
+
+def _ok(call: str, result: tuple[Any, ...]) -> Any:
+    """The call's value (or values) when its status is hipSuccess; else a DriverError naming it."""
+    status, *values = result
+    if status != hip.hipError_t.hipSuccess:
+        name = status.name if hasattr(status, "name") else str(status)
+        _, text = hip.hipGetErrorString(status)
+        what = text.decode() if isinstance(text, bytes) else "unknown error"
+        raise DriverError(f"{call} failed: {name} ({what}); "
+                          f"{HINTS.get(name, 'see the HIP runtime API documentation for this code')}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _amdsmi_clock(bus_id: bytes) -> Callable[[], int | None]:
+    """Reads the device's GFX clock through amdsmi (installed with ROCm); None where it cannot be used."""
+    try:
+        import amdsmi
+
+        amdsmi.amdsmi_init()
+        handle = amdsmi.amdsmi_get_processor_handle_from_bdf(bus_id.split(b"\0")[0].decode())
+    except Exception:  # amdsmi missing, or its own AmdSmiException: the clock is then not reported
+        return lambda: None
+    return lambda: int(amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)["clk"])
+
+
+def open_device(index: int) -> HipRuntime:
+    try:
+        _ok("hipInit", hip.hipInit(0))
+    except RuntimeError:  # hip-python could not dlopen libamdhip64.so
+        raise DriverError("no HIP runtime: hip-python found no libamdhip64.so; install ROCm 7 "
+                          "(amd-smi must list a GPU) or run on a machine with one") from None
+    count = _ok("hipGetDeviceCount", hip.hipGetDeviceCount())
+    if not 0 <= index < count:
+        raise DriverError(f"--device {index}: the HIP runtime sees {count} device(s); choose 0..{count - 1}"
+                          if count else "the HIP runtime sees no device; check amd-smi list")
+    return HipRuntime(index)
+
+
+class HipRuntime:
+    def __init__(self, index: int) -> None:
+        _ok("hipSetDevice", hip.hipSetDevice(index))
+        props = _ok("hipGetDeviceProperties", hip.hipGetDeviceProperties(index))
+        self._modules: list[Any] = []
+        driver = int(_ok("hipDriverGetVersion", hip.hipDriverGetVersion()))
+        runtime = int(_ok("hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
+        self._clock = _amdsmi_clock(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index)))
+        self.device = DeviceInfo(
+            vendor="amd", index=index, name=props.name.decode(), arch=props.gcnArchName.decode().split(":")[0],
+            units=int(props.multiProcessorCount), max_clock_mhz=int(props.clockRate) // 1000,
+            memory_bytes=int(props.totalGlobalMem), l2_bytes=int(props.l2CacheSize),
+            driver=f"HIP driver {driver}", runtime=f"HIP runtime {runtime}")
+
+    def alloc(self, nbytes: int) -> int:
+        return int(_ok("hipMalloc", hip.hipMalloc(nbytes)))
+
+    def free(self, ptr: int) -> None:
+        _ok("hipFree", hip.hipFree(ptr))
+
+    def copy_in(self, ptr: int, address: int, nbytes: int) -> None:
+        _ok("hipMemcpyHtoD", hip.hipMemcpyHtoD(ptr, address, nbytes))
+
+    def copy_out(self, address: int, ptr: int, nbytes: int) -> None:
+        _ok("hipMemcpyDtoH", hip.hipMemcpyDtoH(address, ptr, nbytes))
+
+    def fill(self, ptr: int, byte: int, nbytes: int) -> None:
+        _ok("hipMemsetD8Async", hip.hipMemsetD8Async(ptr, byte, nbytes, None))
+
+    def load(self, image: bytes, symbol: str) -> object:
+        module = _ok("hipModuleLoadData", hip.hipModuleLoadData(image))
+        self._modules.append(module)
+        return _ok("hipModuleGetFunction", hip.hipModuleGetFunction(module, symbol.encode()))
+
+    def launch(self, function: object, grid: int, block: int, kernel_params: int) -> None:
+        _ok("hipModuleLaunchKernel",
+            hip.hipModuleLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, None, kernel_params, None))
+
+    def event(self) -> object:
+        return _ok("hipEventCreate", hip.hipEventCreate())
+
+    def record(self, event: object) -> None:
+        _ok("hipEventRecord", hip.hipEventRecord(event, None))
+
+    def elapsed_ms(self, start: object, stop: object) -> float:
+        _ok("hipEventSynchronize", hip.hipEventSynchronize(stop))
+        return float(_ok("hipEventElapsedTime", hip.hipEventElapsedTime(start, stop)))
+
+    def synchronize(self) -> None:
+        _ok("hipDeviceSynchronize", hip.hipDeviceSynchronize())
+
+    def clock_mhz(self) -> int | None:
+        return self._clock()
+
+    def close(self) -> None:
+        for module in self._modules:
+            _ok("hipModuleUnload", hip.hipModuleUnload(module))

@@ -1,0 +1,123 @@
+"""What verify and bench share: pick the device and target, build the kernels, describe the run.
+
+Records are (kernel, shape) pairs of the config for the chosen target, numbered in config order
+before sharding, so every shard knows its place in the whole run.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from wgrad_cli.abi import Dims
+from wgrad_cli.build import BuildJob, BuildResult, run_builds
+from wgrad_cli.cache import Cache, default_root, sha256_file
+from wgrad_cli.commands import select
+from wgrad_cli.config import Config, Shape
+from wgrad_cli.errors import WgradError
+from wgrad_cli.kernelspec import KernelSpec, load_specs
+from wgrad_cli.report import err
+from wgrad_cli.results import config_sha256
+from wgrad_cli.routing import edge_routings
+from wgrad_cli.runtime import DriverError, Runtime, open_runtime
+from wgrad_cli.targets import TARGETS, Target
+from wgrad_cli.toolchain import Toolchains
+
+
+@dataclass(frozen=True)
+class Record:
+    index: int  # place in the unsharded run
+    job: BuildJob
+    shape: Shape
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.shape.dims
+        return {"index": self.index, "kernel": self.job.kernel.name, "target": self.job.target,
+                "shape": {"name": self.shape.name, "M": d.M, "N": d.N, "K": d.K, "E": d.E,
+                          "routing": self.shape.routing.describe()}}
+
+
+@dataclass
+class Session:
+    config: Config
+    target: Target
+    rt: Runtime
+    records: list[Record]
+    builds: dict[BuildJob, BuildResult]
+    seed: int
+
+    def build_of(self, kernel: KernelSpec, dims: Dims) -> BuildResult:
+        return self.builds[BuildJob(kernel, self.target.name, dims)]
+
+    def code_object_json(self, job: BuildJob) -> dict[str, Any]:
+        """Which code object ran: its hash, compiler and flags."""
+        b = self.builds[job]
+        return {"code_object_sha256": sha256_file(b.code_object) if b.code_object else None,
+                "compiler": b.compiler, "flags": list(job.kernel.flags[job.target]), "build_errors": b.errors}
+
+    def environment(self) -> dict[str, Any]:
+        return {"config": str(self.config.path), "config_sha256": config_sha256(self.config.path),
+                "seed": self.seed, "quantization": self.config.quantization, "target": self.target.name,
+                "device": self.rt.device.to_json(), "python": platform.python_version(), "numpy": np.__version__}
+
+
+def probe(targets: list[str], device: int) -> tuple[Target, Runtime]:
+    """The first target whose vendor's driver opens device `device` with a matching architecture."""
+    failures = []
+    for name in targets:
+        target = TARGETS[name]
+        try:
+            rt = open_runtime(target.vendor, device)
+        except DriverError as exc:
+            failures += [f"{name}: {line}" for line in exc.lines]
+            continue
+        if rt.device.arch == target.device_arch:
+            return target, rt
+        failures.append(f"{name}: device {device} is {rt.device.name} ({rt.device.arch}); {name} code needs "
+                        f"{target.device_arch}")
+        rt.close()
+    raise DriverError(failures or ["no target to run: the config and --target leave none"])
+
+
+def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
+                 kernel_source: Path | None, includes: tuple[Path, ...], cache_dir: Path | None, hip_cc: str | None,
+                 nvcc: str | None, rocm_path: str | None, device: int, seed: int | None,
+                 shard: tuple[int, int] | None, edge_cases: bool, extra: tuple[tuple[str, Dims | None], ...]) -> Session:
+    """Load the config, open the device, choose the records (sharded) and build what they need.
+
+    `extra` names more (kernel, dims) builds; dims None means every record's dims (the reference
+    kernel, for shapes verified against it on the device).
+    """
+    config, pairs = select(config_path, kernels, targets, shapes, kernel_source, includes)
+    candidates = [t for t in config.targets if not targets or t in targets]
+    target, rt = probe(candidates, device)
+    expanded = [(job, shape) for job, shape in pairs if job.target == target.name]
+    if edge_cases:
+        expanded += [(job, replace(shape, name=f"{shape.name}+{suffix}", routing=routing))
+                     for job, shape in pairs if job.target == target.name
+                     for suffix, routing in edge_routings(shape.dims.E)]
+    records = [Record(i, job, shape) for i, (job, shape) in enumerate(expanded)]
+    if shard:
+        records = records[shard[0] - 1::shard[1]]
+    specs = load_specs()
+    jobs = list(dict.fromkeys([r.job for r in records] + [
+        BuildJob(specs[name], target.name, dims or r.shape.dims) for name, dims in extra for r in records]))
+    cache = Cache(cache_dir or default_root())
+    cache.check_writable()
+    toolchains = Toolchains(cache.root / "zig-shim", hip_cc, nvcc, rocm_path)
+    with Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as progress:
+        task = progress.add_task("", total=len(jobs))
+        results = run_builds(jobs, toolchains, cache, config.limits, 4,
+                             on_done=lambda _: progress.update(task, advance=1))
+    failed = [f"{r.job.label}: {line}" for r in results if not r.ok for line in r.errors]
+    if failed:
+        rt.close()
+        raise WgradError(["builds failed (see wgrad build for the table):", *failed])
+    return Session(config, target, rt, records, {r.job: r for r in results},
+                   config.seed if seed is None else seed)

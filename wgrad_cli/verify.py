@@ -1,0 +1,148 @@
+"""`wgrad verify`: run each kernel on a fresh random problem and check every output.
+
+Per shape: generate the problem (the seed is printed and recorded), upload it, poison the output
+(0xFFFF, a NaN no kernel stores), launch, download, compare. The reference is numpy (float64,
+exact to fp32 precision) where the shape is small enough; beyond that the project's reference
+kernel runs on the same device on the same inputs, and numpy checks a random sample of rows
+of every expert as well. Each record says which reference was used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from rich.table import Table
+
+from wgrad_cli.abi import flops
+from wgrad_cli.build import BuildJob
+from wgrad_cli.check import BF16, POISON, Comparison, compare
+from wgrad_cli.errors import WgradError
+from wgrad_cli.kernelspec import load_specs
+from wgrad_cli.launch import DeviceProblem, prepare, upload
+from wgrad_cli.problem import Problem, generate
+from wgrad_cli.reference import grad_w, row_norms, sample_rows
+from wgrad_cli.config import Shape
+from wgrad_cli.session import Record, Session
+
+NUMPY_MAX_FLOPS = 2**38  # auto: numpy up to ~0.27 TFLOP (seconds on a few cores), the device reference beyond
+
+
+@dataclass(frozen=True)
+class Outcome:
+    record: Record
+    seed: int
+    reference: str  # how the output was checked, in words
+    experts: list[Comparison]  # against the reference, whole
+    sampled: list[Comparison] | None = None  # numpy on sampled rows, where the reference was the device's
+
+    @property
+    def overall(self) -> Comparison:
+        return Comparison.combine(self.experts)
+
+    @property
+    def ok(self) -> bool:
+        return self.overall.ok and (self.sampled is None or Comparison.combine(self.sampled).ok)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.record.to_json(), "seed": self.seed, "ok": self.ok, "reference": self.reference,
+                "overall": self.overall.to_json(), "experts": [c.to_json() for c in self.experts],
+                "sampled": None if self.sampled is None else {
+                    "overall": Comparison.combine(self.sampled).to_json(),
+                    "experts": [c.to_json() for c in self.sampled]}}
+
+
+def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, np.ndarray], tokens: np.ndarray,
+               reference: str) -> list[Comparison]:
+    na, nb = norms
+    return [compare(out_bits[e:e + 1], ref[e:e + 1], na[e:e + 1], nb[e:e + 1], tokens[e:e + 1], reference)
+            for e in range(len(tokens))]
+
+
+def run_kernel(s: Session, job: BuildJob, dev: DeviceProblem, output: int) -> np.ndarray:
+    """Poison `output`, launch once into it, wait, and return its bf16 bits (E, N, K)."""
+    build = s.builds[job]
+    assert build.code_object is not None
+    kernel = prepare(s.rt, build.code_object, s.target, job.kernel, dev.dims, dev.args(output))
+    s.rt.fill(output, 0xFF, dev.output_bytes)
+    kernel()
+    s.rt.synchronize()
+    return dev.download(output)
+
+
+def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, rows: int) -> Outcome:
+    """Run one kernel on the uploaded problem and compare its output with the reference `mode` picks."""
+    tokens = np.diff(p.offsets)
+    out = run_kernel(s, rec.job, dev, dev.pointers["C"])
+    if mode == "numpy" or (mode == "auto" and flops(p.dims, p.offsets.tolist()) <= NUMPY_MAX_FLOPS):
+        return Outcome(rec, p.seed, "numpy float64, every element",
+                       per_expert(out, grad_w(p), row_norms(p), tokens, "float64"))
+    picked = sample_rows(p, rows, np.random.default_rng(p.seed))
+    sampled = per_expert(np.take_along_axis(out, picked[:, :, None], axis=1), grad_w(p, picked),
+                         row_norms(p, picked), tokens, "float64")
+    how = f"numpy float64 on {picked.shape[1]} random rows per expert"
+    reference = load_specs()["reference"]
+    if rec.job.kernel.name == reference.name:
+        return Outcome(rec, p.seed, how, sampled)
+    scratch = s.rt.alloc(dev.output_bytes)
+    try:
+        ref_bits = run_kernel(s, BuildJob(reference, rec.job.target, p.dims), dev, scratch)
+    finally:
+        s.rt.free(scratch)
+    if (ref_bits == POISON).any():
+        raise WgradError(f"{rec.shape.name}: the reference kernel left outputs unwritten, so it cannot be the "
+                         "reference; run wgrad verify --kernel reference --reference numpy on this shape")
+    whole = per_expert(out, ref_bits.view(BF16).astype(np.float32), row_norms(p), tokens, "bf16")
+    return Outcome(rec, p.seed, f"reference kernel on the device, every element; {how}", whole, sampled)
+
+
+def verify(s: Session, mode: str, rows: int, on_done: Callable[[Outcome], None]) -> list[Outcome]:
+    """Check every record, one problem per shape shared by its kernels."""
+    outcomes = []
+    by_shape: dict[Shape, list[Record]] = {}
+    for rec in s.records:
+        by_shape.setdefault(rec.shape, []).append(rec)
+    for shape, recs in by_shape.items():
+        p = generate(shape.dims, shape.routing, s.seed, s.config.quantization)
+        dev = upload(s.rt, p)
+        try:
+            for rec in recs:
+                outcomes.append(check(s, rec, p, dev, mode, rows))
+                on_done(outcomes[-1])
+        finally:
+            dev.free()
+    return sorted(outcomes, key=lambda o: o.record.index)
+
+
+def _g(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def verify_table(records: list[dict[str, Any]], title: str) -> Table:
+    """One row per (kernel, shape) from result records (also merged or loaded ones)."""
+    table = Table(title=title, title_justify="left")
+    for name in ("kernel", "shape", "M x N x K, E", "routing", "seed", "max abs err", "max rel err",
+                 "rel Frobenius", "mismatches", "NaNs", "unwritten", "sampled rows", "status"):
+        table.add_column(name, justify="left" if name in ("kernel", "shape", "routing", "status") else "right")
+    for r in records:
+        d, c, sampled = r["shape"], r["overall"], r["sampled"]
+        table.add_row(r["kernel"], d["name"], f"{d['M']} x {d['N']} x {d['K']}, {d['E']}", d["routing"], str(r["seed"]),
+                      _g(c["max_abs_error"]), _g(c["max_rel_row_error"]), _g(c["rel_frobenius"]), str(c["mismatches"]),
+                      str(c["nans"]), str(c["unwritten"]),
+                      "" if sampled is None else ("ok" if sampled["overall"]["ok"] else "[red]FAILED[/]"),
+                      "[green]ok[/]" if r["ok"] else "[red]FAILED[/]")
+    return table
+
+
+def expert_table(record: dict[str, Any]) -> Table:
+    """Per-expert figures of one record (printed for failures, or for all with --per-expert)."""
+    d = record["shape"]
+    table = Table(title=f"{record['kernel']} on {d['name']}: per expert ({record['reference']})", title_justify="left")
+    for name in ("expert", "max abs err", "max rel err", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status"):
+        table.add_column(name, justify="right")
+    for e, c in enumerate(record["experts"]):
+        table.add_row(str(e), _g(c["max_abs_error"]), _g(c["max_rel_row_error"]), _g(c["rel_frobenius"]),
+                      str(c["mismatches"]), str(c["nans"]), str(c["unwritten"]), "ok" if c["ok"] else "[red]FAILED[/]")
+    return table
