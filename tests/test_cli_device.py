@@ -59,8 +59,6 @@ def test_compare_verify_failure_exits_1(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [f"regression reference on b: passed in {base}, fails in {new}"]
 
 
-@pytest.mark.xfail(strict=True, reason="compare prints regressions through rich's err console, which wraps at "
-                   "200 columns off a terminal: a regression naming two long paths becomes two lines")
 def test_compare_long_paths_one_line_per_regression(tmp_path: Path) -> None:
     folder = tmp_path / ("a-long-ci-workspace-folder/" * 4)
     base = write(folder / "base.json", "verify", VERIFY)
@@ -70,8 +68,6 @@ def test_compare_long_paths_one_line_per_regression(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [f"regression reference on b: passed in {base}, fails in {new}"]
 
 
-@pytest.mark.xfail(strict=True, reason="compare passes file paths to rich unescaped (table title, regression "
-                   "lines): '[nightly]' in a path is eaten as a style tag, '[/old]' raises MarkupError (traceback)")
 @pytest.mark.parametrize("folder", ["[nightly]", "[/old]"])
 def test_compare_paths_with_brackets(tmp_path: Path, folder: str) -> None:
     base = write(tmp_path / folder / "base.json", "verify", VERIFY)

@@ -165,7 +165,8 @@ def test_merge_two_shards(tmp_path: Path) -> None:
                                              bench_record(1, "b", 2.02, run=2)])
     merged = merge_docs([two, one])
     assert merged["command"] == "bench"
-    assert [(r["index"], r["run"]) for r in merged["records"]] == [(-1, 1), (-1, 1), (0, 1), (0, 2), (1, 1), (1, 2),
+    # each shard's calibration row stays, numbered by its shard
+    assert [(r["index"], r["run"]) for r in merged["records"]] == [(-1, 1), (-1, 2), (0, 1), (0, 2), (1, 1), (1, 2),
                                                                     (2, 1)]
     extra = merged["extra"]
     assert (extra["config_sha256"], extra["target"], extra["seed"], extra["shard"]) == ("c0ffee", "gfx950", 1, None)

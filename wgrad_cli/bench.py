@@ -1,13 +1,19 @@
 """`wgrad bench`: time each kernel on a fresh random problem and report rates against the device's peaks.
 
 Timing (measure.py) and when to stop (stopping.py) are kept apart from what is reported here.
-Calibration rows first, the empty kernel (one workgroup, hot): timed one launch per event pair
-as the shapes are, the floor of what a sample can resolve; and 100 back-to-back launches per
-pair, the launch-to-launch time. Tiny times are noisy, so these stop at 2,000 samples.
+Cold (the default): one launch per sample, after a write of twice the last-level cache; the
+write also keeps the device busy while the launch is submitted, so the host's launch cost stays
+outside the events. Hot: back-to-back launches, as many per sample as fill about a millisecond
+(found from one timed launch), the time per launch reported: a lone launch on an idle device
+would also time its submission (about the calibration row's time).
+A calibration row first: the empty kernel (one workgroup), timed exactly as the shapes are,
+the floor below which a kernel's time cannot be told apart from the launch; it stops at 2,000
+samples, since times that short are noisy.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -28,8 +34,9 @@ from wgrad_cli.stats import summarize
 from wgrad_cli.stopping import Criterion
 
 CALIBRATION = Shape("calibration", Dims(128, 256, 256, 1), Routing())  # the empty kernel: a grid of one
-CALIBRATION_BATCHES = (1, 100)
 CALIBRATION_SAMPLES = 2000
+HOT_SAMPLE_MS = 1.0  # hot: launches per sample fill about this much time
+HOT_MAX_BATCH = 1000
 
 
 def _kernel(s: Session, job: BuildJob, dev: DeviceProblem) -> Kernel:
@@ -53,22 +60,35 @@ def _record(s: Session, rec: Record, m: Measurement, run: int, cache: str, flush
             "clock_mhz": clocks[len(clocks) // 2] if clocks else None}
 
 
+def launches_per_sample(s: Session, kernel: Kernel, hot: bool) -> int:
+    """1 when cold; hot, enough back-to-back launches to fill HOT_SAMPLE_MS, from one timed launch."""
+    if not hot:
+        return 1
+    start, stop = s.rt.event(), s.rt.event()
+    kernel()
+    s.rt.record(start)
+    kernel()
+    s.rt.record(stop)
+    once = s.rt.elapsed_ms(start, stop)
+    return max(1, min(HOT_MAX_BATCH, math.ceil(HOT_SAMPLE_MS / max(once, 1e-6))))
+
+
 def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
           on_done: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
-    """The calibration rows, then `repeat` measured runs of every record, in record order."""
+    """The calibration row, then `repeat` measured runs of every record, in record order."""
     rows = []
+    mode = "hot" if hot else "cold"
     flush = None if hot else Flush(s.rt.alloc(flush_bytes(s.rt.device)), flush_bytes(s.rt.device))
     try:
         empty = BuildJob(load_specs()["empty"], s.target.name, CALIBRATION.dims)
         dev = upload(s.rt, generate(CALIBRATION.dims, CALIBRATION.routing, s.seed, s.config.quantization))
         try:
-            for batch in CALIBRATION_BATCHES:
-                m = measure(s.rt, _kernel(s, empty, dev), replace(criterion, max_samples=CALIBRATION_SAMPLES), None,
-                            warmup, batch)
-                shape = replace(CALIBRATION, name=f"calibration x{batch}")
-                rows.append({**_record(s, Record(-1, empty, shape), m, 1, "hot", None, (0, 0)),
-                             "calibration": True, "batch": batch})
-                on_done(rows[-1])
+            kernel = _kernel(s, empty, dev)
+            batch = launches_per_sample(s, kernel, hot)
+            m = measure(s.rt, kernel, replace(criterion, max_samples=CALIBRATION_SAMPLES), flush, warmup, batch)
+            rows.append({**_record(s, Record(-1, empty, CALIBRATION), m, 1, mode, flush, (0, 0)),
+                         "calibration": True, "batch": batch})
+            on_done(rows[-1])
         finally:
             dev.free()
         by_shape: dict[Shape, list[Record]] = {}
@@ -81,17 +101,18 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
             try:
                 for rec in recs:
                     kernel = _kernel(s, rec.job, dev)
+                    batch = launches_per_sample(s, kernel, hot)
                     for run in range(1, repeat + 1):
-                        m = measure(s.rt, kernel, criterion, flush, warmup)
-                        rows.append({**_record(s, rec, m, run, "hot" if hot else "cold", flush, work),
-                                     "calibration": False, "batch": 1})
+                        m = measure(s.rt, kernel, criterion, flush, warmup, batch)
+                        rows.append({**_record(s, rec, m, run, mode, flush, work), "calibration": False,
+                                     "batch": batch})
                         on_done(rows[-1])
             finally:
                 dev.free()
     finally:
         if flush:
             s.rt.free(flush.ptr)
-    return sorted(rows, key=lambda r: (r["index"], r["run"]))  # calibration rows (index -1) first
+    return sorted(rows, key=lambda r: (r["index"], r["run"]))  # the calibration row (index -1) first
 
 
 def _us(ms: float) -> str:
@@ -99,7 +120,9 @@ def _us(ms: float) -> str:
 
 
 def bench_table(records: list[dict[str, Any]], title: str) -> Table:
-    """One row per measured run, the calibration row first (from result records, also merged ones)."""
+    """One row per measured run, the calibration row first (from result records, also merged ones).
+
+    A hot row's cache column shows its launches per sample (x24); its times are per launch."""
     table = Table(title=title, title_justify="left")
     for name in ("kernel", "shape", "M x N x K, E", "routing", "run", "cache", "samples", "median us", "min us",
                  "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "stop"):
@@ -108,7 +131,7 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
         d = r["shape"]
         stop = r["stop"] if r["stop"] == "converged" else f"[yellow]{r['stop']}[/]"
         table.add_row(r["kernel"], d["name"], f"{d['M']} x {d['N']} x {d['K']}, {d['E']}", d["routing"],
-                      str(r["run"]), r["cache"], str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
+                      str(r["run"]), r["cache"] + (f" x{r['batch']}" if r["batch"] > 1 else ""), str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
                       f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%",
                       "" if r["calibration"] else f"{r['tflops']:,.2f}", "" if r["calibration"] else f"{r['gbps']:,.1f}",
                       "" if r["pct_peak"] is None else f"{r['pct_peak']:.2f}",

@@ -166,13 +166,15 @@ def bench(**kw: Any) -> None:
               help="Relative slow-down of the median that counts as a regression.")
 def compare(base: Path, new: Path, threshold: float) -> None:
     """Per-shape deltas between two results files; exit 1 on any regression (CI gate)."""
+    from rich.markup import escape
+
     from wgrad_cli.compare import compare_docs
     from wgrad_cli.report import err, out
 
     table, regressions = compare_docs(base, new, threshold)
     out.print(table)
     for line in regressions:
-        err.print(f"[red]regression[/] {line}", highlight=False)
+        err.print(f"[red]regression[/] {escape(line)}", highlight=False, soft_wrap=True)
     if regressions:
         raise SystemExit(1)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from wgrad_cli.errors import WgradError
@@ -43,7 +44,7 @@ def compare_docs(base_path: Path, new_path: Path, threshold: float) -> tuple[Tab
                          "compare two of the same command")
     b, n = _keyed(base, base_path), _keyed(new, new_path)
     bench = base["command"] == "bench"
-    table = Table(title=f"wgrad compare: {base_path} -> {new_path} (threshold {100 * threshold:g}%)",
+    table = Table(title=escape(f"wgrad compare: {base_path} -> {new_path} (threshold {100 * threshold:g}%)"),
                   title_justify="left")
     columns = (["median us", "delta", "TFLOP/s", "delta"] if bench else ["rel Frobenius", "mismatches"])
     for name in ("kernel", "shape", "cache/run", *columns, "verdict"):
@@ -122,7 +123,8 @@ def merge_docs(paths: list[Path]) -> dict[str, Any]:
                      if i not in shards]
     if problems:
         raise WgradError(problems)
-    records = [r for doc in docs for r in doc["records"]]
+    # every shard measured its own calibration rows: keep each, numbered by its shard
+    records = [{**r, "run": doc["shard"][0]} if r.get("calibration") else r for doc in docs for r in doc["records"]]
     try:
         records.sort(key=lambda r: (r["index"], r.get("run", 1)))
     except (KeyError, TypeError) as exc:

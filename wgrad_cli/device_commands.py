@@ -8,7 +8,7 @@ from typing import Any
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from wgrad_cli.bench import CALIBRATION, CALIBRATION_BATCHES, bench, bench_table
+from wgrad_cli.bench import CALIBRATION, bench, bench_table
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.report import err, out
 from wgrad_cli.results import default_path, save
@@ -30,7 +30,7 @@ def _save(s: Session, command: str, records: list[dict[str, Any]], json_path: Pa
         return
     path = json_path or default_path(command, s.config.path, s.rt.device.arch, shard)
     save(path, csv_path, command, records, **s.environment(), shard=list(shard) if shard else None, **extra)
-    err.print(f"results: {path}" + (f", {csv_path}" if csv_path else ""), highlight=False)
+    err.print(escape(f"results: {path}" + (f", {csv_path}" if csv_path else "")), highlight=False, soft_wrap=True)
 
 
 def _header(s: Session) -> None:
@@ -77,7 +77,7 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
     s = open_session(**selection, shard=shard, edge_cases=False, extra=(("empty", CALIBRATION.dims),))
     try:
         _header(s)
-        with _progress("benchmarking", len(CALIBRATION_BATCHES) + len(s.records) * repeat) as progress:
+        with _progress("benchmarking", 1 + len(s.records) * repeat) as progress:
             def done(r: dict[str, Any]) -> None:
                 progress.update(progress.task_ids[0], advance=1,
                                 description=f"{r['kernel']} {r['shape']['name']} {r['median_ms'] * 1e3:,.1f} us")
@@ -86,7 +86,7 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
         known, flush = peak(s.rt.device), 0 if hot else flush_bytes(s.rt.device)
     finally:
         s.rt.close()
-    cache = "hot (back to back)" if hot else f"cold ({flush / 2**20:.0f} MiB written before each sample)"
+    cache = "hot (back-to-back launches, times per launch)" if hot else f"cold ({flush / 2**20:.0f} MiB written before each sample)"
     out.print(bench_table(records, f"wgrad bench on {s.rt.device.name} ({s.target}), {cache}"))
     out.print(f"% peak: of {known.matrix_label} {known.matrix_tflops:,.0f} TFLOP/s ({known.source}); "
               if known else "% peak: this device is not in the peak table; ", end="", highlight=False)

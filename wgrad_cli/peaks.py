@@ -24,7 +24,8 @@ class Peak:
     source: str
 
 
-DATASHEET = {  # name fragment -> (fp8, bf16 TFLOP/s, HBM GB/s): NVIDIA H100/H200 SXM datasheets
+DATASHEET = {  # name fragment (first match wins) -> (fp8, bf16 TFLOP/s, HBM GB/s): NVIDIA datasheets, dense
+    "H200 NVL": (1671.0, 835.0, 4800.0),
     "H200": (1979.0, 989.0, 4800.0),
     "H100 80GB HBM3": (1979.0, 989.0, 3350.0),
 }

@@ -24,12 +24,16 @@ err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 2
 
 
 def git_commit() -> str | None:
-    try:
-        proc = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
+    """HEAD of the tool's checkout, with -dirty when tracked files differ from it."""
+    def git(*args: str) -> str | None:
+        try:
+            proc = subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
+    head = git("rev-parse", "HEAD")
+    return head and head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def write_json(path: Path, command: str, records: list[dict[str, Any]], **extra: Any) -> None:
