@@ -131,7 +131,7 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
         d = r["shape"]
         stop = r["stop"] if r["stop"] == "converged" else f"[yellow]{r['stop']}[/]"
         table.add_row(r["kernel"], d["name"], f"{d['M']} x {d['N']} x {d['K']}, {d['E']}", d["routing"],
-                      str(r["run"]), r["cache"] + (f" x{r['batch']}" if r["batch"] > 1 else ""), str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
+                      str(r["run"]), r["cache"] + (f" x{r['batch']}" if r.get("batch", 1) > 1 else ""), str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
                       f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%",
                       "" if r["calibration"] else f"{r['tflops']:,.2f}", "" if r["calibration"] else f"{r['gbps']:,.1f}",
                       "" if r["pct_peak"] is None else f"{r['pct_peak']:.2f}",

@@ -193,7 +193,10 @@ def merge(shards: tuple[Path, ...], json_path: Path) -> None:
 
     merged = merge_docs(list(shards))
     table = bench_table if merged["command"] == "bench" else verify_table
-    out.print(table(merged["records"], f"wgrad merge: {len(shards)} shards of {merged['command']}"))
+    try:
+        out.print(table(merged["records"], f"wgrad merge: {len(shards)} shards of {merged['command']}"))
+    except (KeyError, TypeError) as exc:
+        raise WgradError(f"a record of {', '.join(map(str, shards))} lacks {exc}; give results files wgrad wrote")
     save(json_path, None, merged["command"], merged["records"], **merged["extra"])
 
 
