@@ -129,8 +129,8 @@ def merge_docs(paths: list[Path]) -> dict[str, Any]:
         records.sort(key=lambda r: (r["index"], r.get("run", 1)))
     except (KeyError, TypeError) as exc:
         raise WgradError(f"a record lacks {exc}; give results files wgrad wrote") from None
-    keep = {k: v for k, v in first.items() if k not in ("records", "shard", "tool", "version", "commit", "command",
-                                                          "argv", "host", "date")}
-    return {"command": first["command"], "extra": {**keep, "shard": None,
-            "shards": [{"file": str(p), "shard": d["shard"], "host": d.get("host"), "date": d.get("date"),
-                        "device": d.get("device")} for p, d in zip(paths, docs)]}, "records": records}
+    per_run = ("records", "shard", "tool", "version", "commit", "source_sha256", "command", "argv", "host", "date")
+    keep = {k: v for k, v in first.items() if k not in per_run}
+    shards_json = [{"file": str(p), **{k: d.get(k) for k in ("shard", "host", "date", "commit", "source_sha256",
+                                                              "device")}} for p, d in zip(paths, docs)]
+    return {"command": first["command"], "extra": {**keep, "shard": None, "shards": shards_json}, "records": records}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import platform
 import sys
@@ -36,9 +37,20 @@ def git_commit() -> str | None:
     return head and head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
+def source_sha256() -> str:
+    """One hash of the tool's own Python source and kernels: names the code that ran even where
+    the checkout's git history is missing or stale (a copy sent to a GPU machine)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted([*root.glob("wgrad_cli/**/*.py"), *root.glob("kernels/*")]):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def write_json(path: Path, command: str, records: list[dict[str, Any]], **extra: Any) -> None:
-    """One document per run: tool, version, commit, date, then one record per result."""
-    doc = {"tool": "wgrad", "version": __version__, "commit": git_commit(), "command": command,
+    """One document per run: tool, version, commit, source hash, date, then one record per result."""
+    doc = {"tool": "wgrad", "version": __version__, "commit": git_commit(), "source_sha256": source_sha256(),
+           "command": command,
            "argv": ["wgrad", *sys.argv[1:]], "host": platform.node(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **extra,
            "records": records}
