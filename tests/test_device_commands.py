@@ -87,3 +87,24 @@ def test_bench_hot_launches_back_to_back(gpu: Runtime, repo: Path, tmp_path: Pat
     assert calibration["cache"] == gaps["cache"] == "hot" and gaps["flush_bytes"] == 0
     assert calibration["batch"] > gaps["batch"] >= 1  # about a millisecond of launches per sample
     assert calibration["median_ms"] < gaps["median_ms"]
+
+
+def test_hopper_kernel_verifies(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
+    if gpu.device.arch != "sm_90":
+        pytest.skip("the hopper kernel runs on sm_90 devices only")
+    for config in ("smoke", "ci"):
+        r = run("verify", "--config", repo / f"configs/{config}.yaml", "--kernel", "hopper", "--edge-cases",
+                "--json", tmp_path / f"{config}.json", "--cache-dir", tmp_path / "cache")
+        assert r.exit_code == 0, r.output
+        assert all(rec["ok"] for rec in doc(tmp_path / f"{config}.json")["records"])
+
+
+def test_bench_baselines(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    r = run("bench", "--config", repo / "configs/ci.yaml", "--shape", "e8-empty", "--baselines", *FAST,
+            "--cache-dir", tmp_path / "cache", "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    rows = doc(tmp_path / "b.json")["records"]
+    assert [(x["kernel"], x["baseline"]) for x in rows[1:]] == [
+        ("reference", False), ("torch-grouped", True), ("torch-loop", True), ("bf16-ceiling", True)]
+    assert all(x["tflops"] > 0 and x["flops"] == rows[1]["flops"] for x in rows[1:])

@@ -18,9 +18,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from rich.table import Table
 
 from wgrad_cli.abi import Dims, flops, min_bytes
+from wgrad_cli.baselines import NAMES as BASELINES
+from wgrad_cli.baselines import baselines
 from wgrad_cli.build import BuildJob
 from wgrad_cli.config import Shape
 from wgrad_cli.kernelspec import load_specs
@@ -45,14 +48,19 @@ def _kernel(s: Session, job: BuildJob, dev: DeviceProblem) -> Kernel:
     return prepare(s.rt, code_object, s.target, job.kernel, dev.dims, dev.args())
 
 
-def _record(s: Session, rec: Record, m: Measurement, run: int, cache: str, flush: Flush | None,
+def order(r: dict[str, Any]) -> tuple[int, int, int]:
+    """Rows in run order: calibration, then by record, run, and kernel before its baselines."""
+    return r["index"], r.get("run", 1), BASELINES.index(r["kernel"]) + 1 if r.get("baseline") else 0
+
+
+def _record(s: Session, head: dict[str, Any], m: Measurement, run: int, cache: str, flush: Flush | None,
             work: tuple[int, int]) -> dict[str, Any]:
     summary = summarize(m.times_ms)
     seconds = summary.median_ms / 1e3
     known = peak(s.rt.device)
     tflops = work[0] / seconds / 1e12
     clocks = sorted(m.clocks_mhz)
-    return {**rec.to_json(), **s.code_object_json(rec.job), "seed": s.seed, "run": run, "cache": cache,
+    return {**head, "seed": s.seed, "run": run, "cache": cache,
             "flush_bytes": flush.nbytes if flush else 0, **summary.to_json(), "stop": m.stop,
             "wall_seconds": round(m.wall_seconds, 3), "flops": work[0], "min_bytes": work[1], "tflops": tflops,
             "gbps": work[1] / seconds / 1e9,
@@ -60,7 +68,7 @@ def _record(s: Session, rec: Record, m: Measurement, run: int, cache: str, flush
             "clock_mhz": clocks[len(clocks) // 2] if clocks else None}
 
 
-def launches_per_sample(s: Session, kernel: Kernel, hot: bool) -> int:
+def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool) -> int:
     """1 when cold; hot, enough back-to-back launches to fill HOT_SAMPLE_MS, from one timed launch."""
     if not hot:
         return 1
@@ -73,9 +81,14 @@ def launches_per_sample(s: Session, kernel: Kernel, hot: bool) -> int:
     return max(1, min(HOT_MAX_BATCH, math.ceil(HOT_SAMPLE_MS / max(once, 1e-6))))
 
 
-def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
+def _head(s: Session, rec: Record) -> dict[str, Any]:
+    return {**rec.to_json(), **s.code_object_json(rec.job), "baseline": False}
+
+
+def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int, with_baselines: bool,
           on_done: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
-    """The calibration row, then `repeat` measured runs of every record, in record order."""
+    """The calibration row, then `repeat` measured runs of every record (and of the baselines on its
+    shape, with_baselines), in `order`."""
     rows = []
     mode = "hot" if hot else "cold"
     flush = None if hot else Flush(s.rt.alloc(flush_bytes(s.rt.device)), flush_bytes(s.rt.device))
@@ -86,7 +99,7 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
             kernel = _kernel(s, empty, dev)
             batch = launches_per_sample(s, kernel, hot)
             m = measure(s.rt, kernel, replace(criterion, max_samples=CALIBRATION_SAMPLES), flush, warmup, batch)
-            rows.append({**_record(s, Record(-1, empty, CALIBRATION), m, 1, mode, flush, (0, 0)),
+            rows.append({**_record(s, _head(s, Record(-1, empty, CALIBRATION)), m, 1, mode, flush, (0, 0)),
                          "calibration": True, "batch": batch})
             on_done(rows[-1])
         finally:
@@ -99,12 +112,17 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
             work = (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims))
             dev = upload(s.rt, p)
             try:
-                for rec in recs:
-                    kernel = _kernel(s, rec.job, dev)
-                    batch = launches_per_sample(s, kernel, hot)
+                runs: list[tuple[dict[str, Any], Callable[[], None]]] = [
+                    (_head(s, rec), _kernel(s, rec.job, dev)) for rec in recs]
+                if with_baselines:
+                    runs += [({**recs[0].to_json(), "kernel": name, "baseline": True, "code_object_sha256": None,
+                               "compiler": None, "flags": None, "build_errors": []}, fn)
+                             for name, fn in baselines(p).items()]
+                for head, fn in runs:
+                    batch = launches_per_sample(s, fn, hot)
                     for run in range(1, repeat + 1):
-                        m = measure(s.rt, kernel, criterion, flush, warmup, batch)
-                        rows.append({**_record(s, rec, m, run, mode, flush, work), "calibration": False,
+                        m = measure(s.rt, fn, criterion, flush, warmup, batch)
+                        rows.append({**_record(s, head, m, run, mode, flush, work), "calibration": False,
                                      "batch": batch})
                         on_done(rows[-1])
             finally:
@@ -112,7 +130,7 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
     finally:
         if flush:
             s.rt.free(flush.ptr)
-    return sorted(rows, key=lambda r: (r["index"], r["run"]))  # the calibration row (index -1) first
+    return sorted(rows, key=order)
 
 
 def _us(ms: float) -> str:
@@ -136,4 +154,35 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
                       "" if r["calibration"] else f"{r['tflops']:,.2f}", "" if r["calibration"] else f"{r['gbps']:,.1f}",
                       "" if r["pct_peak"] is None else f"{r['pct_peak']:.2f}",
                       "" if r["clock_mhz"] is None else str(r["clock_mhz"]), stop)
+    return table
+
+
+def speedup_table(records: list[dict[str, Any]]) -> Table | None:
+    """Per (kernel, shape), first run: TFLOP/s against the torch path (the faster of torch-grouped and
+    torch-loop) and the bf16 ceiling, with the geometric means; None without baseline rows."""
+    first = [r for r in records if r.get("run", 1) == 1 and not r["calibration"]]
+    by_shape: dict[int, dict[str, float]] = {}
+    for r in first:
+        if r.get("baseline"):
+            by_shape.setdefault(r["index"], {})[r["kernel"]] = r["tflops"]
+    if not by_shape:
+        return None
+    table = Table(title="speed-up over the baselines (first run of each shape)", title_justify="left")
+    for name in ("kernel", "shape", "TFLOP/s", "torch path", "TFLOP/s ", "x torch", "bf16 ceiling", "x ceiling"):
+        table.add_column(name, justify="left" if name in ("kernel", "shape", "torch path") else "right")
+    ratios: dict[str, tuple[list[float], list[float]]] = {}
+    for r in first:
+        base = by_shape.get(r["index"])
+        if r.get("baseline") or not base:
+            continue
+        path = max(("torch-grouped", "torch-loop"), key=lambda k: base.get(k, 0.0))
+        x_torch, x_ceiling = r["tflops"] / base[path], r["tflops"] / base["bf16-ceiling"]
+        mine = ratios.setdefault(r["kernel"], ([], []))
+        mine[0].append(x_torch)
+        mine[1].append(x_ceiling)
+        table.add_row(r["kernel"], r["shape"]["name"], f"{r['tflops']:,.1f}", path, f"{base[path]:,.1f}",
+                      f"{x_torch:.2f}", f"{base['bf16-ceiling']:,.1f}", f"{x_ceiling:.2f}")
+    for kernel, (xt, xc) in ratios.items():
+        table.add_row(kernel, "[bold]geometric mean[/]", "", "", "", f"{float(np.exp(np.mean(np.log(xt)))):.2f}", "",
+                      f"{float(np.exp(np.mean(np.log(xc)))):.2f}")
     return table

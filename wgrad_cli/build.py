@@ -83,8 +83,8 @@ def _run(command: list[str]) -> tuple[int, str]:
 
 def _resources(job: BuildJob, code: bytes, log: str) -> Resources:
     if TARGETS[job.target].vendor == "amd":
-        return amd_resources(code, job.kernel.symbol, job.kernel.block)
-    return nvidia_resources(code, log, job.kernel.symbol, job.kernel.block)
+        return amd_resources(code, job.kernel.symbol, job.kernel.block, job.kernel.dynamic_shared)
+    return nvidia_resources(code, log, job.kernel.symbol, job.kernel.block, job.kernel.dynamic_shared)
 
 
 def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str, int], isa_dir: Path | None) -> BuildResult:
@@ -97,7 +97,8 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
                                      job.kernel.flags[job.target], isa)
 
     result = BuildResult(job, compiler=f"{compiler.kind} {compiler.version}")
-    base = sha256_text(compiler.identity, *argv(Path("@OUT"), Path("@DEP")))
+    # the launch's dynamic shared memory enters the occupancy figures stored with the entry
+    base = sha256_text(compiler.identity, *argv(Path("@OUT"), Path("@DEP")), f"dynamic_shared={job.kernel.dynamic_shared}")
     entry = cache.lookup(base)
     result.cache_hit = entry is not None
     if entry is None:

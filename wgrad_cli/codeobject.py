@@ -72,14 +72,14 @@ def amd_metadata(data: bytes) -> dict[str, Any]:
     raise CodeObjectError("the code object has no AMDGPU metadata note")
 
 
-def amd_resources(data: bytes, base: str, block: int) -> Resources:
+def amd_resources(data: bytes, base: str, block: int, dynamic_shared: int = 0) -> Resources:
     """Find kernel `base` in the metadata, check its arguments against the ABI, read its figures."""
     symbol, _ = kernel_params("amd", data, base)
     k = next(k for k in amd_metadata(data)["amdhsa.kernels"] if k[".name"] == symbol)
     vgprs, agprs, lds = k[".vgpr_count"], k.get(".agpr_count", 0), k[".group_segment_fixed_size"]
     return Resources(k[".name"], vgprs, agprs, k[".sgpr_count"], lds, k[".private_segment_fixed_size"],
                      k[".vgpr_spill_count"] + k[".sgpr_spill_count"], k[".wavefront_size"],
-                     gfx950(vgprs, agprs, lds, block, k[".wavefront_size"]))
+                     gfx950(vgprs, agprs, lds + dynamic_shared, block, k[".wavefront_size"]))
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ _PTXAS_FUNC = re.compile(r"Function properties for (\S+)\n\s*(\d+) bytes stack f
                          r"(\d+) bytes spill loads\n.*?Used (\d+) registers(.*)")
 
 
-def nvidia_resources(data: bytes, ptxas_report: str, base: str, block: int) -> Resources:
+def nvidia_resources(data: bytes, ptxas_report: str, base: str, block: int, dynamic_shared: int = 0) -> Resources:
     """Find kernel `base` in the cubin and its figures in ptxas' report from the same build."""
     symbol, _ = kernel_params("nvidia", data, base)
     for m in _PTXAS_FUNC.finditer(ptxas_report):
@@ -164,5 +164,6 @@ def nvidia_resources(data: bytes, ptxas_report: str, base: str, block: int) -> R
             stack, stores, loads, regs = (int(m.group(i)) for i in range(2, 6))
             smem = re.search(r"(\d+) bytes smem", m.group(6))
             shared = int(smem.group(1)) if smem else 0
-            return Resources(symbol, regs, None, None, shared, stack, stores + loads, 32, sm90(regs, shared, block))
+            return Resources(symbol, regs, None, None, shared, stack, stores + loads, 32,
+                             sm90(regs, shared + dynamic_shared, block))
     raise CodeObjectError(f"ptxas reported no resource usage for {symbol}")

@@ -14,6 +14,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from wgrad_cli.bench import order
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results import load
 
@@ -126,7 +127,7 @@ def merge_docs(paths: list[Path]) -> dict[str, Any]:
     # every shard measured its own calibration rows: keep each, numbered by its shard
     records = [{**r, "run": doc["shard"][0]} if r.get("calibration") else r for doc in docs for r in doc["records"]]
     try:
-        records.sort(key=lambda r: (r["index"], r.get("run", 1)))
+        records.sort(key=order)
     except (KeyError, TypeError) as exc:
         raise WgradError(f"a record lacks {exc}; give results files wgrad wrote") from None
     per_run = ("records", "shard", "tool", "version", "commit", "source_sha256", "command", "argv", "host", "date")

@@ -8,7 +8,9 @@ from typing import Any
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from wgrad_cli.bench import CALIBRATION, bench, bench_table
+from wgrad_cli.baselines import NAMES as BASELINES
+from wgrad_cli.baselines import require_torch
+from wgrad_cli.bench import CALIBRATION, bench, bench_table, speedup_table
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.report import err, out
 from wgrad_cli.results import default_path, save
@@ -71,23 +73,30 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
 
 
 def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_time: float, max_noise: float,
-                  timeout: float, json_path: Path | None, csv_path: Path | None, no_save: bool,
+                  timeout: float, baselines: bool, json_path: Path | None, csv_path: Path | None, no_save: bool,
                   shard: tuple[int, int] | None, **selection: Any) -> None:
     criterion = Criterion(min_samples, min_time, max_noise, timeout)
+    if baselines:
+        require_torch()  # before any build or launch
     s = open_session(**selection, shard=shard, edge_cases=False, extra=(("empty", CALIBRATION.dims),))
     try:
         _header(s)
-        with _progress("benchmarking", 1 + len(s.records) * repeat) as progress:
+        shapes = len({r.shape for r in s.records}) if baselines else 0
+        with _progress("benchmarking", 1 + (len(s.records) + len(BASELINES) * shapes) * repeat) as progress:
             def done(r: dict[str, Any]) -> None:
                 progress.update(progress.task_ids[0], advance=1,
                                 description=f"{r['kernel']} {r['shape']['name']} {r['median_ms'] * 1e3:,.1f} us")
 
-            records = bench(s, criterion, hot, repeat, warmup, done)
+            records = bench(s, criterion, hot, repeat, warmup, baselines, done)
         known, flush = peak(s.rt.device), 0 if hot else flush_bytes(s.rt.device)
     finally:
         s.rt.close()
-    cache = "hot (back-to-back launches, times per launch)" if hot else f"cold ({flush / 2**20:.0f} MiB written before each sample)"
+    cache = ("hot (back-to-back launches, times per launch)" if hot
+             else f"cold ({flush / 2**20:.0f} MiB written before each sample)")
     out.print(bench_table(records, f"wgrad bench on {s.rt.device.name} ({s.target}), {cache}"))
+    speedups = speedup_table(records)
+    if speedups:
+        out.print(speedups)
     out.print(f"% peak: of {known.matrix_label} {known.matrix_tflops:,.0f} TFLOP/s ({known.source}); "
               if known else "% peak: this device is not in the peak table; ", end="", highlight=False)
     out.print(f"stopping: >= {min_samples} samples, >= {min_time} s, rel stdev <= {100 * max_noise:g}%, "

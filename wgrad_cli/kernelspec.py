@@ -2,7 +2,8 @@
 
 A spec names its source, include dirs, per-target flags, the symbol (a base name, looked up in
 the code object, never a mangled string), and the launch geometry: one 1-D workgroup per
-`tile` of one expert's grad_w, so grid = E * (N / tile_n) * (K / tile_k).
+`tile` of one expert's grad_w, so grid = E * (N / tile_n) * (K / tile_k), `block` threads and
+`dynamic_shared` bytes of dynamic shared memory each.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from wgrad_cli.targets import TARGETS
 from wgrad_cli.yamlsource import Key, Problems, load
 
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+MAX_DYNAMIC_SHARED = 227 * 1024  # the most any target gives one workgroup (sm_90: 227 KiB; gfx950: 160 KiB)
 SPEC_KEYS = {"name", "description", "source", "include", "symbol", "launch", "targets", "needs_hip_headers"}
 
 
@@ -29,6 +31,7 @@ class KernelSpec:
     symbol: str
     tile: tuple[int, int]  # grad_w elements (N, K) per workgroup
     block: int  # threads per workgroup
+    dynamic_shared: int  # bytes of dynamic shared memory (LDS) per workgroup, given at launch
     needs_hip_headers: bool
     spec_file: Path
     flags: dict[str, tuple[str, ...]] = field(hash=False)  # target name -> compiler flags
@@ -78,7 +81,7 @@ def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
     if source_path and not source_path.is_file():
         p.add(("source",), f"{source_path} does not exist", "source must name an existing file")
     include = _paths(data.get("include", []), ("include",), file.parent, p)
-    tile, block = _launch(data.get("launch"), p)
+    tile, block, dynamic_shared = _launch(data.get("launch"), p)
     flags = _flags(data.get("targets"), p)
     needs = data.get("needs_hip_headers", False)
     if not isinstance(needs, bool):
@@ -87,7 +90,7 @@ def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
         return None
     assert isinstance(name, str) and isinstance(symbol, str) and tile and block and flags is not None
     return KernelSpec(name, str(data.get("description", "")), source_path, include, symbol, tile, block,
-                      bool(needs), file, flags)
+                      dynamic_shared, bool(needs), file, flags)
 
 
 def _paths(value: Any, path: Key, base: Path, p: Problems) -> tuple[Path, ...]:
@@ -97,13 +100,18 @@ def _paths(value: Any, path: Key, base: Path, p: Problems) -> tuple[Path, ...]:
     return tuple(base / v for v in value)
 
 
-def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None]:
+def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None, int]:
     if not isinstance(value, dict):
         if value is not None:
             p.add(("launch",), f"{value!r} is not a mapping", "launch: {tile: [n, k], block: threads}")
-        return None, None
-    for key in value.keys() - {"tile", "block"}:
-        p.add(("launch", key), "unknown key", "launch has tile and block")
+        return None, None, 0
+    for key in value.keys() - {"tile", "block", "dynamic_shared"}:
+        p.add(("launch", key), "unknown key", "launch has tile, block and dynamic_shared")
+    shared = value.get("dynamic_shared", 0)
+    if type(shared) is not int or not 0 <= shared <= MAX_DYNAMIC_SHARED:
+        p.add(("launch", "dynamic_shared"), f"{shared!r} is not a byte count",
+              f"dynamic_shared is an integer in [0, {MAX_DYNAMIC_SHARED}] (bytes per workgroup)")
+        shared = 0
     tile, block = value.get("tile"), value.get("block")
     tile_nk = None
     if isinstance(tile, list) and len(tile) == 2 and all(type(t) is int and t > 0 for t in tile):
@@ -114,8 +122,8 @@ def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None
               "tile: [n, k] with n dividing 256 and k dividing 256, so every legal shape tiles exactly")
     if type(block) is not int or not 1 <= block <= 1024:
         p.add(("launch", "block"), f"{block!r} is not a thread count", "block is an integer in [1, 1024]")
-        return None, None
-    return tile_nk, block
+        return None, None, shared
+    return tile_nk, block, shared
 
 
 def _flags(value: Any, p: Problems) -> dict[str, tuple[str, ...]] | None:

@@ -80,8 +80,10 @@ class Kernel:
     kernargs: Kernargs
     symbol: str
 
+    dynamic_shared: int
+
     def __call__(self) -> None:
-        self.rt.launch(self.function, self.grid, self.block, self.kernargs.address)
+        self.rt.launch(self.function, self.grid, self.block, self.dynamic_shared, self.kernargs.address)
 
 
 def prepare(rt: Runtime, code_object: Path, target: Target, spec: KernelSpec, dims: Dims, args: list[int]) -> Kernel:
@@ -101,4 +103,5 @@ def prepare(rt: Runtime, code_object: Path, target: Target, spec: KernelSpec, di
         raise WgradError(f"{spec.name}: M={dims.M} N={dims.N} K={dims.K} E={dims.E} needs {grid} workgroups of "
                          f"{spec.block} threads, beyond the driver's {limit} {what} per dimension; use fewer experts "
                          "or a smaller N x K")
-    return Kernel(rt, rt.load(image, symbol), grid, spec.block, pack(params, args), symbol)
+    return Kernel(rt, rt.load(image, symbol, spec.dynamic_shared), grid, spec.block, pack(params, args), symbol,
+                  spec.dynamic_shared)

@@ -99,13 +99,17 @@ class CudaRuntime:
     def fill(self, ptr: int, byte: int, nbytes: int) -> None:
         _ok("cuMemsetD8Async", cu.cuMemsetD8Async(ptr, byte, nbytes, 0))
 
-    def load(self, image: bytes, symbol: str) -> object:
+    def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object:
         module = _ok("cuModuleLoadData", cu.cuModuleLoadData(image))
         self._modules.append(module)
-        return _ok("cuModuleGetFunction", cu.cuModuleGetFunction(module, symbol.encode()))
+        function = _ok("cuModuleGetFunction", cu.cuModuleGetFunction(module, symbol.encode()))
+        attribute = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES  # beyond 48 KiB: opt in
+        _ok("cuFuncSetAttribute", cu.cuFuncSetAttribute(function, attribute, dynamic_shared))
+        return function
 
-    def launch(self, function: object, grid: int, block: int, kernel_params: int) -> None:
-        _ok("cuLaunchKernel", cu.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, 0, kernel_params, 0))
+    def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
+        _ok("cuLaunchKernel",
+            cu.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, dynamic_shared, 0, kernel_params, 0))
 
     def event(self) -> object:
         return _ok("cuEventCreate", cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DEFAULT))

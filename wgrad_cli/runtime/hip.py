@@ -90,14 +90,15 @@ class HipRuntime:
     def fill(self, ptr: int, byte: int, nbytes: int) -> None:
         _ok("hipMemsetD8Async", hip.hipMemsetD8Async(ptr, byte, nbytes, None))
 
-    def load(self, image: bytes, symbol: str) -> object:
+    def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object:
+        """HIP needs no opt-in for large dynamic LDS (CUDA's cuFuncSetAttribute): the launch's size is checked."""
         module = _ok("hipModuleLoadData", hip.hipModuleLoadData(image))
         self._modules.append(module)
         return _ok("hipModuleGetFunction", hip.hipModuleGetFunction(module, symbol.encode()))
 
-    def launch(self, function: object, grid: int, block: int, kernel_params: int) -> None:
+    def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
         _ok("hipModuleLaunchKernel",
-            hip.hipModuleLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, None, kernel_params, None))
+            hip.hipModuleLaunchKernel(function, grid, 1, 1, block, 1, 1, dynamic_shared, None, kernel_params, None))
 
     def event(self) -> object:
         return _ok("hipEventCreate", hip.hipEventCreate())

@@ -1,0 +1,246 @@
+// wgrad grouped MXFP8 weight-gradient kernel for Hopper (sm_90a): dequantize to bf16 in shared
+// memory, multiply with wgmma on the bf16 tensor cores, accumulate in fp32.
+//
+// Why bf16 and not fp8 wgmma: Hopper has no block-scaled (MX) instructions. An e4m3 value times
+// its e8m0 scale is exactly a bf16 value (3 mantissa bits, fp32's exponent range), and a bf16 x
+// bf16 product is exact in fp32, so dequantizing on the way to the tensor cores keeps the ABI's
+// arithmetic (exact products, fp32 sums, one rounding to bf16). The alternative, fp8 wgmma per
+// 32-token block with the scales applied to each partial sum, costs two fp32 operations per
+// accumulator per 32 tokens (the per-row times per-column scale, then the add): 128 of each per
+// thread per m64n256k32, twice the tensor cores' 128 cycles for it on the fp32 pipes, so it is
+// bound by promotion at half the fp8 rate, no faster than the bf16 rate. Dequantizing costs about
+// 3 instructions per fp8 element loaded, which a tile of 128 x 256 outputs amortizes over 192
+// multiply-adds each. Numbers: notes/hopper-kernel.md.
+//
+// Structure: one CTA per (expert, 128 rows of N, 256 columns of K); 384 threads, 3 warpgroups.
+// Warpgroup 0 produces: it loads 64 tokens of A (128 rows) and B (256 rows) as fp8 with 16-byte
+// loads, one step ahead, converts them with their scales to bf16 and stores them into a
+// 4-stage ring in the 128-byte-swizzled K-major layout that wgmma reads. Warpgroups 1 and 2
+// consume: each owns 64 rows x 256 columns of fp32 accumulators and runs 4 wgmma
+// m64n256k16 per stage. Named barriers hand stages back and forth (full: producer -> consumers,
+// empty: consumers -> producer). Epilogue: round to nearest even bf16, store.
+//
+// Launch (kernels/hopper.yaml): grid = E * (N/128) * (K/256) one-dimensional CTAs of 384
+// threads, 197,632 bytes of dynamic shared memory (the four stages plus 1 KiB for alignment).
+// Arguments are the ABI's six pointers (shared/ABI.md).
+
+#ifndef WGRAD_M
+#define WGRAD_M 8192
+#endif
+#ifndef WGRAD_N
+#define WGRAD_N 8192
+#endif
+#ifndef WGRAD_K
+#define WGRAD_K 8192
+#endif
+#ifndef WGRAD_E
+#define WGRAD_E 8
+#endif
+
+#if !defined(__CUDACC__)
+#error "build with nvcc for sm_90a"
+#endif
+#define WGRAD_DEVICE __device__ __forceinline__
+
+namespace {
+
+constexpr long long M = WGRAD_M, N = WGRAD_N, K = WGRAD_K, E = WGRAD_E;
+static_assert(M % 128 == 0 && N % 256 == 0 && K % 256 == 0 && E >= 1, "shape breaks the ABI's input rules");
+
+constexpr int TILE_N = 128, TILE_K = 256;  // outputs per CTA
+constexpr int STEP = 64;                    // tokens per stage
+constexpr int STAGES = 4;
+constexpr int ROW_BYTES = STEP * 2;         // one bf16 row of a stage: 128 bytes, one swizzle row
+constexpr int A_BYTES = TILE_N * ROW_BYTES, B_BYTES = TILE_K * ROW_BYTES, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int THREADS = 384;
+constexpr int A_CHUNKS = TILE_N * STEP / 16 / 128, B_CHUNKS = TILE_K * STEP / 16 / 128;  // 16-byte loads per producer thread
+constexpr int FULL = 1, EMPTY = FULL + STAGES;  // named barrier ids (0 is __syncthreads')
+
+static_assert(STAGES * STAGE_BYTES + 1024 == 197632, "kernels/hopper.yaml's dynamic shared memory");
+
+WGRAD_DEVICE void bar_sync(int id) { asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(THREADS) : "memory"); }
+WGRAD_DEVICE void bar_arrive(int id) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "n"(THREADS) : "memory"); }
+
+// 2^(s - 127) as fp32; e8m0 255 is NaN.
+WGRAD_DEVICE float e8m0(unsigned s) {
+    return __uint_as_float(s == 255 ? 0x7FC00000u : s == 0 ? 0x00400000u : s << 23);
+}
+
+// Two e4m3 bytes (low half of `pair`) times `scale` -> two bf16 (low = first byte), exactly.
+WGRAD_DEVICE unsigned dequant2(unsigned short pair, float scale) {
+    unsigned h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(pair));
+    float lo, hi;
+    asm("{.reg .f16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;\n}" : "=f"(lo), "=f"(hi) : "r"(h2));
+    unsigned out;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi * scale), "f"(lo * scale));
+    return out;
+}
+
+// 16 fp8 (one 16-byte load) -> 16 bf16, stored as two 16-byte chunks of a 128-byte swizzled row.
+WGRAD_DEVICE void store_row_part(unsigned char* row, int row_index, int part, uint4 q, float scale) {
+    const unsigned w[4] = {q.x, q.y, q.z, q.w};
+    unsigned b[8];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        b[2 * i] = dequant2((unsigned short)(w[i] & 0xFFFF), scale);
+        b[2 * i + 1] = dequant2((unsigned short)(w[i] >> 16), scale);
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const int chunk = (2 * part + half) ^ (row_index & 7);  // 128-byte swizzle: 16-byte chunk ^ row % 8
+        *reinterpret_cast<uint4*>(row + chunk * 16) = make_uint4(b[4 * half], b[4 * half + 1], b[4 * half + 2], b[4 * half + 3]);
+    }
+}
+
+// wgmma shared-memory descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart.
+WGRAD_DEVICE unsigned long long descriptor(const unsigned char* p) {
+    const unsigned long long addr = (unsigned long long)__cvta_generic_to_shared(p);
+    return ((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+
+WGRAD_DEVICE void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a, unsigned long long desc_b) {
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19,"
+        "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37,"
+        "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55,"
+        "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73,"
+        "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91,"
+        "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107,"
+        "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122,"
+        "%123, %124, %125, %126, %127}, "
+        "%128, %129, 1, 1, 1, 0, 0;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+          "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
+          "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
+          "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+          "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
+          "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+          "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),
+          "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+          "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
+          "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
+          "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),
+          "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),
+          "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]),
+          "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]),
+          "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]),
+          "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(desc_a), "l"(desc_b));
+}
+
+// fp32 -> bf16 pair, round to nearest even (NaN stays NaN: cvt gives the canonical 0x7FFF).
+WGRAD_DEVICE unsigned bf16x2(float lo, float hi) {
+    unsigned out;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+    return out;
+}
+
+struct Loaded {
+    uint4 a[A_CHUNKS], b[B_CHUNKS];
+    unsigned char sa[A_CHUNKS], sb[B_CHUNKS];  // e8m0 bytes
+};
+
+// Producer thread t's share of the stage at tokens [m0, m0 + 64): chunk i is row t / 4 + 32 i, tokens
+// m0 + 16 (t % 4) .. +15 (one 32-token block, so one scale, in the (M/128, rows, 4) layout).
+// Rows 32 apart are 32 M bytes apart in A and B and 128 bytes apart in the scales: one base
+// pointer per operand, constant offsets.
+WGRAD_DEVICE void load(Loaded& r, const unsigned char* A, const unsigned char* B, const unsigned char* scale_A,
+                       const unsigned char* scale_B, long long n0, long long k0, long long m0, int t) {
+    const long long m = m0 + 16 * (t % 4), row = t / 4;
+    const unsigned char* a = A + (n0 + row) * M + m;
+    const unsigned char* b = B + (k0 + row) * M + m;
+    const unsigned char* sa = scale_A + ((m / 128) * N + n0 + row) * 4 + (m / 32) % 4;
+    const unsigned char* sb = scale_B + ((m / 128) * K + k0 + row) * 4 + (m / 32) % 4;
+#pragma unroll
+    for (int i = 0; i < A_CHUNKS; ++i) {
+        r.a[i] = __ldg(reinterpret_cast<const uint4*>(a + 32 * M * i));
+        r.sa[i] = __ldg(sa + 128 * i);
+    }
+#pragma unroll
+    for (int i = 0; i < B_CHUNKS; ++i) {
+        r.b[i] = __ldg(reinterpret_cast<const uint4*>(b + 32 * M * i));
+        r.sb[i] = __ldg(sb + 128 * i);
+    }
+}
+
+WGRAD_DEVICE void store(const Loaded& r, unsigned char* stage, int t) {
+#pragma unroll
+    for (int i = 0; i < A_CHUNKS; ++i) {
+        const int row = t / 4 + 32 * i;
+        store_row_part(stage + row * ROW_BYTES, row, t % 4, r.a[i], e8m0(r.sa[i]));
+    }
+#pragma unroll
+    for (int i = 0; i < B_CHUNKS; ++i) {
+        const int row = t / 4 + 32 * i;
+        store_row_part(stage + A_BYTES + row * ROW_BYTES, row, t % 4, r.b[i], e8m0(r.sb[i]));
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic stores -> wgmma's reads
+}
+
+}  // namespace
+
+extern "C++" __global__ void __launch_bounds__(THREADS, 1) grouped_mxfp8_wgrad_kernel(
+    unsigned short* C, const unsigned char* A, const unsigned char* B,
+    const unsigned char* scale_A, const unsigned char* scale_B, const int* expert_off) {
+    extern __shared__ unsigned char raw_smem[];
+    unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(raw_smem) + 1023) & ~1023ull);
+
+    constexpr long long tiles_n = N / TILE_N, tiles_k = K / TILE_K;
+    const long long e = blockIdx.x / (tiles_n * tiles_k), tile = blockIdx.x % (tiles_n * tiles_k);
+    const long long n0 = (tile / tiles_k) * TILE_N, k0 = (tile % tiles_k) * TILE_K;
+    const long long m_begin = expert_off[e];
+    const int steps = int((expert_off[e + 1] - m_begin) / STEP);
+    const int warpgroup = threadIdx.x / 128, t = threadIdx.x % 128;
+
+    if (warpgroup == 0) {  // producer
+        Loaded cur, next;
+        if (steps > 0) load(cur, A, B, scale_A, scale_B, n0, k0, m_begin, t);
+        for (int it = 0; it < steps; it += 2) {
+            if (it + 1 < steps) load(next, A, B, scale_A, scale_B, n0, k0, m_begin + STEP * (it + 1), t);
+            if (it >= STAGES) bar_sync(EMPTY + it % STAGES);
+            store(cur, smem + (it % STAGES) * STAGE_BYTES, t);
+            bar_arrive(FULL + it % STAGES);
+            if (it + 1 >= steps) break;
+            if (it + 2 < steps) load(cur, A, B, scale_A, scale_B, n0, k0, m_begin + STEP * (it + 2), t);
+            if (it + 1 >= STAGES) bar_sync(EMPTY + (it + 1) % STAGES);
+            store(next, smem + ((it + 1) % STAGES) * STAGE_BYTES, t);
+            bar_arrive(FULL + (it + 1) % STAGES);
+        }
+        return;
+    }
+
+    // consumers: warpgroup 1 owns rows n0 .. n0+63, warpgroup 2 rows n0+64 .. n0+127
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+    const int half = warpgroup - 1;
+    for (int it = 0; it < steps; ++it) {
+        const int s = it % STAGES;
+        bar_sync(FULL + s);
+        const unsigned char* a = smem + s * STAGE_BYTES + half * 64 * ROW_BYTES;
+        const unsigned char* b = smem + s * STAGE_BYTES + A_BYTES;
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < STEP / 16; ++kk) wgmma_m64n256k16(d, descriptor(a + 32 * kk), descriptor(b + 32 * kk));
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        if (it + STAGES < steps) bar_arrive(EMPTY + s);
+    }
+
+    // d[4j + {0,1,2,3}] = rows r, r, r+8, r+8 and columns c, c+1, c, c+1 of the 8-column block j
+    const int warp = t / 32, lane = t % 32;
+    const long long row = e * N + n0 + 64 * half + 16 * warp + lane / 4;
+    unsigned short* out = C + row * K + k0 + 2 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+        *reinterpret_cast<unsigned*>(out + 8 * j) = bf16x2(d[4 * j], d[4 * j + 1]);
+        *reinterpret_cast<unsigned*>(out + 8 * K + 8 * j) = bf16x2(d[4 * j + 2], d[4 * j + 3]);
+    }
+}

@@ -1,0 +1,77 @@
+"""Baselines for `wgrad bench --baselines`: what a user would otherwise run, timed in the same table.
+
+Each takes the same MXFP8 problem, holds its own copy on the device, and is timed by the same
+measure() (cold cache, same stopping rule): torch runs its kernels on the default stream, where
+bench records its events and writes its cache flush. torch is not a dependency of wgrad: the
+baselines load only where it imports with a CUDA or ROCm device.
+- torch-grouped: dequantize both operands with torch ops (fp8 -> fp32 times 2^(e8-127) -> bf16),
+  then one torch._grouped_mm over the experts' token ranges. Dequantization is timed.
+- torch-loop: the same dequantization, then one torch.matmul per expert with tokens.
+- bf16-ceiling: one cuBLAS bf16 GEMM (torch.mm) of the same FLOPs, 2 N K tokens, on operands
+  dequantized beforehand. Dequantization is not timed: the rate of the tensor cores on bf16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from wgrad_cli.abi import BLOCK
+from wgrad_cli.errors import WgradError
+from wgrad_cli.problem import Problem
+
+NAMES = ("torch-grouped", "torch-loop", "bf16-ceiling")
+
+
+def require_torch() -> Any:
+    """The torch module, or a one-line WgradError saying why the baselines cannot run."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise WgradError(f"--baselines: torch is not importable ({exc}); install torch with GPU support, "
+                         "or leave --baselines out") from None
+    if not torch.cuda.is_available():
+        raise WgradError("--baselines: torch sees no GPU (torch.cuda.is_available() is False); install a CUDA or "
+                         "ROCm build of torch, or leave --baselines out")
+    return torch
+
+
+def baselines(p: Problem) -> dict[str, Callable[[], None]]:
+    """name -> a callable that runs that baseline once on `p`, asynchronously."""
+    torch = require_torch()
+    d, off = p.dims, p.offsets.tolist()
+    lo, hi = off[0], off[-1]
+
+    def upload(q: Any, packed: Any) -> tuple[Any, Any]:
+        return torch.from_numpy(q).cuda(), torch.from_numpy(packed).cuda()
+
+    def dequantize(q: Any, packed: Any) -> Any:
+        rows, m = q.shape
+        e8 = packed.permute(1, 0, 2).reshape(rows, m // BLOCK).to(torch.float32)
+        scale = torch.where(e8 == 255, torch.nan, torch.exp2(e8 - 127))
+        values = q.view(torch.float8_e4m3fn).to(torch.float32).view(rows, m // BLOCK, BLOCK) * scale[..., None]
+        return values.view(rows, m).to(torch.bfloat16)
+
+    qa, sa = upload(p.A, p.scale_A)
+    qb, sb = upload(p.B, p.scale_B)
+    offs = torch.tensor([o - lo for o in off[1:]], dtype=torch.int32, device="cuda")
+    out = torch.empty((d.E, d.N, d.K), dtype=torch.bfloat16, device="cuda")
+
+    def grouped() -> None:
+        a, b = dequantize(qa, sa)[:, lo:hi], dequantize(qb, sb)[:, lo:hi]
+        torch._grouped_mm(a, b.t(), offs=offs, out_dtype=torch.bfloat16)
+
+    def loop() -> None:
+        a, b = dequantize(qa, sa), dequantize(qb, sb)
+        for e in range(d.E):
+            if off[e + 1] > off[e]:
+                torch.matmul(a[:, off[e]:off[e + 1]], b[:, off[e]:off[e + 1]].t(), out=out[e])
+            else:
+                out[e].zero_()
+
+    a_bf16, b_bf16 = dequantize(qa, sa)[:, lo:hi].contiguous(), dequantize(qb, sb)[:, lo:hi].contiguous()
+
+    def ceiling() -> None:
+        torch.mm(a_bf16, b_bf16.t())
+
+    return dict(zip(NAMES, (grouped, loop, ceiling)))
