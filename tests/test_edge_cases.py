@@ -83,4 +83,6 @@ def test_edge_case(case: str, kernel: str, gpu: Runtime, gpu_target: Target, spe
     if "NaN" in case:
         assert np.isnan(ref).any() and c.nans == 0  # NaN where the reference has NaN, nowhere else
     if not passes:
-        assert np.isinf(ref).any() and c.mismatches > 0
+        assert c.mismatches > 0
+    if "2^100" in case:
+        assert np.isinf(ref).any()  # the exact sums overflow fp32: the reference rounds them to +-inf
