@@ -10,7 +10,7 @@
 // thread per m64n256k32, twice the tensor cores' 128 cycles for it on the fp32 pipes, so it is
 // bound by promotion at half the fp8 rate, no faster than the bf16 rate. Dequantizing costs about
 // 3 instructions per fp8 element loaded, which a tile of 128 x 256 outputs amortizes over 192
-// multiply-adds each. Numbers: notes/hopper-kernel.md.
+// multiply-adds each. Numbers: results/h200/hopper-notes.md.
 //
 // Structure: one CTA per (expert, 128 rows of N, 256 columns of K); 384 threads, 3 warpgroups.
 // Warpgroup 0 produces: it loads 64 tokens of A (128 rows) and B (256 rows) as fp8 with 16-byte
