@@ -1,4 +1,4 @@
-"""Launching on a real GPU: buffers, argument packing, refusals before any launch (marked gpu)."""
+"""Launching: buffers, argument packing and launches on a real GPU (marked gpu); refusals before any launch."""
 
 from __future__ import annotations
 
@@ -17,13 +17,16 @@ from wgrad_cli.launch import prepare, upload
 from wgrad_cli.problem import generate
 from wgrad_cli.reference import grad_w, row_norms
 from wgrad_cli.routing import Routing
-from wgrad_cli.runtime import Runtime
-from wgrad_cli.targets import Target
+from wgrad_cli.build import BuildJob, run_builds
+from wgrad_cli.cache import Cache
+from wgrad_cli.runtime import DeviceInfo, Runtime
+from wgrad_cli.targets import TARGETS, Target
+from wgrad_cli.toolchain import Compiler, Toolchains
 
-pytestmark = pytest.mark.gpu
 SMALL = Dims(256, 256, 512, 2)
 
 
+@pytest.mark.gpu
 def test_copy_fill_roundtrip(gpu: Runtime) -> None:
     host = np.arange(4096, dtype=np.uint8)
     ptr = gpu.alloc(host.nbytes)
@@ -40,12 +43,14 @@ def test_copy_fill_roundtrip(gpu: Runtime) -> None:
         gpu.free(ptr)
 
 
+@pytest.mark.gpu
 def test_device_info(gpu: Runtime, gpu_target: Target) -> None:
     d = gpu.device
     assert d.units > 0 and d.max_clock_mhz > 0 and d.memory_bytes > 2**30 and d.l2_bytes > 2**20
     assert d.arch == gpu_target.device_arch and d.name and d.driver and d.runtime
 
 
+@pytest.mark.gpu
 def test_reference_kernel_runs_and_checks(gpu: Runtime, gpu_target: Target, specs: dict[str, KernelSpec],
                                           gpu_build: Callable[[str, Dims], Path]) -> None:
     p = generate(SMALL, Routing("zipf"), seed=5)
@@ -62,6 +67,7 @@ def test_reference_kernel_runs_and_checks(gpu: Runtime, gpu_target: Target, spec
         dev.free()
 
 
+@pytest.mark.gpu
 def test_empty_kernel_leaves_the_poison(gpu: Runtime, gpu_target: Target, specs: dict[str, KernelSpec],
                                         gpu_build: Callable[[str, Dims], Path]) -> None:
     p = generate(SMALL, Routing(), seed=5)
@@ -76,6 +82,7 @@ def test_empty_kernel_leaves_the_poison(gpu: Runtime, gpu_target: Target, specs:
         dev.free()
 
 
+@pytest.mark.gpu
 def test_refused_before_launch(gpu: Runtime, gpu_target: Target, specs: dict[str, KernelSpec],
                                gpu_build: Callable[[str, Dims], Path], tmp_path: Path) -> None:
     ref, code = specs["reference"], gpu_build("reference", SMALL)
@@ -89,3 +96,29 @@ def test_refused_before_launch(gpu: Runtime, gpu_target: Target, specs: dict[str
         huge = Dims(128, 2**20, 2**20, 8)
         with pytest.raises(WgradError, match="beyond the driver's 2147483647 blocks"):
             prepare(gpu, code, gpu_target, ref, huge, args)
+
+
+class NoAmdDevice:
+    """Stands in for an AMD device's runtime, which cannot run here: prepare must refuse before
+    it loads anything, so every call but `device` fails the test."""
+
+    def __init__(self, arch: str) -> None:
+        self.device = DeviceInfo("amd", 0, "AMD Instinct (stand-in)", arch, 256, 2400, 2**38, 2**22, "", "")
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"prepare called {name} before refusing")
+
+
+@pytest.mark.parametrize("arch, dims, message", [
+    ("gfx942", Dims(128, 256, 256, 1), "its gfx950 code object cannot run on device 0 .* gfx942"),
+    ("gfx950", Dims(128, 8192, 8192, 64), "needs 16777216 workgroups of 256 threads, beyond the driver's 4294967295 "
+                                          "work-items"),
+])
+def test_amd_refusals_before_any_call(arch: str, dims: Dims, message: str, amd_compiler: Compiler,
+                                      specs: dict[str, KernelSpec], tmp_path: Path) -> None:
+    (built,) = run_builds([BuildJob(specs["reference"], "gfx950", dims)], Toolchains(tmp_path / "shim"),
+                          Cache(tmp_path / "cache"), {}, 1)
+    assert built.ok and built.code_object
+    with pytest.raises(WgradError, match=message):
+        prepare(NoAmdDevice(arch), built.code_object, TARGETS["gfx950"], specs["reference"], dims,  # type: ignore[arg-type]
+                [0] * 6)

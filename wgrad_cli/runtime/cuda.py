@@ -30,8 +30,11 @@ def _ok(call: str, result: tuple[Any, ...]) -> Any:
     status, *values = result
     if status != cu.CUresult.CUDA_SUCCESS:
         name = status.name if hasattr(status, "name") else str(status)
-        _, text = cu.cuGetErrorString(status)
-        what = text.decode() if isinstance(text, bytes) else "unknown error"
+        try:
+            _, text = cu.cuGetErrorString(status)
+        except RuntimeError:  # the driver that would describe the code is gone
+            text = None
+        what = text.decode() if isinstance(text, bytes) else "no description from the driver"
         raise DriverError(f"{call} failed: {name} ({what}); "
                           f"{HINTS.get(name, 'see the CUDA driver API documentation for this code')}")
     return values[0] if len(values) == 1 else tuple(values)

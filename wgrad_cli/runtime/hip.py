@@ -29,8 +29,11 @@ def _ok(call: str, result: tuple[Any, ...]) -> Any:
     status, *values = result
     if status != hip.hipError_t.hipSuccess:
         name = status.name if hasattr(status, "name") else str(status)
-        _, text = hip.hipGetErrorString(status)
-        what = text.decode() if isinstance(text, bytes) else "unknown error"
+        try:
+            _, text = hip.hipGetErrorString(status)
+        except RuntimeError:  # the runtime that would describe the code is gone
+            text = None
+        what = text.decode() if isinstance(text, bytes) else "no description from the runtime"
         raise DriverError(f"{call} failed: {name} ({what}); "
                           f"{HINTS.get(name, 'see the HIP runtime API documentation for this code')}")
     return values[0] if len(values) == 1 else tuple(values)
