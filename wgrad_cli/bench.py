@@ -22,7 +22,6 @@ import numpy as np
 from rich.table import Table
 
 from wgrad_cli.abi import Dims, flops, min_bytes
-from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.baselines import baselines
 from wgrad_cli.build import BuildJob
 from wgrad_cli.config import Shape
@@ -31,6 +30,7 @@ from wgrad_cli.launch import DeviceProblem, Kernel, prepare, upload
 from wgrad_cli.measure import Flush, Measurement, measure
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.problem import generate
+from wgrad_cli.results import order
 from wgrad_cli.routing import Routing
 from wgrad_cli.session import Record, Session
 from wgrad_cli.stats import summarize
@@ -46,11 +46,6 @@ def _kernel(s: Session, job: BuildJob, dev: DeviceProblem) -> Kernel:
     code_object = s.builds[job].code_object
     assert code_object is not None
     return prepare(s.rt, code_object, s.target, job.kernel, dev.dims, dev.args())
-
-
-def order(r: dict[str, Any]) -> tuple[int, int, int]:
-    """Rows in run order: calibration, then by record, run, and kernel before its baselines."""
-    return r["index"], r.get("run", 1), BASELINES.index(r["kernel"]) + 1 if r.get("baseline") else 0
 
 
 def _record(s: Session, head: dict[str, Any], m: Measurement, run: int, cache: str, flush: Flush | None,
@@ -148,10 +143,11 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
     for r in records:
         d = r["shape"]
         stop = r["stop"] if r["stop"] == "converged" else f"[yellow]{r['stop']}[/]"
+        cache = r["cache"] + (f" x{r['batch']}" if r.get("batch", 1) > 1 else "")
+        rates = ["", ""] if r["calibration"] else [f"{r['tflops']:,.2f}", f"{r['gbps']:,.1f}"]
         table.add_row(r["kernel"], d["name"], f"{d['M']} x {d['N']} x {d['K']}, {d['E']}", d["routing"],
-                      str(r["run"]), r["cache"] + (f" x{r['batch']}" if r.get("batch", 1) > 1 else ""), str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
-                      f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%",
-                      "" if r["calibration"] else f"{r['tflops']:,.2f}", "" if r["calibration"] else f"{r['gbps']:,.1f}",
+                      str(r["run"]), cache, str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
+                      f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%", *rates,
                       "" if r["pct_peak"] is None else f"{r['pct_peak']:.2f}",
                       "" if r["clock_mhz"] is None else str(r["clock_mhz"]), stop)
     return table

@@ -98,7 +98,8 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
 
     result = BuildResult(job, compiler=f"{compiler.kind} {compiler.version}")
     # the launch's dynamic shared memory enters the occupancy figures stored with the entry
-    base = sha256_text(compiler.identity, *argv(Path("@OUT"), Path("@DEP")), f"dynamic_shared={job.kernel.dynamic_shared}")
+    base = sha256_text(compiler.identity, *argv(Path("@OUT"), Path("@DEP")),
+                       f"dynamic_shared={job.kernel.dynamic_shared}")
     entry = cache.lookup(base)
     result.cache_hit = entry is not None
     if entry is None:

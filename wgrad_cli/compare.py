@@ -14,9 +14,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from wgrad_cli.bench import order
 from wgrad_cli.errors import WgradError
-from wgrad_cli.results import load
+from wgrad_cli.results import load, order
 
 Key = tuple[Any, ...]
 

@@ -16,10 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from wgrad_cli.atomic import write_text
+from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.errors import WgradError
 from wgrad_cli.report import write_json
 
 RESULTS_DIR = Path("results")
+
+
+def order(r: dict[str, Any]) -> tuple[int, int, int]:
+    """Records in run order: bench's calibration (index -1) first, then by record and run, each
+    kernel before the baselines measured on its shape."""
+    return r["index"], r.get("run", 1), BASELINES.index(r["kernel"]) + 1 if r.get("baseline") else 0
 
 
 def config_sha256(path: Path) -> str:

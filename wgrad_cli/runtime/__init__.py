@@ -9,8 +9,9 @@ made, and a failure names the call, the driver's code and what to do.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from wgrad_cli.errors import WgradError
 from wgrad_cli.targets import Vendor
@@ -18,6 +19,22 @@ from wgrad_cli.targets import Vendor
 
 class DriverError(WgradError):
     """A driver call failed, or no driver or device is there to call."""
+
+
+def checked(call: str, result: tuple[Any, ...], success: object, describe: Callable[[Any], tuple[Any, Any]],
+            hints: dict[str, str], api: str) -> Any:
+    """The value (or values) of a binding's (status, values...) result when status is `success`;
+    else a DriverError naming the call, the code, the driver's description of it and what to do."""
+    status, *values = result
+    if status != success:
+        name = getattr(status, "name", str(status))
+        try:
+            _, text = describe(status)
+        except RuntimeError:  # the library that would describe the code is gone
+            text = None
+        what = text.decode() if isinstance(text, bytes) else "no description from the driver"
+        raise DriverError(f"{call} failed: {name} ({what}); {hints.get(name, f'see the {api} documentation for this code')}")
+    return values[0] if len(values) == 1 else tuple(values)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import cuda.bindings
 import pynvml
 from cuda.bindings import driver as cu
 
-from wgrad_cli.runtime import DeviceInfo, DriverError
+from wgrad_cli.runtime import DeviceInfo, DriverError, checked
 
 HINTS = {
     "CUDA_ERROR_OUT_OF_MEMORY": "the problem does not fit in device memory: choose a smaller shape",
@@ -26,18 +26,7 @@ HINTS = {
 
 
 def _ok(call: str, result: tuple[Any, ...]) -> Any:
-    """The call's value (or values) when its status is CUDA_SUCCESS; else a DriverError naming it."""
-    status, *values = result
-    if status != cu.CUresult.CUDA_SUCCESS:
-        name = status.name if hasattr(status, "name") else str(status)
-        try:
-            _, text = cu.cuGetErrorString(status)
-        except RuntimeError:  # the driver that would describe the code is gone
-            text = None
-        what = text.decode() if isinstance(text, bytes) else "no description from the driver"
-        raise DriverError(f"{call} failed: {name} ({what}); "
-                          f"{HINTS.get(name, 'see the CUDA driver API documentation for this code')}")
-    return values[0] if len(values) == 1 else tuple(values)
+    return checked(call, result, cu.CUresult.CUDA_SUCCESS, cu.cuGetErrorString, HINTS, "CUDA driver API")
 
 
 def _nvml_clock(bus_id: bytes) -> Callable[[], int | None]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from hip import hip
 
-from wgrad_cli.runtime import DeviceInfo, DriverError
+from wgrad_cli.runtime import DeviceInfo, DriverError, checked
 
 HINTS = {
     "hipErrorOutOfMemory": "the problem does not fit in device memory: choose a smaller shape",
@@ -25,18 +25,7 @@ HINTS = {
 
 
 def _ok(call: str, result: tuple[Any, ...]) -> Any:
-    """The call's value (or values) when its status is hipSuccess; else a DriverError naming it."""
-    status, *values = result
-    if status != hip.hipError_t.hipSuccess:
-        name = status.name if hasattr(status, "name") else str(status)
-        try:
-            _, text = hip.hipGetErrorString(status)
-        except RuntimeError:  # the runtime that would describe the code is gone
-            text = None
-        what = text.decode() if isinstance(text, bytes) else "no description from the runtime"
-        raise DriverError(f"{call} failed: {name} ({what}); "
-                          f"{HINTS.get(name, 'see the HIP runtime API documentation for this code')}")
-    return values[0] if len(values) == 1 else tuple(values)
+    return checked(call, result, hip.hipError_t.hipSuccess, hip.hipGetErrorString, HINTS, "HIP runtime API")
 
 
 def _amdsmi_clock(bus_id: bytes) -> Callable[[], int | None]:
