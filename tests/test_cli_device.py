@@ -150,3 +150,11 @@ def test_no_driver_one_line_per_target(command: str) -> None:
     lines = result.stderr.splitlines()
     assert [line.split(":")[0] for line in lines] == ["gfx950", "sm_90a"]  # the config's order
     assert all(LIBRARY[target] in line for target, line in zip(["gfx950", "sm_90a"], lines))
+
+
+def test_only_targets_with_work_are_probed(repo: Path) -> None:
+    """hopper builds for sm_90a only: the gfx950 driver is never looked for."""
+    driver_missing("sm_90a")
+    result = run("verify", "--config", repo / "configs/smoke.yaml", "--kernel", "hopper", "--no-save")
+    assert result.exit_code == 2
+    assert [line.split(":")[0] for line in result.stderr.splitlines()] == ["sm_90a"]

@@ -94,8 +94,7 @@ def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str
     kernel, for shapes verified against it on the device).
     """
     config, pairs = select(config_path, kernels, targets, shapes, kernel_source, includes)
-    candidates = [t for t in config.targets if not targets or t in targets]
-    target, rt = probe(candidates, device)
+    target, rt = probe(list(dict.fromkeys(job.target for job, _ in pairs)), device)  # targets with work, config order
     expanded = [(job, shape) for job, shape in pairs if job.target == target.name]
     if edge_cases:
         expanded += [(job, replace(shape, name=f"{shape.name}+{suffix}", routing=routing))
