@@ -99,10 +99,7 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
             on_done(rows[-1])
         finally:
             dev.free()
-        by_shape: dict[Shape, list[Record]] = {}
-        for rec in s.records:
-            by_shape.setdefault(rec.shape, []).append(rec)
-        for shape, recs in by_shape.items():
+        for shape, recs in s.by_shape().items():
             p = generate(shape.dims, shape.routing, s.seed, s.config.quantization)
             work = (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims))
             dev = upload(s.rt, p)

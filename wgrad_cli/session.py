@@ -20,7 +20,7 @@ from wgrad_cli.cache import Cache, default_root, sha256_file
 from wgrad_cli.commands import select
 from wgrad_cli.config import Config, Shape
 from wgrad_cli.errors import WgradError
-from wgrad_cli.kernelspec import KernelSpec, load_specs
+from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.report import err
 from wgrad_cli.results import config_sha256
 from wgrad_cli.routing import edge_routings
@@ -51,8 +51,12 @@ class Session:
     builds: dict[BuildJob, BuildResult]
     seed: int
 
-    def build_of(self, kernel: KernelSpec, dims: Dims) -> BuildResult:
-        return self.builds[BuildJob(kernel, self.target.name, dims)]
+    def by_shape(self) -> dict[Shape, list[Record]]:
+        """The records grouped by shape, in order of first appearance: one problem serves each group."""
+        groups: dict[Shape, list[Record]] = {}
+        for rec in self.records:
+            groups.setdefault(rec.shape, []).append(rec)
+        return groups
 
     def code_object_json(self, job: BuildJob) -> dict[str, Any]:
         """Which code object ran: its hash, compiler and flags."""

@@ -24,7 +24,6 @@ from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
-from wgrad_cli.config import Shape
 from wgrad_cli.session import Record, Session
 
 NUMPY_MAX_FLOPS = 2**38  # auto: numpy up to ~0.27 TFLOP (seconds on a few cores), the device reference beyond
@@ -101,10 +100,7 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
 def verify(s: Session, mode: str, rows: int, on_done: Callable[[Outcome], None]) -> list[Outcome]:
     """Check every record, one problem per shape shared by its kernels."""
     outcomes = []
-    by_shape: dict[Shape, list[Record]] = {}
-    for rec in s.records:
-        by_shape.setdefault(rec.shape, []).append(rec)
-    for shape, recs in by_shape.items():
+    for shape, recs in s.by_shape().items():
         p = generate(shape.dims, shape.routing, s.seed, s.config.quantization)
         dev = upload(s.rt, p)
         try:
