@@ -56,7 +56,7 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
             outcomes = verify(s, reference, rows, done)
     finally:
         s.rt.close()
-    records = [o.to_json() for o in outcomes]
+    records = [{**o.to_json(), **s.code_object_json(o.record.job)} for o in outcomes]
     out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}"))
     for r in records:
         if per_expert or not r["ok"]:

@@ -1,0 +1,85 @@
+"""A stand-in for an AMD GPU, which no machine here has, so that CI runs verify and bench end to end.
+
+Device memory is host memory (a device pointer is a numpy buffer's address); a launch reads its
+six pointers back from the kernelParams array the tool packed from the real code object's
+metadata, infers M, N, K and E from the buffers' sizes, and does what the kernel named by the
+symbol does: the reference kernel's arithmetic through numpy (exact sums, rounded once to bf16),
+or nothing for the empty kernel. Events read the host clock. It proves the pipeline (argument
+packing, poisoning, download, comparison, timing, records), not any kernel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import time
+
+import ml_dtypes
+import numpy as np
+
+from wgrad_cli.abi import Dims
+from wgrad_cli.problem import Problem
+from wgrad_cli.reference import grad_w
+from wgrad_cli.runtime import DeviceInfo
+
+
+class HostDevice:
+    def __init__(self, arch: str = "gfx950") -> None:
+        self.device = DeviceInfo("amd", 0, "host stand-in", arch, 4, 1000, 2**34, 2**20, "none", "none")
+        self.buffers: dict[int, np.ndarray] = {}
+        self.launches: list[str] = []
+
+    def alloc(self, nbytes: int) -> int:
+        buf = np.zeros(max(nbytes, 1), dtype=np.uint8)
+        self.buffers[buf.ctypes.data] = buf
+        return int(buf.ctypes.data)
+
+    def free(self, ptr: int) -> None:
+        del self.buffers[ptr]
+
+    def copy_in(self, ptr: int, address: int, nbytes: int) -> None:
+        ctypes.memmove(ptr, address, nbytes)
+
+    def copy_out(self, address: int, ptr: int, nbytes: int) -> None:
+        ctypes.memmove(address, ptr, nbytes)
+
+    def fill(self, ptr: int, byte: int, nbytes: int) -> None:
+        ctypes.memset(ptr, byte, nbytes)
+
+    def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object:
+        return symbol
+
+    def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
+        symbol = str(function)
+        self.launches.append(symbol)
+        args = (ctypes.c_void_p * 6).from_address(kernel_params)
+        C, A, B, scale_A, scale_B, off = (self.buffers[int(ctypes.c_void_p.from_address(a).value or 0)]
+                                          for a in args)
+        if "empty" in symbol:
+            return
+        E = off.size // 4 - 1
+        M = math.isqrt(A.size * B.size * 2 * E // C.size)
+        d = Dims(M, A.size // M, B.size // M, E)
+        p = Problem(d, off.view(np.int32), A.reshape(d.N, M), B.reshape(d.K, M), scale_A.reshape(M // 128, d.N, 4),
+                    scale_B.reshape(M // 128, d.K, 4), 0, "ocp")
+        C.view(np.uint16)[:] = grad_w(p).astype(ml_dtypes.bfloat16).view(np.uint16).reshape(-1)
+
+    def event(self) -> object:
+        return [0.0]
+
+    def record(self, event: object) -> None:
+        assert isinstance(event, list)
+        event[0] = time.perf_counter()
+
+    def elapsed_ms(self, start: object, stop: object) -> float:
+        assert isinstance(start, list) and isinstance(stop, list)
+        return 1e3 * (stop[0] - start[0])
+
+    def synchronize(self) -> None:
+        pass
+
+    def clock_mhz(self) -> int | None:
+        return None
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,99 @@
+"""verify, bench, merge and compare end to end in CI: real gfx950 code objects (clang-22), run on
+the host stand-in for an AMD GPU (tests/hostdevice.py), since no machine here has one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from hostdevice import HostDevice
+
+from wgrad_cli.cli import cli
+from wgrad_cli.runtime import DriverError, Runtime
+from wgrad_cli.toolchain import Compiler
+
+FAST = ["--min-samples", "3", "--min-time", "0", "--timeout", "0.5", "--warmup", "1"]
+
+
+@pytest.fixture
+def host(monkeypatch: pytest.MonkeyPatch, amd_compiler: Compiler) -> HostDevice:
+    device = HostDevice()
+
+    def open_runtime(vendor: str, index: int) -> Runtime:
+        if vendor != "amd":
+            raise DriverError(f"no {vendor} device in this test")
+        return device  # type: ignore[return-value]
+
+    monkeypatch.setattr("wgrad_cli.session.open_runtime", open_runtime)
+    return device
+
+
+def run(tmp_path: Path, *args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in (*args, "--cache-dir", tmp_path / "cache")])
+
+
+def doc(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def test_verify_passes_and_records(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    r = run(tmp_path, "verify", "--config", repo / "configs/smoke.yaml", "--edge-cases", "--json", tmp_path / "v.json")
+    assert r.exit_code == 0, r.output
+    d = doc(tmp_path / "v.json")
+    assert d["target"] == "gfx950" and d["device"]["name"] == "host stand-in" and d["source_sha256"]
+    assert len(d["records"]) == 4 + 1 + 3 * 3 and all(rec["ok"] for rec in d["records"])
+    assert [rec["index"] for rec in d["records"]] == list(range(len(d["records"])))
+    assert all(len(rec["code_object_sha256"]) == 64 and rec["compiler"] and rec["flags"] for rec in d["records"])
+    assert all(s.startswith("_Z26grouped_mxfp8_wgrad_kernel") for s in host.launches)
+
+
+def test_verify_catches_unwritten_outputs(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    r = run(tmp_path, "verify", "--config", repo / "configs/smoke.yaml", "--kernel", "empty", "--json",
+            tmp_path / "v.json")
+    assert r.exit_code == 1
+    assert "0/4 shapes passed" in r.output and "per expert" in r.output
+    recs = doc(tmp_path / "v.json")["records"]
+    assert all(rec["overall"]["unwritten"] == rec["overall"]["elements"] for rec in recs)
+
+
+def test_verify_device_reference(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    """A kernel checked against the reference kernel on the same device, plus numpy on sampled rows."""
+    r = run(tmp_path, "verify", "--config", repo / "configs/smoke.yaml", "--kernel", "empty", "--shape", "two-zipf",
+            "--reference", "device", "--rows", "4", "--json", tmp_path / "v.json")
+    assert r.exit_code == 1
+    (rec,) = doc(tmp_path / "v.json")["records"]
+    assert rec["reference"] == "reference kernel on the device, every element; numpy float64 on 4 random rows per expert"
+    assert rec["overall"]["unwritten"] == 2 * 256 * 512 and rec["sampled"]["overall"]["unwritten"] == 2 * 4 * 512
+    assert any("grouped_mxfp8_wgrad_kernel" in s for s in host.launches)  # the reference ran
+
+
+def test_bench_shards_merge_compare(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    common = ["bench", "--config", repo / "configs/smoke.yaml", "--hot", "--repeat", "2", *FAST]
+    assert run(tmp_path, *common, "--json", tmp_path / "all.json", "--csv", tmp_path / "all.csv").exit_code == 0
+    for i in (1, 2):
+        r = run(tmp_path, *common, "--shard", f"{i}/2", "--json", tmp_path / f"s{i}.json")
+        assert r.exit_code == 0, r.output
+    merged = CliRunner().invoke(cli, ["merge", str(tmp_path / "s1.json"), str(tmp_path / "s2.json"), "--json",
+                                      str(tmp_path / "m.json")])
+    assert merged.exit_code == 0, merged.output
+    whole, joined = doc(tmp_path / "all.json")["records"], doc(tmp_path / "m.json")["records"]
+    assert [(r["kernel"], r["shape"]["name"], r["run"]) for r in whole if not r["calibration"]] == \
+        [(r["kernel"], r["shape"]["name"], r["run"]) for r in joined if not r["calibration"]]
+    assert whole[0]["calibration"] and whole[0]["cache"] == "hot" and whole[0]["batch"] >= 1
+    assert all(r["samples"] >= 3 and r["stop"] in ("converged", "timeout", "max-samples") for r in whole)
+    compare = CliRunner().invoke(cli, ["compare", str(tmp_path / "all.json"), str(tmp_path / "m.json"),
+                                       "--threshold", "1000"])
+    assert compare.exit_code == 0, compare.output
+
+
+def test_bench_cold_flushes_twice_the_last_level_cache(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", *FAST,
+            "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    calibration, one = doc(tmp_path / "b.json")["records"]
+    assert one["cache"] == "cold" and one["flush_bytes"] == 2 * (288 << 20)  # gfx950: 256 MiB + 32 MiB
+    assert one["pct_peak"] is not None and one["batch"] == 1
