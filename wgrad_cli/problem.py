@@ -8,6 +8,8 @@ fp32 kernel is exact up to summation order.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,24 +38,34 @@ class Problem:
         return int(self.offsets[-1] - self.offsets[0])
 
 
-def random_operand(rows: int, M: int, rule: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, M) quantized values and (rows, M/32) e8m0 bytes, generated in row chunks."""
+def random_operand(rows: int, M: int, rule: str, seed: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, M) quantized values and (rows, M/32) e8m0 bytes.
+
+    Generated in row chunks of about CHUNK_BYTES of float32, each from its own generator spawned
+    from `seed`, on every core (numpy's generators and ufuncs release the GIL): the bytes depend
+    on the seed and the shape only, never on the number of threads.
+    """
     q = np.empty((rows, M), dtype=np.uint8)
     e8 = np.empty((rows, M // BLOCK), dtype=np.uint8)
     step = max(1, CHUNK_BYTES // (4 * M))
-    for r0 in range(0, rows, step):
-        r1 = min(rows, r0 + step)
+    starts = range(0, rows, step)
+
+    def chunk(r0: int, chunk_seed: np.random.SeedSequence) -> None:
+        rng, r1 = np.random.default_rng(chunk_seed), min(rows, r0 + step)
         values = rng.standard_normal((r1 - r0, M), dtype=np.float32)
         octave = rng.integers(-OCTAVES, OCTAVES + 1, size=(r1 - r0, M // BLOCK, 1), dtype=np.int32)
         values.reshape(r1 - r0, M // BLOCK, BLOCK)[...] *= np.ldexp(np.float32(1), octave)
         q[r0:r1], e8[r0:r1] = quantize(values, rule)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(chunk, starts, seed.spawn(len(starts))))
     return q, e8
 
 
 def generate(dims: Dims, routing: Routing, seed: int, quantization: str = "ocp") -> Problem:
     """A fresh problem; the same (dims, routing, seed, quantization) always gives the same bytes."""
-    route_rng, a_rng, b_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
-    offsets = np.array(routing.offsets_for(dims.M, dims.E, route_rng), dtype=np.int32)
-    A, ea = random_operand(dims.N, dims.M, quantization, a_rng)
-    B, eb = random_operand(dims.K, dims.M, quantization, b_rng)
+    route_seed, a_seed, b_seed = np.random.SeedSequence(seed).spawn(3)
+    offsets = np.array(routing.offsets_for(dims.M, dims.E, np.random.default_rng(route_seed)), dtype=np.int32)
+    A, ea = random_operand(dims.N, dims.M, quantization, a_seed)
+    B, eb = random_operand(dims.K, dims.M, quantization, b_seed)
     return Problem(dims, offsets, A, B, pack_scales(ea), pack_scales(eb), seed, quantization)
