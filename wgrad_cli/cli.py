@@ -87,7 +87,7 @@ def build(**kw: Any) -> None:
 
 @cli.command()
 @selection_options
-@click.option("--shards", type=click.IntRange(min=1), help="Emit n shard entries (for build --shard i/n).")
+@click.option("--shards", type=click.IntRange(min=1), help="Emit n shard entries (for build, verify or bench --shard i/n).")
 def matrix(**kw: Any) -> None:
     """Print the config's job matrix as JSON (GitHub Actions strategy.matrix)."""
     from wgrad_cli.commands import matrix_command
