@@ -70,3 +70,12 @@ def test_rel_stdev_welford_keeps_precision_on_a_large_offset() -> None:
 def test_rel_stdev_is_inf_below_two_samples(samples: list[float]) -> None:
     assert math.isinf(running(samples).rel_stdev())
     assert Criterion(min_samples=1, min_seconds=0.0).verdict(running(samples), 0.0) is None
+
+
+def test_batched_samples_count_every_launch_toward_min_time() -> None:
+    """A hot sample of 24 launches at 0.04 ms covers 0.96 ms of device time, not 0.04."""
+    running = Running()
+    for _ in range(10):
+        running.add(0.04, launches=24)
+    assert running.total_ms == pytest.approx(9.6)
+    assert Criterion(min_samples=10, min_seconds=0.009, max_noise=1.0).verdict(running, 0.0) == "converged"

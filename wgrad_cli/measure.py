@@ -55,7 +55,7 @@ def measure(rt: Runtime, launch: Callable[[], None], criterion: Criterion, flush
         if clock is not None:
             clocks.append(clock)
         times.append(rt.elapsed_ms(start, stop) / batch)
-        running.add(times[-1])
+        running.add(times[-1], batch)
         verdict = criterion.verdict(running, time.perf_counter() - began)
         if verdict:
             return Measurement(times, verdict, clocks, time.perf_counter() - began)

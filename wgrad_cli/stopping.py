@@ -35,16 +35,17 @@ class Criterion:
 
 @dataclass
 class Running:
-    """Count, sum and relative spread of the samples so far, updated in O(1) (Welford)."""
+    """Count, device time and relative spread of the samples so far, updated in O(1) (Welford)."""
 
     n: int = 0
-    total_ms: float = 0.0
+    total_ms: float = 0.0  # device time the samples covered, every launch of a batch counted
     _mean: float = 0.0
     _m2: float = 0.0
 
-    def add(self, ms: float) -> None:
+    def add(self, ms: float, launches: int = 1) -> None:
+        """One sample: `ms` per launch, measured over `launches` back-to-back launches."""
         self.n += 1
-        self.total_ms += ms
+        self.total_ms += ms * launches
         delta = ms - self._mean
         self._mean += delta / self.n
         self._m2 += delta * (ms - self._mean)
