@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from wgrad_cli.runtime import DriverError, open_runtime
+from wgrad_cli.runtime import DriverError, c_text, open_runtime
 
 
 def _shim(vendor: str) -> tuple[Any, Any, Any]:
@@ -53,3 +53,16 @@ def test_missing_binding_package(vendor: str, binding: str, package: str, monkey
     (line,) = exc.value.lines
     assert line.startswith(f"no {vendor} runtime: ") and package in line and "pip install" in line
     importlib.invalidate_caches()
+
+
+def test_c_text_reads_every_binding_string_form() -> None:
+    """cuda-bindings returns NUL-padded bytes; hip-python returns str fields and CStr objects (by version)."""
+    from hip import hip
+    from rocm.bindings.util.types import CStr
+
+    props = hip.hipDeviceProp_t()
+    assert isinstance(props.gcnArchName, str) and c_text(props.gcnArchName) == ""
+    assert c_text(CStr(b"0000:03:00.0")) == "0000:03:00.0"
+    assert c_text(b"NVIDIA H200\0\0\0") == "NVIDIA H200"
+    assert c_text("gfx950:sramecc+:xnack-") == "gfx950:sramecc+:xnack-"
+    assert c_text(None) == ""

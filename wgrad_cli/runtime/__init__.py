@@ -21,6 +21,15 @@ class DriverError(WgradError):
     """A driver call failed, or no driver or device is there to call."""
 
 
+def c_text(value: object) -> str:
+    """A C string the bindings hand back, as text: bytes (cuda-bindings), str or a CStr object
+    (hip-python, by version), cut at the first NUL; "" for None."""
+    if value is None:
+        return ""
+    text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+    return text.split("\0")[0]
+
+
 def checked(call: str, result: tuple[Any, ...], success: object, describe: Callable[[Any], tuple[Any, Any]],
             hints: dict[str, str], api: str) -> Any:
     """The value (or values) of a binding's (status, values...) result when status is `success`;
@@ -32,7 +41,7 @@ def checked(call: str, result: tuple[Any, ...], success: object, describe: Calla
             _, text = describe(status)
         except RuntimeError:  # the library that would describe the code is gone
             text = None
-        what = text.decode() if isinstance(text, bytes) else "no description from the driver"
+        what = c_text(text) or "no description from the driver"
         raise DriverError(f"{call} failed: {name} ({what}); {hints.get(name, f'see the {api} documentation for this code')}")
     return values[0] if len(values) == 1 else tuple(values)
 

@@ -13,7 +13,7 @@ import cuda.bindings
 import pynvml
 from cuda.bindings import driver as cu
 
-from wgrad_cli.runtime import DeviceInfo, DriverError, checked
+from wgrad_cli.runtime import DeviceInfo, DriverError, c_text, checked
 
 HINTS = {
     "CUDA_ERROR_OUT_OF_MEMORY": "the problem does not fit in device memory: choose a smaller shape",
@@ -29,11 +29,11 @@ def _ok(call: str, result: tuple[Any, ...]) -> Any:
     return checked(call, result, cu.CUresult.CUDA_SUCCESS, cu.cuGetErrorString, HINTS, "CUDA driver API")
 
 
-def _nvml_clock(bus_id: bytes) -> Callable[[], int | None]:
+def _nvml_clock(bus_id: str) -> Callable[[], int | None]:
     """Reads the device's SM clock through NVML (nvidia-ml-py); None where NVML cannot be used."""
     try:
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id.split(b"\0")[0].decode())
+        handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
     except pynvml.NVMLError:
         return lambda: None
     return lambda: int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
@@ -66,9 +66,9 @@ class CudaRuntime:
         major, minor = attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         driver = int(_ok("cuDriverGetVersion", cu.cuDriverGetVersion()))
         name = _ok("cuDeviceGetName", cu.cuDeviceGetName(256, self._dev))
-        self._clock = _nvml_clock(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev)))
+        self._clock = _nvml_clock(c_text(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev))))
         self.device = DeviceInfo(
-            vendor="nvidia", index=index, name=name.split(b"\0")[0].decode(), arch=f"sm_{major}{minor}",
+            vendor="nvidia", index=index, name=c_text(name), arch=f"sm_{major}{minor}",
             units=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
             max_clock_mhz=attr(A.CU_DEVICE_ATTRIBUTE_CLOCK_RATE) // 1000,
             memory_bytes=int(_ok("cuDeviceTotalMem", cu.cuDeviceTotalMem(self._dev))),

@@ -12,7 +12,7 @@ from typing import Any
 
 from hip import hip
 
-from wgrad_cli.runtime import DeviceInfo, DriverError, checked
+from wgrad_cli.runtime import DeviceInfo, DriverError, c_text, checked
 
 HINTS = {
     "hipErrorOutOfMemory": "the problem does not fit in device memory: choose a smaller shape",
@@ -28,13 +28,13 @@ def _ok(call: str, result: tuple[Any, ...]) -> Any:
     return checked(call, result, hip.hipError_t.hipSuccess, hip.hipGetErrorString, HINTS, "HIP runtime API")
 
 
-def _amdsmi_clock(bus_id: bytes) -> Callable[[], int | None]:
+def _amdsmi_clock(bus_id: str) -> Callable[[], int | None]:
     """Reads the device's GFX clock through amdsmi (installed with ROCm); None where it cannot be used."""
     try:
         import amdsmi
 
         amdsmi.amdsmi_init()
-        handle = amdsmi.amdsmi_get_processor_handle_from_bdf(bus_id.split(b"\0")[0].decode())
+        handle = amdsmi.amdsmi_get_processor_handle_from_bdf(bus_id)
     except Exception:  # amdsmi missing, or its own AmdSmiException: the clock is then not reported
         return lambda: None
     return lambda: int(amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)["clk"])
@@ -60,9 +60,9 @@ class HipRuntime:
         self._modules: list[Any] = []
         driver = int(_ok("hipDriverGetVersion", hip.hipDriverGetVersion()))
         runtime = int(_ok("hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
-        self._clock = _amdsmi_clock(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index)))
+        self._clock = _amdsmi_clock(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index))))
         self.device = DeviceInfo(
-            vendor="amd", index=index, name=props.name.decode(), arch=props.gcnArchName.decode().split(":")[0],
+            vendor="amd", index=index, name=c_text(props.name), arch=c_text(props.gcnArchName).split(":")[0],
             units=int(props.multiProcessorCount), max_clock_mhz=int(props.clockRate) // 1000,
             memory_bytes=int(props.totalGlobalMem), l2_bytes=int(props.l2CacheSize),
             driver=f"HIP driver {driver}", runtime=f"HIP runtime {runtime}")
