@@ -97,3 +97,12 @@ def test_bench_cold_flushes_twice_the_last_level_cache(host: HostDevice, repo: P
     calibration, one = doc(tmp_path / "b.json")["records"]
     assert one["cache"] == "cold" and one["flush_bytes"] == 2 * (288 << 20)  # gfx950: 256 MiB + 32 MiB
     assert one["pct_peak"] is not None and one["batch"] == 1
+
+
+def test_device_of_another_architecture_is_refused(monkeypatch: pytest.MonkeyPatch, repo: Path, tmp_path: Path) -> None:
+    """A gfx942 device is not launched on with gfx950 code: one line, exit 2, nothing built or run."""
+    device = HostDevice(arch="gfx942")
+    monkeypatch.setattr("wgrad_cli.session.open_runtime", lambda vendor, index: device)
+    r = run(tmp_path, "verify", "--config", repo / "configs/smoke.yaml", "--target", "gfx950", "--no-save")
+    assert r.exit_code == 2 and not device.launches and not (tmp_path / "cache").exists()
+    assert r.stderr.splitlines() == ["gfx950: device 0 is host stand-in (gfx942); gfx950 code needs gfx950"]
