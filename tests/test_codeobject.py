@@ -8,7 +8,7 @@ import pytest
 
 from wgrad_cli.toolchain import Compiler
 from wgrad_cli.codeobject import (CodeObjectError, Param, amd_metadata, amd_params, check_params, cubin_params,
-                                  match_symbol, nvidia_resources)
+                                  kernel_params, mangled_kinds, match_symbol, nvidia_resources)
 
 
 def test_match_symbol() -> None:
@@ -61,3 +61,29 @@ def test_not_an_amd_code_object() -> None:
         amd_metadata(bytes(elf))
     with pytest.raises(CodeObjectError, match="not a cubin"):
         nvidia_resources(bytes(elf), "", "k", 256)
+
+
+@pytest.mark.parametrize("symbol, kinds", [
+    ("_Z26grouped_mxfp8_wgrad_kernelPtPKhS1_S1_S1_PKi", ["pointer"] * 6),  # S1_ = PKh (S_ = Pt, S0_ = Kh)
+    ("_Z26grouped_mxfp8_wgrad_kernelPtPKhS1_S1_xPKi", ["pointer"] * 4 + ["value", "pointer"]),
+    ("_Z1f3FooPS_", ["value", "pointer"]),  # a class by value, then a pointer to it
+    ("_Z1fRKiDh", ["pointer", "value"]),  # references are pointers underneath; Dh is half
+    ("_Z1fv", []),
+    ("mixed", None),  # extern "C": nothing to read
+    ("_Z1fN2ns3FooE", None),  # nested names: not read, so not judged
+])
+def test_mangled_kinds(symbol: str, kinds: list[str] | None) -> None:
+    assert mangled_kinds(symbol) == kinds
+
+
+WRONG = ('__global__ void grouped_mxfp8_wgrad_kernel(unsigned short* C, const unsigned char* A, const unsigned char* B,'
+         ' const unsigned char* sa, long long sb, const int* off) {}\n')
+
+
+def test_cubin_value_where_the_abi_wants_a_pointer(nvcc: Compiler, tmp_path: Path) -> None:
+    """Same sizes and offsets as the ABI; only the C++ name says argument 4 is a value."""
+    src, cubin = tmp_path / "wrong.cu", tmp_path / "wrong.cubin"
+    src.write_text(WRONG)
+    subprocess.run([*nvcc.argv0, "-arch=sm_90a", "-cubin", "-o", cubin, src], check=True, capture_output=True)
+    with pytest.raises(CodeObjectError, match="argument 4 \\(scale_B\\) is value of 8 bytes at offset 32"):
+        kernel_params("nvidia", cubin.read_bytes(), "grouped_mxfp8_wgrad_kernel")

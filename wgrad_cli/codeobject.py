@@ -88,7 +88,7 @@ class Param:
 
     offset: int
     size: int
-    kind: str  # AMD: "pointer" or the metadata's value kind; cubins do not record it: "unrecorded"
+    kind: str  # AMD: "pointer" or the metadata's value kind; NVIDIA: from the C++ name, else "unrecorded"
 
 
 def amd_params(kernel: dict[str, Any]) -> list[Param]:
@@ -116,6 +116,50 @@ def cubin_params(data: bytes, symbol: str) -> list[Param]:
     return [p for _, p in sorted(params, key=lambda op: op[0])]
 
 
+BUILTINS = set("vwbcahstijlmxynofdegz")  # Itanium one-letter builtin types
+
+
+def mangled_kinds(symbol: str) -> list[str] | None:
+    """"pointer" or "value" per parameter of an Itanium-mangled function name, for the common
+    grammar (builtins, pointers, references, cv-qualifiers, substitutions, plain class names);
+    None where the name is not mangled or uses more (templates, nested names, std::)."""
+    m = re.match(r"_Z(\d+)", symbol)
+    if not m:
+        return None
+    rest, subs, kinds = symbol[m.end() + int(m.group(1)):], [], []
+
+    def parse(i: int) -> tuple[str, int]:  # (kind of the type starting at i, index after it)
+        c = rest[i]
+        if c in BUILTINS:
+            return "value", i + 1
+        if c == "D" and rest[i + 1:i + 2] in tuple("hfdesiacnu"):
+            return "value", i + 2
+        if c in "PRO":
+            _, j = parse(i + 1)
+            subs.append("pointer")
+            return "pointer", j
+        if c in "KVr":
+            kind, j = parse(i + 1)
+            subs.append(kind)
+            return kind, j
+        if c == "S" and (s := re.match(r"S([0-9A-Z]*)_", rest[i:])):
+            index = int(s.group(1), 36) + 1 if s.group(1) else 0
+            return subs[index], i + s.end()
+        if c.isdigit() and (n := re.match(r"\d+", rest[i:])):
+            subs.append("value")
+            return "value", i + n.end() + int(n.group())
+        raise ValueError(f"unhandled mangling at {rest[i:]!r}")
+
+    i = 0
+    try:
+        while i < len(rest):
+            kind, i = parse(i)
+            kinds.append(kind)
+    except (ValueError, IndexError):
+        return None
+    return [] if kinds == ["value"] and rest == "v" else kinds
+
+
 def check_params(symbol: str, params: list[Param]) -> None:
     """The ABI: six 8-byte pointers at offsets 0, 8, ..., 40; one message listing every difference."""
     problems = []
@@ -139,6 +183,9 @@ def kernel_params(vendor: str, data: bytes, base: str) -> tuple[str, list[Param]
     else:
         symbol = match_symbol(cubin_symbols(data), base)
         params = cubin_params(data, symbol)
+        kinds = mangled_kinds(symbol)  # the cubin does not say pointer or value; a C++ name does
+        if kinds is not None and len(kinds) == len(params):
+            params = [Param(p.offset, p.size, kind) for p, kind in zip(params, kinds)]
     check_params(symbol, params)
     return symbol, params
 
