@@ -78,8 +78,6 @@ class Kernel:
     grid: int
     block: int
     kernargs: Kernargs
-    symbol: str
-
     dynamic_shared: int
 
     def __call__(self) -> None:
@@ -103,5 +101,5 @@ def prepare(rt: Runtime, code_object: Path, target: Target, spec: KernelSpec, di
         raise WgradError(f"{spec.name}: M={dims.M} N={dims.N} K={dims.K} E={dims.E} needs {grid} workgroups of "
                          f"{spec.block} threads, beyond the driver's {limit} {what} per dimension; use fewer experts "
                          "or a smaller N x K")
-    return Kernel(rt, rt.load(image, symbol, spec.dynamic_shared), grid, spec.block, pack(params, args), symbol,
+    return Kernel(rt, rt.load(image, symbol, spec.dynamic_shared), grid, spec.block, pack(params, args),
                   spec.dynamic_shared)
