@@ -25,7 +25,6 @@ from wgrad_cli.abi import Dims, flops, min_bytes
 from wgrad_cli.baselines import baselines
 from wgrad_cli.build import BuildJob
 from wgrad_cli.config import Shape
-from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.launch import DeviceProblem, Kernel, prepare, upload
 from wgrad_cli.measure import Flush, Measurement, measure
 from wgrad_cli.peaks import flush_bytes, peak
@@ -88,7 +87,7 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
     mode = "hot" if hot else "cold"
     flush = None if hot else Flush(s.rt.alloc(flush_bytes(s.rt.device)), flush_bytes(s.rt.device))
     try:
-        empty = BuildJob(load_specs()["empty"], s.target.name, CALIBRATION.dims)
+        empty = BuildJob(s.specs["empty"], s.target.name, CALIBRATION.dims)
         dev = upload(s.rt, generate(CALIBRATION.dims, CALIBRATION.routing, s.seed, s.config.quantization))
         try:
             kernel = _kernel(s, empty, dev)

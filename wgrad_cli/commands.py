@@ -6,22 +6,20 @@ from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from wgrad_cli.build import BuildJob, BuildResult, result_json, run_builds
 from wgrad_cli.cache import Cache, default_root
 from wgrad_cli.config import Config, Shape, load_config
 from wgrad_cli.errors import WgradError
-from wgrad_cli.kernelspec import load_specs
-from wgrad_cli.report import build_table, err, out, toolchain_table, write_json
+from wgrad_cli.kernelspec import KernelSpec, load_specs
+from wgrad_cli.report import build_table, err, out, progress, toolchain_table, write_json
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.toolchain import Toolchains
 
 
-def select(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
+def select(specs: dict[str, KernelSpec], config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
            kernel_source: Path | None, includes: tuple[Path, ...]) -> tuple[Config, list[tuple[BuildJob, Shape]]]:
     """Load the config (with the CLI's kernel choice) and list its (build job, shape) records."""
-    specs = load_specs()
     if (kernel_source or includes) and len(kernels) != 1:
         raise WgradError("--kernel-source/--include: name exactly one --kernel they belong to")
     missing = ([f"--kernel-source {kernel_source}: no such file; give the kernel's source file"]
@@ -53,17 +51,14 @@ def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[st
                   kernel_source: Path | None, includes: tuple[Path, ...], cache_dir: Path | None, hip_cc: str | None,
                   nvcc: str | None, rocm_path: str | None, shard: tuple[int, int] | None, workers: int,
                   json_path: Path | None, isa_dir: Path | None) -> None:
-    config, records = select(config_path, kernels, targets, shapes, kernel_source, includes)
+    config, records = select(load_specs(), config_path, kernels, targets, shapes, kernel_source, includes)
     jobs = shard_jobs(list(dict.fromkeys(job for job, _ in records)), shard)
     cache = Cache(cache_dir or default_root())
     cache.check_writable()
     toolchains = Toolchains(cache.root / "zig-shim", hip_cc, nvcc, rocm_path)
-    with Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), console=err, transient=True) as progress:
-        task = progress.add_task("", total=len(jobs))
-
+    with progress("compiling", len(jobs)) as bar:
         def done(r: BuildResult) -> None:
-            progress.update(task, advance=1, description=f"{r.job.label} {'ok' if r.ok else 'FAILED'}")
+            bar.update(bar.task_ids[0], advance=1, description=f"{r.job.label} {'ok' if r.ok else 'FAILED'}")
 
         results = run_builds(jobs, toolchains, cache, config.limits, workers, isa_dir, done)
     by_job = {r.job: r for r in results}
@@ -88,7 +83,7 @@ def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[st
 def matrix_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
                    kernel_source: Path | None, includes: tuple[Path, ...], shards: int | None) -> dict[str, Any]:
     """GitHub Actions strategy.matrix: one entry per (kernel, target, shape), or per shard."""
-    _, records = select(config_path, kernels, targets, shapes, kernel_source, includes)
+    _, records = select(load_specs(), config_path, kernels, targets, shapes, kernel_source, includes)
     if shards:
         return {"include": [{"shard": f"{i}/{shards}"} for i in range(1, shards + 1)]}
     return {"include": [{"kernel": job.kernel.name, "target": job.target, "shape": shape.name}

@@ -6,24 +6,16 @@ from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.baselines import require_torch
 from wgrad_cli.bench import CALIBRATION, bench, bench_table, speedup_table
 from wgrad_cli.peaks import flush_bytes, peak
-from wgrad_cli.report import err, out
+from wgrad_cli.report import err, out, progress
 from wgrad_cli.results import default_path, save
 from wgrad_cli.session import Session, open_session
 from wgrad_cli.stopping import Criterion
 from wgrad_cli.verify import Outcome, expert_table, verify, verify_table
-
-
-def _progress(what: str, total: int) -> Progress:
-    progress = Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        TextColumn("{task.description}"), console=err, transient=True)
-    progress.add_task("", total=total)
-    return progress
 
 
 def _save(s: Session, command: str, records: list[dict[str, Any]], json_path: Path | None, csv_path: Path | None,
@@ -47,9 +39,9 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
                      extra=(("reference", None),) if reference != "numpy" else ())
     try:
         _header(s)
-        with _progress("verifying", len(s.records)) as progress:
+        with progress("verifying", len(s.records)) as bar:
             def done(o: Outcome) -> None:
-                progress.update(progress.task_ids[0], advance=1,
+                bar.update(bar.task_ids[0], advance=1,
                                 description=f"{o.record.job.kernel.name} {o.record.shape.name} "
                                             f"{'ok' if o.ok else 'FAILED'}")
 
@@ -82,9 +74,9 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
     try:
         _header(s)
         shapes = len({r.shape for r in s.records}) if baselines else 0
-        with _progress("benchmarking", 1 + (len(s.records) + len(BASELINES) * shapes) * repeat) as progress:
+        with progress("benchmarking", 1 + (len(s.records) + len(BASELINES) * shapes) * repeat) as bar:
             def done(r: dict[str, Any]) -> None:
-                progress.update(progress.task_ids[0], advance=1,
+                bar.update(bar.task_ids[0], advance=1,
                                 description=f"{r['kernel']} {r['shape']['name']} {r['median_ms'] * 1e3:,.1f} us")
 
             records = bench(s, criterion, hot, repeat, warmup, baselines, done)

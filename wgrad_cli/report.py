@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from wgrad_cli import __version__
@@ -22,6 +23,14 @@ from wgrad_cli.toolchain import Candidate
 
 out = Console(width=None if Console().is_terminal else 200)  # pipes and CI logs get whole rows
 err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 200)
+
+
+def progress(what: str, total: int) -> Progress:
+    """A transient progress bar on stderr with one task of `total` steps (progress.task_ids[0])."""
+    bar = Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.description}"), console=err, transient=True)
+    bar.add_task("", total=total)
+    return bar
 
 
 def git_commit() -> str | None:

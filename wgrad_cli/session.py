@@ -6,13 +6,13 @@ before sharding, so every shard knows its place in the whole run.
 
 from __future__ import annotations
 
+import os
 import platform
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from wgrad_cli.abi import Dims
 from wgrad_cli.build import BuildJob, BuildResult, run_builds
@@ -20,8 +20,8 @@ from wgrad_cli.cache import Cache, default_root, sha256_file
 from wgrad_cli.commands import select
 from wgrad_cli.config import Config, Shape
 from wgrad_cli.errors import WgradError
-from wgrad_cli.kernelspec import load_specs
-from wgrad_cli.report import err
+from wgrad_cli.kernelspec import KernelSpec, load_specs
+from wgrad_cli.report import progress
 from wgrad_cli.results import config_sha256
 from wgrad_cli.routing import edge_routings
 from wgrad_cli.runtime import DriverError, Runtime, open_runtime
@@ -50,6 +50,7 @@ class Session:
     records: list[Record]
     builds: dict[BuildJob, BuildResult]
     seed: int
+    specs: dict[str, KernelSpec]  # every kernel spec, for the helper kernels (reference, empty)
 
     def by_shape(self) -> dict[Shape, list[Record]]:
         """The records grouped by shape, in order of first appearance: one problem serves each group."""
@@ -97,7 +98,8 @@ def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str
     `extra` names more (kernel, dims) builds; dims None means every record's dims (the reference
     kernel, for shapes verified against it on the device).
     """
-    config, pairs = select(config_path, kernels, targets, shapes, kernel_source, includes)
+    specs = load_specs()
+    config, pairs = select(specs, config_path, kernels, targets, shapes, kernel_source, includes)
     target, rt = probe(list(dict.fromkeys(job.target for job, _ in pairs)), device)  # targets with work, config order
     expanded = [(job, shape) for job, shape in pairs if job.target == target.name]
     if edge_cases:
@@ -107,20 +109,17 @@ def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str
     records = [Record(i, job, shape) for i, (job, shape) in enumerate(expanded)]
     if shard:
         records = records[shard[0] - 1::shard[1]]
-    specs = load_specs()
     jobs = list(dict.fromkeys([r.job for r in records] + [
         BuildJob(specs[name], target.name, dims or r.shape.dims) for name, dims in extra for r in records]))
     cache = Cache(cache_dir or default_root())
     cache.check_writable()
     toolchains = Toolchains(cache.root / "zig-shim", hip_cc, nvcc, rocm_path)
-    with Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as progress:
-        task = progress.add_task("", total=len(jobs))
-        results = run_builds(jobs, toolchains, cache, config.limits, 4,
-                             on_done=lambda _: progress.update(task, advance=1))
+    with progress("compiling", len(jobs)) as bar:
+        results = run_builds(jobs, toolchains, cache, config.limits, os.cpu_count() or 1,
+                             on_done=lambda r: bar.update(bar.task_ids[0], advance=1, description=r.job.label))
     failed = [f"{r.job.label}: {line}" for r in results if not r.ok for line in r.errors]
     if failed:
         rt.close()
         raise WgradError(["builds failed (see wgrad build for the table):", *failed])
     return Session(config, target, rt, records, {r.job: r for r in results},
-                   config.seed if seed is None else seed)
+                   config.seed if seed is None else seed, specs)

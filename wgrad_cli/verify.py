@@ -20,7 +20,6 @@ from wgrad_cli.abi import flops
 from wgrad_cli.build import BuildJob
 from wgrad_cli.check import BF16, POISON, Comparison, compare
 from wgrad_cli.errors import WgradError
-from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
@@ -82,7 +81,7 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
     sampled = per_expert(np.take_along_axis(out, picked[:, :, None], axis=1), grad_w(p, picked),
                          row_norms(p, picked), tokens, "float64")
     how = f"numpy float64 on {picked.shape[1]} random rows per expert"
-    reference = load_specs()["reference"]
+    reference = s.specs["reference"]
     if rec.job.kernel.name == reference.name:
         return Outcome(rec, p.seed, how, sampled)
     scratch = s.rt.alloc(dev.output_bytes)
