@@ -66,7 +66,7 @@ def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool) -> in
     """1 when cold; hot, enough back-to-back launches to fill HOT_SAMPLE_MS, from one timed launch."""
     if not hot:
         return 1
-    start, stop = s.rt.event(), s.rt.event()
+    start, stop = s.events
     kernel()
     s.rt.record(start)
     kernel()
@@ -92,7 +92,7 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
         try:
             kernel = _kernel(s, empty, dev)
             batch = launches_per_sample(s, kernel, hot)
-            m = measure(s.rt, kernel, replace(criterion, max_samples=CALIBRATION_SAMPLES), flush, warmup, batch)
+            m = measure(s.rt, s.events, kernel, replace(criterion, max_samples=CALIBRATION_SAMPLES), flush, warmup, batch)
             rows.append({**_record(s, _head(s, Record(-1, empty, CALIBRATION)), m, 1, mode, flush, (0, 0)),
                          "calibration": True, "batch": batch})
             on_done(rows[-1])
@@ -112,7 +112,7 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
                 for head, fn in runs:
                     batch = launches_per_sample(s, fn, hot)
                     for run in range(1, repeat + 1):
-                        m = measure(s.rt, fn, criterion, flush, warmup, batch)
+                        m = measure(s.rt, s.events, fn, criterion, flush, warmup, batch)
                         rows.append({**_record(s, head, m, run, mode, flush, work), "calibration": False,
                                      "batch": batch})
                         on_done(rows[-1])

@@ -15,7 +15,7 @@ from wgrad_cli.report import err, out, progress
 from wgrad_cli.results import default_path, save
 from wgrad_cli.session import Session, open_session
 from wgrad_cli.stopping import Criterion
-from wgrad_cli.verify import Outcome, expert_table, verify, verify_table
+from wgrad_cli.verify import Outcome, device_reference_possible, expert_table, verify, verify_table
 
 
 def _save(s: Session, command: str, records: list[dict[str, Any]], json_path: Path | None, csv_path: Path | None,
@@ -36,7 +36,7 @@ def _header(s: Session) -> None:
 def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path | None, csv_path: Path | None,
                    no_save: bool, shard: tuple[int, int] | None, edge_cases: bool, **selection: Any) -> None:
     s = open_session(**selection, shard=shard, edge_cases=edge_cases,
-                     extra=(("reference", None),) if reference != "numpy" else ())
+                     extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else [])
     try:
         _header(s)
         with progress("verifying", len(s.records)) as bar:
@@ -70,7 +70,7 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
     criterion = Criterion(min_samples, min_time, max_noise, timeout)
     if baselines:
         require_torch()  # before any build or launch
-    s = open_session(**selection, shard=shard, edge_cases=False, extra=(("empty", CALIBRATION.dims),))
+    s = open_session(**selection, shard=shard, edge_cases=False, extra=lambda _: [("empty", CALIBRATION.dims)])
     try:
         _header(s)
         shapes = len({r.shape for r in s.records}) if baselines else 0

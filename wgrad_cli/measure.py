@@ -33,13 +33,13 @@ class Flush:
     nbytes: int
 
 
-def measure(rt: Runtime, launch: Callable[[], None], criterion: Criterion, flush: Flush | None,
-            warmup: int = 3, batch: int = 1) -> Measurement:
+def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], None], criterion: Criterion,
+            flush: Flush | None, warmup: int = 3, batch: int = 1) -> Measurement:
     """Samples of one launch each, or of `batch` back-to-back launches per event pair (time per launch)."""
     for _ in range(warmup):
         launch()
     rt.synchronize()
-    start, stop = rt.event(), rt.event()
+    start, stop = events
     times: list[float] = []
     clocks: list[int] = []
     running = Running()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,11 @@ class Session:
     seed: int
     specs: dict[str, KernelSpec]  # every kernel spec, for the helper kernels (reference, empty)
 
+    @cached_property
+    def events(self) -> tuple[object, object]:
+        """One pair of device events that brackets every timed sample of the run."""
+        return self.rt.event(), self.rt.event()
+
     def by_shape(self) -> dict[Shape, list[Record]]:
         """The records grouped by shape, in order of first appearance: one problem serves each group."""
         groups: dict[Shape, list[Record]] = {}
@@ -92,11 +99,11 @@ def probe(targets: list[str], device: int) -> tuple[Target, Runtime]:
 def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
                  kernel_source: Path | None, includes: tuple[Path, ...], cache_dir: Path | None, hip_cc: str | None,
                  nvcc: str | None, rocm_path: str | None, device: int, seed: int | None,
-                 shard: tuple[int, int] | None, edge_cases: bool, extra: tuple[tuple[str, Dims | None], ...]) -> Session:
+                 shard: tuple[int, int] | None, edge_cases: bool, extra: Callable[[Dims], list[tuple[str, Dims]]]) -> Session:
     """Load the config, open the device, choose the records (sharded) and build what they need.
 
-    `extra` names more (kernel, dims) builds; dims None means every record's dims (the reference
-    kernel, for shapes verified against it on the device).
+    `extra` maps a record's dims to the helper kernels the command will run for it, as (kernel
+    name, dims) builds: the reference kernel for shapes verified on the device, bench's empty kernel.
     """
     specs = load_specs()
     config, pairs = select(specs, config_path, kernels, targets, shapes, kernel_source, includes)
@@ -110,7 +117,7 @@ def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str
     if shard:
         records = records[shard[0] - 1::shard[1]]
     jobs = list(dict.fromkeys([r.job for r in records] + [
-        BuildJob(specs[name], target.name, dims or r.shape.dims) for name, dims in extra for r in records]))
+        BuildJob(specs[name], target.name, dims) for r in records for name, dims in extra(r.shape.dims)]))
     cache = Cache(cache_dir or default_root())
     cache.check_writable()
     toolchains = Toolchains(cache.root / "zig-shim", hip_cc, nvcc, rocm_path)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from wgrad_cli.abi import flops
+from wgrad_cli.abi import Dims, flops
 from wgrad_cli.build import BuildJob
 from wgrad_cli.check import BF16, POISON, Comparison, compare
 from wgrad_cli.errors import WgradError
@@ -57,6 +57,12 @@ def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, n
     na, nb = norms
     return [compare(out_bits[e:e + 1], ref[e:e + 1], na[e:e + 1], nb[e:e + 1], tokens[e:e + 1], reference)
             for e in range(len(tokens))]
+
+
+def device_reference_possible(mode: str, d: Dims) -> bool:
+    """Whether `mode` may check a shape of these dims against the reference kernel: always for
+    device, never for numpy, for auto when even routing every token could exceed NUMPY_MAX_FLOPS."""
+    return mode == "device" or (mode == "auto" and 2 * d.N * d.K * d.M > NUMPY_MAX_FLOPS)
 
 
 def run_kernel(s: Session, job: BuildJob, dev: DeviceProblem, output: int) -> np.ndarray:
