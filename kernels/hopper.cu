@@ -24,18 +24,7 @@
 // threads, 197,632 bytes of dynamic shared memory (the four stages plus 1 KiB for alignment).
 // Arguments are the ABI's six pointers (shared/ABI.md).
 
-#ifndef WGRAD_M
-#define WGRAD_M 8192
-#endif
-#ifndef WGRAD_N
-#define WGRAD_N 8192
-#endif
-#ifndef WGRAD_K
-#define WGRAD_K 8192
-#endif
-#ifndef WGRAD_E
-#define WGRAD_E 8
-#endif
+#include "wgrad_shape.h"  // M, N, K, E and the ABI's input rules
 
 #if !defined(__CUDACC__)
 #error "build with nvcc for sm_90a"
@@ -43,9 +32,6 @@
 #define WGRAD_DEVICE __device__ __forceinline__
 
 namespace {
-
-constexpr long long M = WGRAD_M, N = WGRAD_N, K = WGRAD_K, E = WGRAD_E;
-static_assert(M % 128 == 0 && N % 256 == 0 && K % 256 == 0 && E >= 1, "shape breaks the ABI's input rules");
 
 constexpr int TILE_N = 128, TILE_K = 256;  // outputs per CTA
 constexpr int STEP = 64;                    // tokens per stage

@@ -12,18 +12,7 @@
 // = x^T; scale_A e8m0 (M/128, N, 4); scale_B e8m0 (M/128, K, 4); expert_off int32 (E+1).
 // Launch: grid = E * (N/16) * (K/16) one-dimensional workgroups of 256 threads (a 16x16 tile).
 
-#ifndef WGRAD_M
-#define WGRAD_M 8192
-#endif
-#ifndef WGRAD_N
-#define WGRAD_N 8192
-#endif
-#ifndef WGRAD_K
-#define WGRAD_K 8192
-#endif
-#ifndef WGRAD_E
-#define WGRAD_E 8
-#endif
+#include "wgrad_shape.h"  // M, N, K, E and the ABI's input rules
 
 // ---- vendor shim ------------------------------------------------------------------------
 #if defined(__HIP__)
@@ -45,10 +34,7 @@ WGRAD_DEVICE static inline unsigned block_index() { return blockIdx.x; }
 
 namespace {
 
-constexpr long long M = WGRAD_M, N = WGRAD_N, K = WGRAD_K, E = WGRAD_E;
 constexpr int TILE = 16;  // each workgroup owns a TILE x TILE block of one expert's grad_w
-
-static_assert(M % 128 == 0 && N % 256 == 0 && K % 256 == 0 && E >= 1, "shape breaks the ABI's input rules");
 
 // fp8 E4M3FN: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities; 0x7F/0xFF are NaN.
 // Returns the value times 2^9, an integer in [-448*512, 448*512], so that products stay exact.
