@@ -9,7 +9,6 @@ run, so shards of one run merge back into the order a single run would have prod
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 from pathlib import Path
@@ -27,10 +26,6 @@ def order(r: dict[str, Any]) -> tuple[int, int, int]:
     """Records in run order: bench's calibration (index -1) first, then by record and run, each
     kernel before the baselines measured on its shape."""
     return r["index"], r.get("run", 1), BASELINES.index(r["kernel"]) + 1 if r.get("baseline") else 0
-
-
-def config_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def default_path(command: str, config: Path, arch: str, shard: tuple[int, int] | None) -> Path:

@@ -24,7 +24,6 @@ from wgrad_cli.config import Config, Shape
 from wgrad_cli.errors import WgradError
 from wgrad_cli.kernelspec import KernelSpec, load_specs
 from wgrad_cli.report import progress
-from wgrad_cli.results import config_sha256
 from wgrad_cli.routing import edge_routings
 from wgrad_cli.runtime import DriverError, Runtime, open_runtime
 from wgrad_cli.targets import TARGETS, Target
@@ -73,7 +72,7 @@ class Session:
                 "compiler": b.compiler, "flags": list(job.kernel.flags[job.target]), "build_errors": b.errors}
 
     def environment(self) -> dict[str, Any]:
-        return {"config": str(self.config.path), "config_sha256": config_sha256(self.config.path),
+        return {"config": str(self.config.path), "config_sha256": sha256_file(self.config.path),
                 "seed": self.seed, "quantization": self.config.quantization, "target": self.target.name,
                 "device": self.rt.device.to_json(), "python": platform.python_version(), "numpy": np.__version__}
 
