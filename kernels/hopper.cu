@@ -12,13 +12,15 @@
 // 3 instructions per fp8 element loaded, which a tile of 128 x 256 outputs amortizes over 192
 // multiply-adds each. Numbers: results/h200/hopper-notes.md.
 //
-// Structure: one CTA per (expert, 128 rows of N, 256 columns of K); 384 threads, 3 warpgroups.
-// Warpgroup 0 produces: it loads 64 tokens of A (128 rows) and B (256 rows) as fp8 with 16-byte
-// loads, one step ahead, converts them with their scales to bf16 and stores them into a
-// 4-stage ring in the 128-byte-swizzled K-major layout that wgmma reads. Warpgroups 1 and 2
-// consume: each owns 64 rows x 256 columns of fp32 accumulators and runs 4 wgmma
-// m64n256k16 per stage. Named barriers hand stages back and forth (full: producer -> consumers,
-// empty: consumers -> producer). Epilogue: round to nearest even bf16, store.
+// Structure: one CTA per (expert, 128 rows of N, 256 columns of K); 384 threads, 3 warpgroups,
+// stages of 64 tokens in a 4-stage ring of bf16 tiles (128-byte-swizzled, K-major, as wgmma reads
+// them). Every warpgroup dequantizes: one warp per SM sub-partition cannot convert a stage as fast
+// as the tensor cores use it (hopper-notes.md, version 2). Warpgroup 0 loads B's first 192 rows
+// with 16-byte loads one stage ahead, converts and stores them. Warpgroups 1 and 2 each own 64
+// rows x 256 columns of fp32 accumulators: per stage they issue 4 wgmma m64n256k16 and, while
+// those run, convert their own 64 A rows and 32 more B rows of the next stage. Named barriers
+// hand stages over (full: everyone -> consumers, empty: consumers -> producer). Epilogue: round
+// to nearest even bf16, store.
 //
 // Launch (kernels/hopper.yaml): grid = E * (N/128) * (K/256) one-dimensional CTAs of 384
 // threads, 197,632 bytes of dynamic shared memory (the four stages plus 1 KiB for alignment).
@@ -39,7 +41,9 @@ constexpr int STAGES = 4;
 constexpr int ROW_BYTES = STEP * 2;         // one bf16 row of a stage: 128 bytes, one swizzle row
 constexpr int A_BYTES = TILE_N * ROW_BYTES, B_BYTES = TILE_K * ROW_BYTES, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int THREADS = 384;
-constexpr int A_CHUNKS = TILE_N * STEP / 16 / 128, B_CHUNKS = TILE_K * STEP / 16 / 128;  // 16-byte loads per producer thread
+constexpr int CONSUMER_ROWS = TILE_N / 2;  // A rows (and accumulator rows) of each consumer warpgroup
+constexpr int PRODUCER_B_ROWS = 192;       // B rows the producer dequantizes; each consumer does 32 more
+static_assert(PRODUCER_B_ROWS + 2 * 32 == TILE_K, "every B row has one owner");
 constexpr int FULL = 1, EMPTY = FULL + STAGES;  // named barrier ids (0 is __syncthreads')
 
 static_assert(STAGES * STAGE_BYTES + 1024 == 197632, "kernels/hopper.yaml's dynamic shared memory");
@@ -63,8 +67,13 @@ WGRAD_DEVICE unsigned dequant2(unsigned short pair, float scale) {
     return out;
 }
 
-// 16 fp8 (one 16-byte load) -> 16 bf16, stored as two 16-byte chunks of a 128-byte swizzled row.
-WGRAD_DEVICE void store_row_part(unsigned char* row, int row_index, int part, uint4 q, float scale) {
+WGRAD_DEVICE void st_shared(unsigned addr, uint4 v) {
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
+// 16 fp8 (one 16-byte load) -> 16 bf16, stored as two 16-byte chunks of a 128-byte swizzled row
+// at shared address `row`.
+WGRAD_DEVICE void store_row_part(unsigned row, int row_index, int part, uint4 q, float scale) {
     const unsigned w[4] = {q.x, q.y, q.z, q.w};
     unsigned b[8];
 #pragma unroll
@@ -75,14 +84,17 @@ WGRAD_DEVICE void store_row_part(unsigned char* row, int row_index, int part, ui
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
         const int chunk = (2 * part + half) ^ (row_index & 7);  // 128-byte swizzle: 16-byte chunk ^ row % 8
-        *reinterpret_cast<uint4*>(row + chunk * 16) = make_uint4(b[4 * half], b[4 * half + 1], b[4 * half + 2], b[4 * half + 3]);
+        st_shared(row + chunk * 16, make_uint4(b[4 * half], b[4 * half + 1], b[4 * half + 2], b[4 * half + 3]));
     }
 }
 
-// wgmma shared-memory descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart.
-WGRAD_DEVICE unsigned long long descriptor(const unsigned char* p) {
-    const unsigned long long addr = (unsigned long long)__cvta_generic_to_shared(p);
-    return ((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+// wgmma shared-memory descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart. The
+// low word holds the address / 16 (14 bits; shared memory is below 256 KiB, so an offset adds to it
+// without carries), the high word the constant layout fields.
+WGRAD_DEVICE unsigned descriptor_lo(unsigned addr) { return ((addr & 0x3FFFF) >> 4) | (1u << 16); }
+
+WGRAD_DEVICE unsigned long long descriptor(unsigned lo) {
+    return (unsigned long long)lo | ((1024ull >> 4) << 32) | (1ull << 62);
 }
 
 WGRAD_DEVICE void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a, unsigned long long desc_b) {
@@ -128,47 +140,52 @@ WGRAD_DEVICE unsigned bf16x2(float lo, float hi) {
     return out;
 }
 
-struct Loaded {
-    uint4 a[A_CHUNKS], b[B_CHUNKS];
-    unsigned char sa[A_CHUNKS], sb[B_CHUNKS];  // e8m0 bytes
+// Where one thread's rows of one operand start: rows row0 + t / 4 + 32 i, tokens 16 (t % 4) .. +15
+// of each stage (inside one 32-token block, so one scale in the (M/128, rows, 4) layout). Rows 32
+// apart are 32 M bytes apart in the operand and 128 bytes apart in the scales; stage `it` is 64 it
+// bytes further in the operand and in scale word it / 2. ROWS: the operand's rows (N or K).
+// Stages are loaded in order, and the pointers move with them.
+template <long long ROWS>
+struct Stream {
+    const unsigned char *x, *scale;
+
+    WGRAD_DEVICE Stream(const unsigned char* op, const unsigned char* op_scale, long long row0, long long m_begin, int t)
+        : x(op + (row0 + t / 4) * M + m_begin + 16 * (t % 4)),
+          scale(op_scale + ((m_begin / 128) * ROWS + row0 + t / 4) * 4 + (t % 4) / 2) {}
 };
 
-// Producer thread t's share of the stage at tokens [m0, m0 + 64): chunk i is row t / 4 + 32 i, tokens
-// m0 + 16 (t % 4) .. +15 (one 32-token block, so one scale, in the (M/128, rows, 4) layout).
-// Rows 32 apart are 32 M bytes apart in A and B and 128 bytes apart in the scales: one base
-// pointer per operand, constant offsets.
-WGRAD_DEVICE void load(Loaded& r, const unsigned char* A, const unsigned char* B, const unsigned char* scale_A,
-                       const unsigned char* scale_B, long long n0, long long k0, long long m0, int t) {
-    const long long m = m0 + 16 * (t % 4), row = t / 4;
-    const unsigned char* a = A + (n0 + row) * M + m;
-    const unsigned char* b = B + (k0 + row) * M + m;
-    const unsigned char* sa = scale_A + ((m / 128) * N + n0 + row) * 4 + (m / 32) % 4;
-    const unsigned char* sb = scale_B + ((m / 128) * K + k0 + row) * 4 + (m / 32) % 4;
-#pragma unroll
-    for (int i = 0; i < A_CHUNKS; ++i) {
-        r.a[i] = __ldg(reinterpret_cast<const uint4*>(a + 32 * M * i));
-        r.sa[i] = __ldg(sa + 128 * i);
-    }
-#pragma unroll
-    for (int i = 0; i < B_CHUNKS; ++i) {
-        r.b[i] = __ldg(reinterpret_cast<const uint4*>(b + 32 * M * i));
-        r.sb[i] = __ldg(sb + 128 * i);
-    }
-}
+// Makes this thread's shared-memory stores visible to wgmma (the async proxy).
+WGRAD_DEVICE void fence_stores() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
-WGRAD_DEVICE void store(const Loaded& r, unsigned char* stage, int t) {
+// One thread's CHUNKS 16-byte pieces of one stage, in registers until they are dequantized.
+template <int CHUNKS>
+struct Rows {
+    uint4 q[CHUNKS];
+    unsigned char s[CHUNKS];  // e8m0 bytes
+
+    // Loads stage `it`, the next stage of `from`, and moves `from` on by one stage.
+    template <long long ROWS>
+    WGRAD_DEVICE void load(Stream<ROWS>& from, int it) {
+        const unsigned char* ss = from.scale + 2 * (it % 2);
 #pragma unroll
-    for (int i = 0; i < A_CHUNKS; ++i) {
-        const int row = t / 4 + 32 * i;
-        store_row_part(stage + row * ROW_BYTES, row, t % 4, r.a[i], e8m0(r.sa[i]));
+        for (int i = 0; i < CHUNKS; ++i) {
+            q[i] = __ldg(reinterpret_cast<const uint4*>(from.x + 32 * M * i));
+            s[i] = __ldg(ss + 128 * i);
+        }
+        from.x += STEP;
+        if (it % 2) from.scale += ROWS * 4;
     }
+
+    // Dequantize into the stage's rows that start at shared address `base` (1024-byte aligned).
+    // wgmma reads them only after the writer's fence_stores() and a barrier.
+    WGRAD_DEVICE void store(unsigned base, int t) const {
 #pragma unroll
-    for (int i = 0; i < B_CHUNKS; ++i) {
-        const int row = t / 4 + 32 * i;
-        store_row_part(stage + A_BYTES + row * ROW_BYTES, row, t % 4, r.b[i], e8m0(r.sb[i]));
+        for (int i = 0; i < CHUNKS; ++i) {
+            const int row = t / 4 + 32 * i;
+            store_row_part(base + row * ROW_BYTES, row, t % 4, q[i], e8m0(s[i]));
+        }
     }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic stores -> wgmma's reads
-}
+};
 
 }  // namespace
 
@@ -176,7 +193,7 @@ extern "C++" __global__ void __launch_bounds__(THREADS, 1) grouped_mxfp8_wgrad_k
     unsigned short* C, const unsigned char* A, const unsigned char* B,
     const unsigned char* scale_A, const unsigned char* scale_B, const int* expert_off) {
     extern __shared__ unsigned char raw_smem[];
-    unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(raw_smem) + 1023) & ~1023ull);
+    const unsigned ring = ((unsigned)__cvta_generic_to_shared(raw_smem) + 1023) & ~1023u;
 
     constexpr long long tiles_n = N / TILE_N, tiles_k = K / TILE_K;
     const long long e = blockIdx.x / (tiles_n * tiles_k), tile = blockIdx.x % (tiles_n * tiles_k);
@@ -185,37 +202,70 @@ extern "C++" __global__ void __launch_bounds__(THREADS, 1) grouped_mxfp8_wgrad_k
     const int steps = int((expert_off[e + 1] - m_begin) / STEP);
     const int warpgroup = threadIdx.x / 128, t = threadIdx.x % 128;
 
-    if (warpgroup == 0) {  // producer
-        Loaded cur, next;
-        if (steps > 0) load(cur, A, B, scale_A, scale_B, n0, k0, m_begin, t);
+    if (warpgroup == 0) {  // producer: B's first 192 rows, one stage ahead in registers
+        Stream<K> from(B, scale_B, k0, m_begin, t);
+        Rows<PRODUCER_B_ROWS / 32> cur, next;
+        const unsigned ring_b = ring + A_BYTES;
+        if (steps > 0) cur.load(from, 0);
         for (int it = 0; it < steps; it += 2) {
-            if (it + 1 < steps) load(next, A, B, scale_A, scale_B, n0, k0, m_begin + STEP * (it + 1), t);
+            if (it + 1 < steps) next.load(from, it + 1);
             if (it >= STAGES) bar_sync(EMPTY + it % STAGES);
-            store(cur, smem + (it % STAGES) * STAGE_BYTES, t);
+            cur.store(ring_b + (it % STAGES) * STAGE_BYTES, t);
+            fence_stores();
             bar_arrive(FULL + it % STAGES);
             if (it + 1 >= steps) break;
-            if (it + 2 < steps) load(cur, A, B, scale_A, scale_B, n0, k0, m_begin + STEP * (it + 2), t);
+            if (it + 2 < steps) cur.load(from, it + 2);
             if (it + 1 >= STAGES) bar_sync(EMPTY + (it + 1) % STAGES);
-            store(next, smem + ((it + 1) % STAGES) * STAGE_BYTES, t);
+            next.store(ring_b + ((it + 1) % STAGES) * STAGE_BYTES, t);
+            fence_stores();
             bar_arrive(FULL + (it + 1) % STAGES);
         }
         return;
     }
 
-    // consumers: warpgroup 1 owns rows n0 .. n0+63, warpgroup 2 rows n0+64 .. n0+127
+    // Consumer h owns rows n0 + 64 h .. +63. While its wgmma on one stage runs, it dequantizes its own
+    // A rows and B rows 192 + 32 h .. +31 of the next stage.
+    const int half = warpgroup - 1;
+    const unsigned ring_a = ring + half * CONSUMER_ROWS * ROW_BYTES;
+    const unsigned ring_b = ring + A_BYTES + (PRODUCER_B_ROWS + 32 * half) * ROW_BYTES;
+    Stream<N> from_a(A, scale_A, n0 + CONSUMER_ROWS * half, m_begin, t);
+    Stream<K> from_b(B, scale_B, k0 + PRODUCER_B_ROWS + 32 * half, m_begin, t);
+    Rows<CONSUMER_ROWS / 32> a;
+    Rows<1> b;
+    if (steps > 0) {
+        a.load(from_a, 0);
+        b.load(from_b, 0);
+        a.store(ring_a, t);
+        b.store(ring_b, t);
+        fence_stores();
+    }
+    if (steps > 1) {
+        a.load(from_a, 1);
+        b.load(from_b, 1);
+    }
+    const unsigned desc_ring = descriptor_lo(ring);
     float d[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-    const int half = warpgroup - 1;
     for (int it = 0; it < steps; ++it) {
         const int s = it % STAGES;
         bar_sync(FULL + s);
-        const unsigned char* a = smem + s * STAGE_BYTES + half * 64 * ROW_BYTES;
-        const unsigned char* b = smem + s * STAGE_BYTES + A_BYTES;
+        const unsigned stage = desc_ring + s * (STAGE_BYTES >> 4);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int kk = 0; kk < STEP / 16; ++kk) wgmma_m64n256k16(d, descriptor(a + 32 * kk), descriptor(b + 32 * kk));
+        for (int kk = 0; kk < STEP / 16; ++kk)  // 16 tokens = 32 bytes further along each row
+            wgmma_m64n256k16(d, descriptor(stage + ((half * CONSUMER_ROWS * ROW_BYTES + 32 * kk) >> 4)),
+                             descriptor(stage + ((A_BYTES + 32 * kk) >> 4)));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        if (it + 1 < steps) {  // while the wgmma runs
+            a.store(ring_a + ((it + 1) % STAGES) * STAGE_BYTES, t);
+            b.store(ring_b + ((it + 1) % STAGES) * STAGE_BYTES, t);
+            fence_stores();
+        }
+        if (it + 2 < steps) {
+            a.load(from_a, it + 2);
+            b.load(from_b, it + 2);
+        }
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         if (it + STAGES < steps) bar_arrive(EMPTY + s);
     }

@@ -4,6 +4,8 @@ What each case does, as ABI.md settles it and README.md documents it:
 - 2^-127 x 2^127 (e8m0 0 and 254): exact in fp32, the reference kernel passes. The hopper kernel
   dequantizes to bf16 first, and an e4m3 value below 2^-3 times 2^-127 falls under bf16's normal
   range (2^-126), where bf16 keeps fewer bits than e4m3 has: it reports mismatches.
+- 2^113 x 2^-113 (e8m0 240 and 14): every value and product is exact in fp32 and in bf16; passes.
+- e4m3 subnormal codes only (0x01..0x07, both signs) in A: exact everywhere, passes.
 - 2^-100 x 2^-100: products near 2^-182 flush to zero in fp32; numpy's exact sum rounds to zero
   in float32 as well, passes.
 - 2^100 x 2^100: products overflow fp32 to +-inf and sums of both signs become NaN, while the
@@ -38,6 +40,11 @@ def scaled(a: int, b: int) -> Callable[[Problem], Problem]:
     return lambda p: replace(p, scale_A=np.full_like(p.scale_A, a), scale_B=np.full_like(p.scale_B, b))
 
 
+def subnormal_codes(p: Problem) -> Problem:
+    rng = np.random.default_rng(5)
+    return replace(p, A=(rng.integers(1, 8, p.A.shape) | rng.integers(0, 2, p.A.shape) << 7).astype(np.uint8))
+
+
 def nan_scale(p: Problem) -> Problem:
     sa = p.scale_A.copy()
     sa[0, 3, 1] = 255  # row 3, tokens 32..63: expert 0
@@ -52,6 +59,8 @@ def nan_code(p: Problem) -> Problem:
 
 CASES = {  # name -> (transform, the kernels that pass the exact check)
     "scales 2^-127 x 2^127": (scaled(0, 254), {"reference"}),
+    "scales 2^113 x 2^-113": (scaled(240, 14), {"reference", "hopper"}),
+    "e4m3 subnormal codes": (subnormal_codes, {"reference", "hopper"}),
     "scales 2^-100 x 2^-100": (scaled(27, 27), {"reference", "hopper"}),
     "scales 2^100 x 2^100": (scaled(227, 227), set()),
     "e8m0 NaN scale": (nan_scale, {"reference", "hopper"}),
