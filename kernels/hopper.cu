@@ -195,9 +195,9 @@ extern "C++" __global__ void __launch_bounds__(THREADS, 1) grouped_mxfp8_wgrad_k
     extern __shared__ unsigned char raw_smem[];
     const unsigned ring = ((unsigned)__cvta_generic_to_shared(raw_smem) + 1023) & ~1023u;
 
-    constexpr long long tiles_n = N / TILE_N, tiles_k = K / TILE_K;
-    const long long e = blockIdx.x / (tiles_n * tiles_k), tile = blockIdx.x % (tiles_n * tiles_k);
-    const long long n0 = (tile / tiles_k) * TILE_N, k0 = (tile % tiles_k) * TILE_K;
+    constexpr unsigned tiles_n = N / TILE_N, tiles_k = K / TILE_K;  // 32-bit: fewer registers live to the epilogue
+    const unsigned e = blockIdx.x / (tiles_n * tiles_k), tile = blockIdx.x % (tiles_n * tiles_k);
+    const unsigned n0 = (tile / tiles_k) * TILE_N, k0 = (tile % tiles_k) * TILE_K;
     const long long m_begin = expert_off[e];
     const int steps = int((expert_off[e + 1] - m_begin) / STEP);
     const int warpgroup = threadIdx.x / 128, t = threadIdx.x % 128;
@@ -272,7 +272,7 @@ extern "C++" __global__ void __launch_bounds__(THREADS, 1) grouped_mxfp8_wgrad_k
 
     // d[4j + {0,1,2,3}] = rows r, r, r+8, r+8 and columns c, c+1, c, c+1 of the 8-column block j
     const int warp = t / 32, lane = t % 32;
-    const long long row = e * N + n0 + 64 * half + 16 * warp + lane / 4;
+    const long long row = (long long)e * N + n0 + 64 * half + 16 * warp + lane / 4;
     unsigned short* out = C + row * K + k0 + 2 * (lane % 4);
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
