@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from wgrad_cli.abi import Dims
 from wgrad_cli.build import BuildJob, build_one, run_builds
 from wgrad_cli.cache import Cache
 from wgrad_cli.codeobject import amd_metadata
+from wgrad_cli.config import load_config
 from wgrad_cli.kernelspec import KernelSpec
 from wgrad_cli.toolchain import Compiler, Toolchains
 
@@ -56,6 +58,22 @@ def test_reference_builds_with_resources(target_compiler: tuple[str, Compiler], 
     assert 8 <= res.registers <= 64 and res.spills == 0 and res.scratch_bytes == 0 and res.shared_bytes == 0
     assert res.wave_size == (64 if target == "gfx950" else 32)
     assert res.occupancy.groups_per_unit == 8  # 256-thread blocks, few registers: the wave/warp cap decides
+
+
+def test_hopper_builds_clean_for_every_shipped_shape(nvcc: Compiler, specs: dict[str, KernelSpec], repo: Path,
+                                                    tmp_path: Path) -> None:
+    """Its register budget is tight (168 per thread, 128 of them accumulators) and ptxas allocates per
+    define set: K = 768 and 1280 once spilled 16 bytes while 8192 did not. Every shape any shipped
+    config names must build with no spills, no scratch and one 384-thread CTA per SM."""
+    dims = sorted({s.dims for c in (repo / "configs").glob("*.yaml") for s in load_config(c, specs).shapes},
+                  key=lambda d: (d.M, d.N, d.K, d.E))
+    jobs = [BuildJob(specs["hopper"], "sm_90a", d) for d in dims]
+    results = run_builds(jobs, Toolchains(tmp_path / "shim"), Cache(tmp_path / "c"), {"spills": 0, "scratch_bytes": 0},
+                         workers=os.cpu_count() or 1)
+    assert len(dims) > 20 and all(r.ok for r in results), [(r.job.dims, r.errors) for r in results if not r.ok]
+    for r in results:
+        res = r.resources
+        assert res and res.registers == 168 and res.occupancy.groups_per_unit == 1, (r.job.dims, res)
 
 
 def test_cache_follows_source_and_headers(target_compiler: tuple[str, Compiler], specs: dict[str, KernelSpec],
