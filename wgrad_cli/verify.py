@@ -61,16 +61,17 @@ def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, n
     relative error needs the whole row), so the float64 temporaries stay a few MiB each instead of
     several GiB for an 8192 x 8192 expert, and Comparison.combine joins the blocks."""
     na, nb = norms
-    rows = max(1, COMPARE_BLOCK_ELEMENTS // max(1, out_bits.shape[2]))
-    blocks = [(e, slice(r, r + rows)) for e in range(len(tokens)) for r in range(0, out_bits.shape[1], rows)]
+    rows = max(1, COMPARE_BLOCK_ELEMENTS // out_bits.shape[2])
+    row_blocks = [slice(r, r + rows) for r in range(0, out_bits.shape[1], rows)]
 
     def one(block: tuple[int, slice]) -> Comparison:
         e, r = block
         return compare(out_bits[e:e + 1, r], ref[e:e + 1, r], na[e:e + 1, r], nb[e:e + 1], tokens[e:e + 1], reference)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # numpy releases the GIL
-        parts = list(pool.map(one, blocks))
-    return [Comparison.combine([c for (e, _), c in zip(blocks, parts) if e == expert]) for expert in range(len(tokens))]
+        parts = list(pool.map(one, [(e, r) for e in range(len(tokens)) for r in row_blocks]))
+    n = len(row_blocks)
+    return [Comparison.combine(parts[e * n:(e + 1) * n]) for e in range(len(tokens))]
 
 
 def device_reference_possible(mode: str, d: Dims) -> bool:
