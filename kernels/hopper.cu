@@ -9,22 +9,28 @@
 // accumulator per 32 tokens (the per-row times per-column scale, then the add): 128 of each per
 // thread per m64n256k32, twice the tensor cores' 128 cycles for it on the fp32 pipes, so it is
 // bound by promotion at half the fp8 rate, no faster than the bf16 rate. Dequantizing costs about
-// 3 instructions per fp8 element loaded, which a tile of 128 x 256 outputs amortizes over 192
+// 3 instructions per fp8 element, which a cluster's 256 x 256 outputs amortize over 128
 // multiply-adds each. Numbers: results/h200/hopper-notes.md.
 //
-// Structure: one CTA per (expert, 128 rows of N, 256 columns of K); 384 threads, 3 warpgroups,
-// stages of 64 tokens in a 4-stage ring of bf16 tiles (128-byte-swizzled, K-major, as wgmma reads
-// them). Every warpgroup dequantizes: one warp per SM sub-partition cannot convert a stage as fast
-// as the tensor cores use it (hopper-notes.md, version 2). Warpgroup 0 loads B's first 192 rows
-// with 16-byte loads one stage ahead, converts and stores them. Warpgroups 1 and 2 each own 64
-// rows x 256 columns of fp32 accumulators: per stage they issue 4 wgmma m64n256k16 and, while
-// those run, convert their own 64 A rows and 32 more B rows of the next stage. Named barriers
-// hand stages over (full: everyone -> consumers, empty: consumers -> producer). Epilogue: round
-// to nearest even bf16, store.
+// Structure: clusters of two CTAs. A CTA computes 128 rows of N x 256 columns of K for one expert;
+// the two CTAs of a cluster share the expert and k0 and take N tiles 2j and 2j + 1, so they need
+// the same 256 B rows. Each dequantizes half of them and sends its bf16 half to the peer with the
+// bulk-copy engine (smem to DSMEM), so a CTA dequantizes 256 rows per stage instead of 384 (the
+// cost that bounds this design: hopper-notes.md, version 9). 384 threads, 3 warpgroups, stages
+// of 64 tokens in a 4-stage ring of bf16 tiles (128-byte-swizzled, K-major, as wgmma reads them).
+// Warpgroup 0 loads its 128 B rows with 16-byte loads one stage ahead, converts and stores them,
+// and one thread copies the 16 KiB slice to the peer. Warpgroups 1 and 2 each own 64 rows x 256
+// columns of fp32 accumulators: per stage they issue 4 wgmma m64n256k16 and, while those run,
+// convert their own 64 A rows of the next stage. mbarriers hand stages over: full[s] (this CTA's
+// writers arrive, the peer's copy counts its bytes), empty[s] (both CTAs' consumers arrive). No
+// barrier operation has cluster-scope release or acquire: those compile to a GPU-wide MEMBAR and
+// an L1 invalidation per use, which made a first version 1.8x slower. Epilogue: round to nearest
+// even bf16, store.
 //
 // Launch (kernels/hopper.yaml): grid = E * (N/128) * (K/256) one-dimensional CTAs of 384
-// threads, 197,632 bytes of dynamic shared memory (the four stages plus 1 KiB for alignment).
-// Arguments are the ABI's six pointers (shared/ABI.md).
+// threads, 197,632 bytes of dynamic shared memory (the four stages plus 1 KiB for alignment),
+// cluster dims (2, 1, 1) compiled in, so a plain launch forms the pairs (N % 256 == 0 gives every
+// CTA a peer). Arguments are the ABI's six pointers (shared/ABI.md).
 
 #include "wgrad_shape.h"  // M, N, K, E and the ABI's input rules
 
@@ -41,15 +47,62 @@ constexpr int STAGES = 4;
 constexpr int ROW_BYTES = STEP * 2;         // one bf16 row of a stage: 128 bytes, one swizzle row
 constexpr int A_BYTES = TILE_N * ROW_BYTES, B_BYTES = TILE_K * ROW_BYTES, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int THREADS = 384;
+constexpr int CLUSTER = 2;                  // CTAs with the same expert and k0 (N tiles 2j, 2j + 1)
 constexpr int CONSUMER_ROWS = TILE_N / 2;  // A rows (and accumulator rows) of each consumer warpgroup
-constexpr int PRODUCER_B_ROWS = 192;       // B rows the producer dequantizes; each consumer does 32 more
-static_assert(PRODUCER_B_ROWS + 2 * 32 == TILE_K, "every B row has one owner");
-constexpr int FULL = 1, EMPTY = FULL + STAGES;  // named barrier ids (0 is __syncthreads')
+constexpr int PRODUCER_B_ROWS = TILE_K / CLUSTER;  // B rows each CTA's producer dequantizes for both
+constexpr unsigned PEER_BYTES = PRODUCER_B_ROWS * ROW_BYTES;  // what each producer sends the peer per stage
+// A stage is full once this CTA's producer (one arrival, which also expects the peer's PEER_BYTES)
+// and its 8 consumer warps have arrived and the peer's bytes have landed; free again once both
+// CTAs' 8 consumer warps have arrived.
+constexpr unsigned FULL_ARRIVALS = 1 + 8, EMPTY_ARRIVALS = CLUSTER * 8;
+constexpr int PRODUCER_BAR = 1;  // named barrier of the producer warpgroup
 
 static_assert(STAGES * STAGE_BYTES + 1024 == 197632, "kernels/hopper.yaml's dynamic shared memory");
 
-WGRAD_DEVICE void bar_sync(int id) { asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(THREADS) : "memory"); }
-WGRAD_DEVICE void bar_arrive(int id) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "n"(THREADS) : "memory"); }
+// mbarriers: `bar` is a shared::cta address (this CTA) or, from mapa, a shared::cluster one.
+WGRAD_DEVICE void mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+// Arrives on this CTA's barrier. Cluster-scope release is avoided on purpose: it compiles to a
+// GPU-wide MEMBAR that waits for the thread's prefetching global loads.
+WGRAD_DEVICE void mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// Arrives on this CTA's barrier and makes its phase wait for `bytes` more (the peer's copy).
+WGRAD_DEVICE void mbar_arrive_expect(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Arrives on the peer's barrier (a shared::cluster address), as CUTLASS's ClusterBarrier does.
+WGRAD_DEVICE void mbar_arrive_peer(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// After the whole warp's writes: __syncwarp orders them before lane 0's release.
+WGRAD_DEVICE void warp_arrive(unsigned bar) {
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) mbar_arrive(bar);
+}
+// Waits until the phase with parity `parity` of this CTA's barrier `bar` has completed.
+WGRAD_DEVICE void mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+// The bulk-copy engine copies `bytes` of this CTA's shared memory at `src` to the peer's `dst` and
+// counts them on the peer's barrier `bar` (both shared::cluster addresses).
+WGRAD_DEVICE void copy_to_peer(unsigned dst, unsigned src, unsigned bytes, unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "r"(src), "r"(bytes), "r"(bar) : "memory");
+}
+// The peer CTA's shared::cluster address of this CTA's shared address `addr`.
+WGRAD_DEVICE unsigned peer_address(unsigned addr, unsigned peer) {
+    unsigned out;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(addr), "r"(peer));
+    return out;
+}
+WGRAD_DEVICE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+WGRAD_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
 // 2^(s - 127) as fp32; e8m0 255 is NaN.
 WGRAD_DEVICE float e8m0(unsigned s) {
@@ -154,7 +207,7 @@ struct Stream {
           scale(op_scale + ((m_begin / 128) * ROWS + row0 + t / 4) * 4 + (t % 4) / 2) {}
 };
 
-// Makes this thread's shared-memory stores visible to wgmma (the async proxy).
+// Makes this thread's shared-memory stores visible to wgmma and the bulk copy (the async proxy).
 WGRAD_DEVICE void fence_stores() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
 // One thread's CHUNKS 16-byte pieces of one stage, in registers until they are dequantized.
@@ -189,67 +242,86 @@ struct Rows {
 
 }  // namespace
 
-extern "C++" __global__ void __launch_bounds__(THREADS, 1) grouped_mxfp8_wgrad_kernel(
+extern "C++" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1) grouped_mxfp8_wgrad_kernel(
     unsigned short* C, const unsigned char* A, const unsigned char* B,
     const unsigned char* scale_A, const unsigned char* scale_B, const int* expert_off) {
     extern __shared__ unsigned char raw_smem[];
+    __shared__ unsigned long long barriers[2 * STAGES];  // full[s], then empty[s]
     const unsigned ring = ((unsigned)__cvta_generic_to_shared(raw_smem) + 1023) & ~1023u;
+    const unsigned full = (unsigned)__cvta_generic_to_shared(barriers), empty = full + 8 * STAGES;
 
+    // Consecutive CTAs pair up in a cluster: same expert and k0, N tiles 2j and 2j + 1.
     constexpr unsigned tiles_n = N / TILE_N, tiles_k = K / TILE_K;  // 32-bit: fewer registers live to the epilogue
+    static_assert(tiles_n % CLUSTER == 0, "N % 256 == 0 gives every CTA a peer");
     const unsigned e = blockIdx.x / (tiles_n * tiles_k), tile = blockIdx.x % (tiles_n * tiles_k);
-    const unsigned n0 = (tile / tiles_k) * TILE_N, k0 = (tile % tiles_k) * TILE_K;
+    const unsigned n0 = (tile % tiles_n) * TILE_N, k0 = (tile / tiles_n) * TILE_K;
+    unsigned rank;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
     const long long m_begin = expert_off[e];
-    const int steps = int((expert_off[e + 1] - m_begin) / STEP);
+    const int steps = int((expert_off[e + 1] - m_begin) / STEP);  // the same in both CTAs
     const int warpgroup = threadIdx.x / 128, t = threadIdx.x % 128;
 
-    if (warpgroup == 0) {  // producer: B's first 192 rows, one stage ahead in registers
-        Stream<K> from(B, scale_B, k0, m_begin, t);
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full + 8 * s, FULL_ARRIVALS);
+            mbar_init(empty + 8 * s, EMPTY_ARRIVALS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    cluster_arrive();  // the peer's barriers exist before anyone arrives on them
+    cluster_wait();
+
+    if (warpgroup == 0) {  // producer: B rows 128 rank .. +127 for both CTAs, one stage ahead in registers
+        const unsigned peer_full = peer_address(full, rank ^ 1), peer_ring = peer_address(ring, rank ^ 1);
+        Stream<K> from(B, scale_B, k0 + PRODUCER_B_ROWS * rank, m_begin, t);
         Rows<PRODUCER_B_ROWS / 32> cur, next;
-        const unsigned ring_b = ring + A_BYTES;
+        const unsigned slice = A_BYTES + PRODUCER_B_ROWS * rank * ROW_BYTES;  // this CTA's B rows in a stage
+        auto put = [&](const Rows<PRODUCER_B_ROWS / 32>& rows, int it) {
+            const int s = it % STAGES;
+            if (it >= STAGES) mbar_wait(empty + 8 * s, (it / STAGES - 1) & 1);  // both CTAs' consumers are done with it
+            rows.store(ring + s * STAGE_BYTES + slice, t);
+            fence_stores();
+            asm volatile("bar.sync %0, 128;" ::"n"(PRODUCER_BAR) : "memory");  // the whole slice is written
+            if (t == 0) {
+                mbar_arrive_expect(full + 8 * s, PEER_BYTES);  // ours are in; the peer's slice is on its way
+                copy_to_peer(peer_ring + s * STAGE_BYTES + slice, ring + s * STAGE_BYTES + slice, PEER_BYTES, peer_full + 8 * s);
+            }
+        };
         if (steps > 0) cur.load(from, 0);
         for (int it = 0; it < steps; it += 2) {
             if (it + 1 < steps) next.load(from, it + 1);
-            if (it >= STAGES) bar_sync(EMPTY + it % STAGES);
-            cur.store(ring_b + (it % STAGES) * STAGE_BYTES, t);
-            fence_stores();
-            bar_arrive(FULL + it % STAGES);
+            put(cur, it);
             if (it + 1 >= steps) break;
             if (it + 2 < steps) cur.load(from, it + 2);
-            if (it + 1 >= STAGES) bar_sync(EMPTY + (it + 1) % STAGES);
-            next.store(ring_b + ((it + 1) % STAGES) * STAGE_BYTES, t);
-            fence_stores();
-            bar_arrive(FULL + (it + 1) % STAGES);
+            put(next, it + 1);
         }
+        cluster_arrive();  // no more copies or arrivals to the peer
+        cluster_wait();
         return;
     }
 
     // Consumer h owns rows n0 + 64 h .. +63. While its wgmma on one stage runs, it dequantizes its own
-    // A rows and B rows 192 + 32 h .. +31 of the next stage.
+    // A rows of the next stage.
     const int half = warpgroup - 1;
+    const unsigned peer_empty = peer_address(empty, rank ^ 1);
     const unsigned ring_a = ring + half * CONSUMER_ROWS * ROW_BYTES;
-    const unsigned ring_b = ring + A_BYTES + (PRODUCER_B_ROWS + 32 * half) * ROW_BYTES;
     Stream<N> from_a(A, scale_A, n0 + CONSUMER_ROWS * half, m_begin, t);
-    Stream<K> from_b(B, scale_B, k0 + PRODUCER_B_ROWS + 32 * half, m_begin, t);
     Rows<CONSUMER_ROWS / 32> a;
-    Rows<1> b;
     if (steps > 0) {
         a.load(from_a, 0);
-        b.load(from_b, 0);
         a.store(ring_a, t);
-        b.store(ring_b, t);
         fence_stores();
+        warp_arrive(full);
     }
-    if (steps > 1) {
-        a.load(from_a, 1);
-        b.load(from_b, 1);
-    }
+    if (steps > 1) a.load(from_a, 1);
     const unsigned desc_ring = descriptor_lo(ring);
     float d[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.0f;
     for (int it = 0; it < steps; ++it) {
         const int s = it % STAGES;
-        bar_sync(FULL + s);
+        mbar_wait(full + 8 * s, (it / STAGES) & 1);
         const unsigned stage = desc_ring + s * (STAGE_BYTES >> 4);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
@@ -257,18 +329,20 @@ extern "C++" __global__ void __launch_bounds__(THREADS, 1) grouped_mxfp8_wgrad_k
             wgmma_m64n256k16(d, descriptor(stage + ((half * CONSUMER_ROWS * ROW_BYTES + 32 * kk) >> 4)),
                              descriptor(stage + ((A_BYTES + 32 * kk) >> 4)));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        if (it + 1 < steps) {  // while the wgmma runs
-            a.store(ring_a + ((it + 1) % STAGES) * STAGE_BYTES, t);
-            b.store(ring_b + ((it + 1) % STAGES) * STAGE_BYTES, t);
+        if (it + 1 < steps) {  // while the wgmma runs; its own wgmma read that stage's A rows 3 stages ago
+            const int next = (it + 1) % STAGES;
+            a.store(ring_a + next * STAGE_BYTES, t);
             fence_stores();
+            warp_arrive(full + 8 * next);
         }
-        if (it + 2 < steps) {
-            a.load(from_a, it + 2);
-            b.load(from_b, it + 2);
-        }
+        if (it + 2 < steps) a.load(from_a, it + 2);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        if (it + STAGES < steps) bar_arrive(EMPTY + s);
+        if (it + STAGES < steps) {
+            warp_arrive(empty + 8 * s);
+            if (threadIdx.x % 32 == 0) mbar_arrive_peer(peer_empty + 8 * s);
+        }
     }
+    cluster_arrive();  // no more arrivals to the peer; its copies to this CTA all landed before the last full wait
 
     // d[4j + {0,1,2,3}] = rows r, r, r+8, r+8 and columns c, c+1, c, c+1 of the 8-column block j
     const int warp = t / 32, lane = t % 32;
@@ -279,4 +353,5 @@ extern "C++" __global__ void __launch_bounds__(THREADS, 1) grouped_mxfp8_wgrad_k
         *reinterpret_cast<unsigned*>(out + 8 * j) = bf16x2(d[4 * j], d[4 * j + 1]);
         *reinterpret_cast<unsigned*>(out + 8 * K + 8 * j) = bf16x2(d[4 * j + 2], d[4 * j + 3]);
     }
+    cluster_wait();
 }
