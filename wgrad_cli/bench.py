@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 from rich.table import Table
 
 from wgrad_cli.abi import Dims, flops, min_bytes
@@ -148,33 +147,3 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
                       "" if r["clock_mhz"] is None else str(r["clock_mhz"]), stop)
     return table
 
-
-def speedup_table(records: list[dict[str, Any]]) -> Table | None:
-    """Per (kernel, shape), first run: TFLOP/s against the torch path (the faster of torch-grouped and
-    torch-loop) and the bf16 ceiling, with the geometric means; None without baseline rows."""
-    first = [r for r in records if r.get("run", 1) == 1 and not r["calibration"]]
-    by_shape: dict[int, dict[str, float]] = {}
-    for r in first:
-        if r.get("baseline"):
-            by_shape.setdefault(r["index"], {})[r["kernel"]] = r["tflops"]
-    if not by_shape:
-        return None
-    table = Table(title="speed-up over the baselines (first run of each shape)", title_justify="left")
-    for name in ("kernel", "shape", "TFLOP/s", "torch path", "TFLOP/s ", "x torch", "bf16 ceiling", "x ceiling"):
-        table.add_column(name, justify="left" if name in ("kernel", "shape", "torch path") else "right")
-    ratios: dict[str, tuple[list[float], list[float]]] = {}
-    for r in first:
-        base = by_shape.get(r["index"])
-        if r.get("baseline") or not base:
-            continue
-        path = max(("torch-grouped", "torch-loop"), key=lambda k: base.get(k, 0.0))
-        x_torch, x_ceiling = r["tflops"] / base[path], r["tflops"] / base["bf16-ceiling"]
-        mine = ratios.setdefault(r["kernel"], ([], []))
-        mine[0].append(x_torch)
-        mine[1].append(x_ceiling)
-        table.add_row(r["kernel"], r["shape"]["name"], f"{r['tflops']:,.1f}", path, f"{base[path]:,.1f}",
-                      f"{x_torch:.2f}", f"{base['bf16-ceiling']:,.1f}", f"{x_ceiling:.2f}")
-    for kernel, (xt, xc) in ratios.items():
-        table.add_row(kernel, "[bold]geometric mean[/]", "", "", "", f"{float(np.exp(np.mean(np.log(xt)))):.2f}", "",
-                      f"{float(np.exp(np.mean(np.log(xc)))):.2f}")
-    return table

@@ -183,6 +183,22 @@ def compare(base: Path, new: Path, threshold: float) -> None:
 
 
 @cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--markdown", is_flag=True, help="Print the table as Markdown (as in the README).")
+def speedup(files: tuple[Path, ...], markdown: bool) -> None:
+    """Speed-ups over the baselines across bench results files (run with --baselines), with the
+    geometric mean per kernel over every shape given."""
+    from wgrad_cli.report import out
+    from wgrad_cli.speedup import load_speedups, speedup_markdown, speedup_table
+
+    rows = load_speedups(list(files))
+    if markdown:
+        print(speedup_markdown(rows))
+    else:
+        out.print(speedup_table(rows, f"speed-up over the baselines, {len(files)} results files (first run of each shape)"))
+
+
+@cli.command()
 @click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Write the merged results here.")

@@ -9,11 +9,12 @@ from rich.markup import escape
 
 from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.baselines import require_torch
-from wgrad_cli.bench import CALIBRATION, bench, bench_table, speedup_table
+from wgrad_cli.bench import CALIBRATION, bench, bench_table
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.report import err, out, progress
 from wgrad_cli.results import default_path, save
 from wgrad_cli.session import Session, open_session
+from wgrad_cli.speedup import speedup_table, speedups
 from wgrad_cli.stopping import Criterion
 from wgrad_cli.verify import Outcome, device_reference_possible, expert_table, verify, verify_table
 
@@ -86,9 +87,9 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
     cache = ("hot (back-to-back launches, times per launch)" if hot
              else f"cold ({flush / 2**20:.0f} MiB written before each sample)")
     out.print(bench_table(records, f"wgrad bench on {s.rt.device.name} ({s.target}), {cache}"))
-    speedups = speedup_table(records)
-    if speedups:
-        out.print(speedups)
+    rows = speedups(records)
+    if rows:
+        out.print(speedup_table(rows, "speed-up over the baselines (first run of each shape)"))
     out.print(f"% peak: of {known.matrix_label} {known.matrix_tflops:,.0f} TFLOP/s ({known.source}); "
               if known else "% peak: this device is not in the peak table; ", end="", highlight=False)
     out.print(f"stopping: >= {min_samples} samples, >= {min_time} s, rel stdev <= {100 * max_noise:g}%, "

@@ -1,0 +1,82 @@
+"""speedup.py: a kernel's TFLOP/s beside the baselines of its shape, across results files."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from wgrad_cli.cli import cli
+from wgrad_cli.errors import WgradError
+from wgrad_cli.results import save
+from wgrad_cli.speedup import geomeans, load_speedups, speedup_markdown, speedups
+
+SHAPE = {"name": "a", "M": 1024, "N": 256, "K": 512, "E": 2, "routing": "uniform"}
+
+
+def record(index: int, kernel: str, tflops: float, run: int = 1, name: str = "a") -> dict[str, Any]:
+    """The fields of a bench record that the speed-ups read."""
+    return {"index": index, "kernel": kernel, "shape": {**SHAPE, "name": name}, "run": run, "tflops": tflops,
+            "calibration": kernel == "empty", "baseline": kernel.startswith(("torch", "bf16"))}
+
+
+def run_of(index: int, name: str, mine: float, grouped: float, loop: float, ceiling: float) -> list[dict[str, Any]]:
+    return [record(index, "hopper", mine, name=name), record(index, "torch-grouped", grouped, name=name),
+            record(index, "torch-loop", loop, name=name), record(index, "bf16-ceiling", ceiling, name=name)]
+
+
+def test_faster_torch_path_and_ceiling_of_the_same_shape() -> None:
+    records = [record(-1, "empty", 0.0), *run_of(0, "a", 300.0, 200.0, 250.0, 600.0),
+               *run_of(1, "b", 400.0, 500.0, 100.0, 800.0), record(0, "hopper", 999.0, run=2)]
+    rows = speedups(records)
+    assert [(r.shape["name"], r.torch_path, r.x_torch, r.x_ceiling) for r in rows] == [
+        ("a", "torch-loop", 300 / 250, 0.5), ("b", "torch-grouped", 400 / 500, 0.5)]
+    x_torch, x_ceiling = geomeans(rows)["hopper"]
+    assert x_torch == pytest.approx(math.sqrt(1.2 * 0.8)) and x_ceiling == pytest.approx(0.5)
+
+
+def test_rows_without_both_baselines_are_left_out() -> None:
+    no_ceiling = [r for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0) if r["kernel"] != "bf16-ceiling"]
+    other_kernel = record(1, "hopper_w1", 310.0)  # a variant timed without baselines on its own index
+    assert speedups([*no_ceiling, other_kernel]) == []
+    only_loop = [r for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0) if r["kernel"] != "torch-grouped"]
+    assert [r.torch_path for r in speedups(only_loop)] == ["torch-loop"]
+
+
+def test_markdown_has_a_row_per_shape_and_the_mean() -> None:
+    md = speedup_markdown(speedups([*run_of(0, "a", 300.0, 200.0, 250.0, 600.0),
+                                    *run_of(1, "b", 400.0, 500.0, 100.0, 800.0)])).splitlines()
+    assert md[2] == "| hopper | a | 1024 x 256 x 512, 2 | 300.0 | torch-loop | 250.0 | 1.20 | 600.0 | 0.50 |"
+    assert md[-1] == "| hopper | geometric mean (2 rows) | | | | | 0.98 | | 0.50 |"
+
+
+def write(path: Path, command: str, records: list[dict[str, Any]]) -> Path:
+    save(path, None, command, records)
+    return path
+
+
+def test_files_join_in_order_and_bad_ones_are_one_line_each(tmp_path: Path) -> None:
+    first = write(tmp_path / "one.json", "bench", run_of(0, "a", 300.0, 200.0, 250.0, 600.0))
+    second = write(tmp_path / "two.json", "bench", run_of(0, "b", 400.0, 500.0, 100.0, 800.0))
+    assert [r.shape["name"] for r in load_speedups([second, first])] == ["b", "a"]
+    plain = write(tmp_path / "plain.json", "bench", [record(0, "hopper", 300.0)])
+    verify = write(tmp_path / "verify.json", "verify", [])
+    with pytest.raises(WgradError) as exc:
+        load_speedups([first, plain, verify, tmp_path / "missing.json"])
+    assert [line.split(":")[0] for line in exc.value.lines] == [str(plain), str(verify), str(tmp_path / "missing.json")]
+    assert "run with --baselines" in exc.value.lines[0]
+
+
+def test_command(tmp_path: Path) -> None:
+    files = [str(write(tmp_path / f"{n}.json", "bench", run_of(0, n, mine, 200.0, 250.0, 600.0)))
+             for n, mine in (("a", 300.0), ("b", 500.0))]
+    result = CliRunner().invoke(cli, ["speedup", "--markdown", *files])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1] == "| hopper | geometric mean (2 rows) | | | | | 1.55 | | 0.65 |"
+    bad = CliRunner().invoke(cli, ["speedup", files[0], str(tmp_path / "missing.json")])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    assert bad.output.strip().splitlines() == [f"{tmp_path / 'missing.json'}: cannot read it (No such file or directory); "
+                                               "give a results file wgrad wrote"]

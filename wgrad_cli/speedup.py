@@ -1,0 +1,119 @@
+"""Speed-ups over the baselines: a kernel's TFLOP/s against the torch path (the faster of
+torch-grouped and torch-loop) and the bf16 ceiling, timed on the same shape in the same run, with
+geometric means. `bench --baselines` prints them for its run; `wgrad speedup` for several results
+files at once, so a table spanning configs (the README's) comes from the tool, not by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.markup import escape
+from rich.table import Table
+
+from wgrad_cli.baselines import NAMES
+from wgrad_cli.errors import WgradError
+from wgrad_cli.results import load
+
+TORCH_PATHS, CEILING = NAMES[:2], NAMES[2]  # torch-grouped, torch-loop; bf16-ceiling
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """One kernel on one shape, first run, beside the baselines of that shape."""
+
+    kernel: str
+    shape: dict[str, Any]
+    tflops: float
+    torch_path: str  # the faster torch baseline on this shape
+    torch_tflops: float
+    ceiling_tflops: float
+
+    @property
+    def x_torch(self) -> float:
+        return self.tflops / self.torch_tflops
+
+    @property
+    def x_ceiling(self) -> float:
+        return self.tflops / self.ceiling_tflops
+
+
+def speedups(records: list[dict[str, Any]]) -> list[Speedup]:
+    """The first run of each (kernel, shape) that has a torch path and the ceiling beside it, in
+    record order. Records of one run: baselines are matched to kernels by the record index."""
+    first = [r for r in records if r.get("run", 1) == 1 and not r.get("calibration")]
+    baselines: dict[int, dict[str, float]] = {}
+    for r in first:
+        if r.get("baseline"):
+            baselines.setdefault(r["index"], {})[r["kernel"]] = r["tflops"]
+    rows = []
+    for r in first:
+        base = baselines.get(r["index"], {})
+        torch = [name for name in TORCH_PATHS if name in base]
+        if r.get("baseline") or not torch or CEILING not in base:
+            continue
+        path = max(torch, key=lambda name: base[name])
+        rows.append(Speedup(r["kernel"], r["shape"], r["tflops"], path, base[path], base[CEILING]))
+    return rows
+
+
+def geomeans(rows: list[Speedup]) -> dict[str, tuple[float, float]]:
+    """Per kernel: the geometric means of x torch path and x ceiling over its rows."""
+    by_kernel: dict[str, list[Speedup]] = {}
+    for row in rows:
+        by_kernel.setdefault(row.kernel, []).append(row)
+    return {kernel: (float(np.exp(np.mean(np.log([r.x_torch for r in mine])))),
+                     float(np.exp(np.mean(np.log([r.x_ceiling for r in mine])))))
+            for kernel, mine in by_kernel.items()}
+
+
+def _dims(shape: dict[str, Any]) -> str:
+    return f"{shape['M']} x {shape['N']} x {shape['K']}, {shape['E']}"
+
+
+def speedup_table(rows: list[Speedup], title: str) -> Table:
+    table = Table(title=escape(title), title_justify="left")
+    for name in ("kernel", "shape", "M x N x K, E", "TFLOP/s", "torch path", "TFLOP/s ", "x torch", "bf16 ceiling",
+                 "x ceiling"):
+        table.add_column(name, justify="left" if name in ("kernel", "shape", "torch path") else "right")
+    for r in rows:
+        table.add_row(r.kernel, r.shape["name"], _dims(r.shape), f"{r.tflops:,.1f}", r.torch_path,
+                      f"{r.torch_tflops:,.1f}", f"{r.x_torch:.2f}", f"{r.ceiling_tflops:,.1f}", f"{r.x_ceiling:.2f}")
+    for kernel, (x_torch, x_ceiling) in geomeans(rows).items():
+        table.add_row(kernel, "[bold]geometric mean[/]", "", "", "", "", f"{x_torch:.2f}", "", f"{x_ceiling:.2f}")
+    return table
+
+
+def speedup_markdown(rows: list[Speedup]) -> str:
+    """The same table in Markdown, for a README."""
+    lines = ["| kernel | shape | M x N x K, E | TFLOP/s | torch path | TFLOP/s | x torch path | bf16 ceiling | x ceiling |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r.kernel} | {r.shape['name']} | {_dims(r.shape)} | {r.tflops:,.1f} | {r.torch_path} | "
+              f"{r.torch_tflops:,.1f} | {r.x_torch:.2f} | {r.ceiling_tflops:,.1f} | {r.x_ceiling:.2f} |" for r in rows]
+    for kernel, (x_torch, x_ceiling) in geomeans(rows).items():
+        n = sum(r.kernel == kernel for r in rows)
+        lines.append(f"| {kernel} | geometric mean ({n} row{'s' * (n != 1)}) | | | | | {x_torch:.2f} | | {x_ceiling:.2f} |")
+    return "\n".join(lines)
+
+
+def load_speedups(paths: list[Path]) -> list[Speedup]:
+    """The speed-up rows of several bench results files, in the order given; every file that is
+    not a bench result with baseline rows is one error line."""
+    rows: list[Speedup] = []
+    problems: list[str] = []
+    for path in paths:
+        try:
+            doc = load(path, ("bench",))
+        except WgradError as exc:
+            problems += exc.lines
+            continue
+        found = speedups(doc["records"])
+        if not found:
+            problems.append(f"{path}: no kernel row has both baselines beside it; give bench results run with --baselines")
+        rows += found
+    if problems:
+        raise WgradError(problems)
+    return rows
