@@ -15,9 +15,10 @@
 // Structure: clusters of two CTAs. A CTA computes 128 rows of N x 256 columns of K for one expert;
 // the two CTAs of a cluster share the expert and k0 and take N tiles 2j and 2j + 1, so they need
 // the same 256 B rows. Each dequantizes half of them and sends its bf16 half to the peer with the
-// bulk-copy engine (smem to DSMEM), so a CTA dequantizes 256 rows per stage instead of 384 (the
-// cost that bounds this design: hopper-notes.md, version 9). 384 threads, 3 warpgroups, stages
-// of 64 tokens in a 4-stage ring of bf16 tiles (128-byte-swizzled, K-major, as wgmma reads them).
+// bulk-copy engine (smem to DSMEM), so a CTA dequantizes 256 rows per stage instead of 384
+// (hopper-notes.md, version 9: what that gained, and what bounds the kernel now). 384 threads,
+// 3 warpgroups, stages of 64 tokens in a 4-stage ring of bf16 tiles (128-byte-swizzled, K-major,
+// as wgmma reads them).
 // Warpgroup 0 loads its 128 B rows with 16-byte loads one stage ahead, converts and stores them,
 // and one thread copies the 16 KiB slice to the peer. Warpgroups 1 and 2 each own 64 rows x 256
 // columns of fp32 accumulators: per stage they issue 4 wgmma m64n256k16 and, while those run,
