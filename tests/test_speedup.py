@@ -44,6 +44,7 @@ def test_rows_without_both_baselines_are_left_out() -> None:
     assert speedups([*no_ceiling, other_kernel]) == []
     only_loop = [r for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0) if r["kernel"] != "torch-grouped"]
     assert [r.torch_path for r in speedups(only_loop)] == ["torch-loop"]
+    assert speedups(run_of(0, "all-empty", 0.0, 0.0, 0.0, 0.0)) == []  # no FLOPs, no ratio
 
 
 def test_markdown_has_a_row_per_shape_and_the_mean() -> None:
@@ -64,10 +65,13 @@ def test_files_join_in_order_and_bad_ones_are_one_line_each(tmp_path: Path) -> N
     assert [r.shape["name"] for r in load_speedups([second, first])] == ["b", "a"]
     plain = write(tmp_path / "plain.json", "bench", [record(0, "hopper", 300.0)])
     verify = write(tmp_path / "verify.json", "verify", [])
+    torn = write(tmp_path / "torn.json", "bench", [{k: v for k, v in r.items() if k != "tflops"}
+                                                   for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0)])
     with pytest.raises(WgradError) as exc:
-        load_speedups([first, plain, verify, tmp_path / "missing.json"])
-    assert [line.split(":")[0] for line in exc.value.lines] == [str(plain), str(verify), str(tmp_path / "missing.json")]
+        load_speedups([first, plain, verify, tmp_path / "missing.json", torn])
+    assert [line.split(":")[0] for line in exc.value.lines] == [str(p) for p in (plain, verify, tmp_path / "missing.json", torn)]
     assert "run with --baselines" in exc.value.lines[0]
+    assert exc.value.lines[3] == f"{torn}: a record lacks 'tflops'; give a results file wgrad wrote"
 
 
 def test_command(tmp_path: Path) -> None:

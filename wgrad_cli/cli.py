@@ -187,7 +187,7 @@ def compare(base: Path, new: Path, threshold: float) -> None:
 @click.option("--markdown", is_flag=True, help="Print the table as Markdown (as in the README).")
 def speedup(files: tuple[Path, ...], markdown: bool) -> None:
     """Speed-ups over the baselines across bench results files (run with --baselines), with the
-    geometric mean per kernel over every shape given."""
+    geometric mean per kernel over every row given."""
     from wgrad_cli.report import out
     from wgrad_cli.speedup import load_speedups, speedup_markdown, speedup_table
 

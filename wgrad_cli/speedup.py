@@ -43,7 +43,8 @@ class Speedup:
 
 def speedups(records: list[dict[str, Any]]) -> list[Speedup]:
     """The first run of each (kernel, shape) that has a torch path and the ceiling beside it, in
-    record order. Records of one run: baselines are matched to kernels by the record index."""
+    record order; shapes without FLOPs (every expert empty) have no ratio and are left out.
+    Records of one run: baselines are matched to kernels by the record index."""
     first = [r for r in records if r.get("run", 1) == 1 and not r.get("calibration")]
     baselines: dict[int, dict[str, float]] = {}
     for r in first:
@@ -53,7 +54,7 @@ def speedups(records: list[dict[str, Any]]) -> list[Speedup]:
     for r in first:
         base = baselines.get(r["index"], {})
         torch = [name for name in TORCH_PATHS if name in base]
-        if r.get("baseline") or not torch or CEILING not in base:
+        if r.get("baseline") or not torch or CEILING not in base or min(r["tflops"], *base.values()) <= 0:
             continue
         path = max(torch, key=lambda name: base[name])
         rows.append(Speedup(r["kernel"], r["shape"], r["tflops"], path, base[path], base[CEILING]))
@@ -110,7 +111,11 @@ def load_speedups(paths: list[Path]) -> list[Speedup]:
         except WgradError as exc:
             problems += exc.lines
             continue
-        found = speedups(doc["records"])
+        try:
+            found = speedups(doc["records"])
+        except (KeyError, TypeError) as exc:
+            problems.append(f"{path}: a record lacks {exc}; give a results file wgrad wrote")
+            continue
         if not found:
             problems.append(f"{path}: no kernel row has both baselines beside it; give bench results run with --baselines")
         rows += found
