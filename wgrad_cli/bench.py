@@ -28,7 +28,7 @@ from wgrad_cli.launch import DeviceProblem, Kernel, prepare, upload
 from wgrad_cli.measure import Flush, Measurement, measure
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.problem import generate
-from wgrad_cli.results import order
+from wgrad_cli.results import order, shape_label
 from wgrad_cli.routing import Routing
 from wgrad_cli.session import Record, Session
 from wgrad_cli.stats import summarize
@@ -140,7 +140,7 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
         stop = r["stop"] if r["stop"] == "converged" else f"[yellow]{r['stop']}[/]"
         cache = r["cache"] + (f" x{r['batch']}" if r.get("batch", 1) > 1 else "")
         rates = ["", ""] if r["calibration"] else [f"{r['tflops']:,.2f}", f"{r['gbps']:,.1f}"]
-        table.add_row(r["kernel"], d["name"], f"{d['M']} x {d['N']} x {d['K']}, {d['E']}", d["routing"],
+        table.add_row(r["kernel"], d["name"], shape_label(d), d["routing"],
                       str(r["run"]), cache, str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
                       f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%", *rates,
                       "" if r["pct_peak"] is None else f"{r['pct_peak']:.2f}",

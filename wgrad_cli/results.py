@@ -28,6 +28,11 @@ def order(r: dict[str, Any]) -> tuple[int, int, int]:
     return r["index"], r.get("run", 1), BASELINES.index(r["kernel"]) + 1 if r.get("baseline") else 0
 
 
+def shape_label(shape: dict[str, Any]) -> str:
+    """A record's shape as the tables print it: "M x N x K, E"."""
+    return f"{shape['M']} x {shape['N']} x {shape['K']}, {shape['E']}"
+
+
 def default_path(command: str, config: Path, arch: str, shard: tuple[int, int] | None) -> Path:
     """results/<command>-<config>-<arch>[-shard-i-of-n].json"""
     suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from wgrad_cli.baselines import NAMES
 from wgrad_cli.errors import WgradError
-from wgrad_cli.results import load
+from wgrad_cli.results import load, shape_label
 
 TORCH_PATHS, CEILING = NAMES[:2], NAMES[2]  # torch-grouped, torch-loop; bf16-ceiling
 
@@ -71,33 +71,38 @@ def geomeans(rows: list[Speedup]) -> dict[str, tuple[float, float]]:
             for kernel, mine in by_kernel.items()}
 
 
-def _dims(shape: dict[str, Any]) -> str:
-    return f"{shape['M']} x {shape['N']} x {shape['K']}, {shape['E']}"
+COLUMNS = ("kernel", "shape", "M x N x K, E", "TFLOP/s", "torch path", "TFLOP/s", "x torch path", "bf16 ceiling",
+           "x ceiling")
+
+
+def _cells(rows: list[Speedup]) -> list[list[str]]:
+    """The table's cells, shared by the terminal and the Markdown form: a row per Speedup, then
+    each kernel's geometric means."""
+    cells = [[r.kernel, r.shape["name"], shape_label(r.shape), f"{r.tflops:,.1f}", r.torch_path,
+              f"{r.torch_tflops:,.1f}", f"{r.x_torch:.2f}", f"{r.ceiling_tflops:,.1f}", f"{r.x_ceiling:.2f}"]
+             for r in rows]
+    for kernel, (x_torch, x_ceiling) in geomeans(rows).items():
+        n = sum(r.kernel == kernel for r in rows)
+        cells.append([kernel, f"geometric mean ({n} row{'s' * (n != 1)})", "", "", "", "", f"{x_torch:.2f}", "",
+                      f"{x_ceiling:.2f}"])
+    return cells
 
 
 def speedup_table(rows: list[Speedup], title: str) -> Table:
     table = Table(title=escape(title), title_justify="left")
-    for name in ("kernel", "shape", "M x N x K, E", "TFLOP/s", "torch path", "TFLOP/s ", "x torch", "bf16 ceiling",
-                 "x ceiling"):
+    for name in COLUMNS:
         table.add_column(name, justify="left" if name in ("kernel", "shape", "torch path") else "right")
-    for r in rows:
-        table.add_row(r.kernel, r.shape["name"], _dims(r.shape), f"{r.tflops:,.1f}", r.torch_path,
-                      f"{r.torch_tflops:,.1f}", f"{r.x_torch:.2f}", f"{r.ceiling_tflops:,.1f}", f"{r.x_ceiling:.2f}")
-    for kernel, (x_torch, x_ceiling) in geomeans(rows).items():
-        table.add_row(kernel, "[bold]geometric mean[/]", "", "", "", "", f"{x_torch:.2f}", "", f"{x_ceiling:.2f}")
+    for cells in _cells(rows):
+        table.add_row(*map(escape, cells))
     return table
 
 
 def speedup_markdown(rows: list[Speedup]) -> str:
     """The same table in Markdown, for a README."""
-    lines = ["| kernel | shape | M x N x K, E | TFLOP/s | torch path | TFLOP/s | x torch path | bf16 ceiling | x ceiling |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r.kernel} | {r.shape['name']} | {_dims(r.shape)} | {r.tflops:,.1f} | {r.torch_path} | "
-              f"{r.torch_tflops:,.1f} | {r.x_torch:.2f} | {r.ceiling_tflops:,.1f} | {r.x_ceiling:.2f} |" for r in rows]
-    for kernel, (x_torch, x_ceiling) in geomeans(rows).items():
-        n = sum(r.kernel == kernel for r in rows)
-        lines.append(f"| {kernel} | geometric mean ({n} row{'s' * (n != 1)}) | | | | | {x_torch:.2f} | | {x_ceiling:.2f} |")
-    return "\n".join(lines)
+    def line(cells: tuple[str, ...] | list[str]) -> str:
+        return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
+
+    return "\n".join([line(COLUMNS), "|" + "---|" * len(COLUMNS), *map(line, _cells(rows))])
 
 
 def load_speedups(paths: list[Path]) -> list[Speedup]:

@@ -25,6 +25,7 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
+from wgrad_cli.results import shape_label
 from wgrad_cli.session import Record, Session
 
 NUMPY_MAX_FLOPS = 2**38  # auto: numpy up to ~0.27 TFLOP (seconds on a few cores), the device reference beyond
@@ -144,7 +145,7 @@ def verify_table(records: list[dict[str, Any]], title: str) -> Table:
         table.add_column(name, justify="left" if name in ("kernel", "shape", "routing", "status") else "right")
     for r in records:
         d, c, sampled = r["shape"], r["overall"], r["sampled"]
-        table.add_row(r["kernel"], d["name"], f"{d['M']} x {d['N']} x {d['K']}, {d['E']}", d["routing"], str(r["seed"]),
+        table.add_row(r["kernel"], d["name"], shape_label(d), d["routing"], str(r["seed"]),
                       _g(c["max_abs_error"]), _g(c["max_rel_row_error"]), _g(c["rel_frobenius"]), str(c["mismatches"]),
                       str(c["nans"]), str(c["unwritten"]),
                       "" if sampled is None else ("ok" if sampled["overall"]["ok"] else "[red]FAILED[/]"),
