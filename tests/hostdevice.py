@@ -5,7 +5,8 @@ six pointers back from the kernelParams array the tool packed from the real code
 metadata, infers M, N, K and E from the buffers' sizes, and does what the kernel named by the
 symbol does: the reference kernel's arithmetic through numpy (exact sums, rounded once to bf16),
 or nothing for the empty kernel. Events read the host clock. It proves the pipeline (argument
-packing, poisoning, download, comparison, timing, records), not any kernel.
+packing, poisoning, download, comparison, timing, records), not any kernel. `hung` makes every
+launch look deadlocked, which a real GPU cannot do and recover from within one test process.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class HostDevice:
         self.device = DeviceInfo("amd", 0, "host stand-in", arch, 4, 1000, 2**34, 2**20, "none", "none")
         self.buffers: dict[int, np.ndarray] = {}
         self.launches: list[str] = []
+        self.hung = False  # set: launches never finish, as a deadlocked kernel's (done() stays False)
+        self.abandoned = False
 
     def alloc(self, nbytes: int) -> int:
         buf = np.zeros(max(nbytes, 1), dtype=np.uint8)
@@ -71,12 +74,15 @@ class HostDevice:
         assert isinstance(event, list)
         event[0] = time.perf_counter()
 
+    def done(self, event: object) -> bool:
+        return not self.hung
+
     def elapsed_ms(self, start: object, stop: object) -> float:
         assert isinstance(start, list) and isinstance(stop, list)
         return 1e3 * (stop[0] - start[0])
 
-    def synchronize(self) -> None:
-        pass
+    def abandon(self) -> None:
+        self.abandoned = True
 
     def clock_mhz(self) -> int | None:
         return None

@@ -71,6 +71,23 @@ def test_verify_device_reference(host: HostDevice, repo: Path, tmp_path: Path) -
     assert any("grouped_mxfp8_wgrad_kernel" in s for s in host.launches)  # the reference ran
 
 
+def test_hung_kernel_exits_3_and_writes_nothing(host: HostDevice, repo: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch that never finishes: one line, exit status 3 without clean-up (os._exit, replaced here
+    so that the test process survives), the runtime abandoned, no results file."""
+    def exit_now(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr("wgrad_cli.cli.os._exit", exit_now)
+    host.hung = True
+    for command in ("verify", "bench"):
+        r = run(tmp_path, command, "--config", repo / "configs/smoke.yaml", "--shape", "one-expert",
+                "--kernel-timeout", "0.05", "--json", tmp_path / f"{command}.json", *(FAST if command == "bench" else []))
+        assert r.exit_code == 3, r.output
+        assert "did not finish within 0.05 s: the kernel looks deadlocked" in r.output
+        assert host.abandoned and not (tmp_path / f"{command}.json").exists()
+
+
 def test_bench_shards_merge_compare(host: HostDevice, repo: Path, tmp_path: Path) -> None:
     common = ["bench", "--config", repo / "configs/smoke.yaml", "--hot", "--repeat", "2", *FAST]
     assert run(tmp_path, *common, "--json", tmp_path / "all.json", "--csv", tmp_path / "all.csv").exit_code == 0

@@ -31,6 +31,7 @@ from wgrad_cli.reference import grad_w, row_norms
 from wgrad_cli.routing import Routing
 from wgrad_cli.runtime import Runtime
 from wgrad_cli.targets import Target
+from wgrad_cli.waiting import KERNEL_TIMEOUT_S, settle
 
 pytestmark = pytest.mark.gpu
 DIMS = Dims(512, 256, 256, 2)
@@ -83,7 +84,7 @@ def test_edge_case(case: str, kernel: str, gpu: Runtime, gpu_target: Target, spe
         launch = prepare(gpu, gpu_build(kernel, DIMS), gpu_target, specs[kernel], DIMS, dev.args())
         gpu.fill(dev.pointers["C"], 0xFF, dev.output_bytes)
         launch()
-        gpu.synchronize()
+        settle(gpu, gpu.event(), KERNEL_TIMEOUT_S, "the test's launches")
         out = dev.download()
     finally:
         dev.free()

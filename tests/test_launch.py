@@ -22,6 +22,7 @@ from wgrad_cli.cache import Cache
 from wgrad_cli.runtime import DeviceInfo, Runtime
 from wgrad_cli.targets import TARGETS, Target
 from wgrad_cli.toolchain import Compiler, Toolchains
+from wgrad_cli.waiting import KERNEL_TIMEOUT_S, settle
 
 SMALL = Dims(256, 256, 512, 2)
 
@@ -36,7 +37,7 @@ def test_copy_fill_roundtrip(gpu: Runtime) -> None:
         gpu.copy_out(back.ctypes.data, ptr, back.nbytes)
         assert (back == host).all()
         gpu.fill(ptr, 0xAB, 1000)
-        gpu.synchronize()
+        settle(gpu, gpu.event(), KERNEL_TIMEOUT_S, "the test's launches")
         gpu.copy_out(back.ctypes.data, ptr, back.nbytes)
         assert (back[:1000] == 0xAB).all() and (back[1000:] == host[1000:]).all()
     finally:
@@ -59,7 +60,7 @@ def test_reference_kernel_runs_and_checks(gpu: Runtime, gpu_target: Target, spec
         kernel = prepare(gpu, gpu_build("reference", SMALL), gpu_target, specs["reference"], SMALL, dev.args())
         gpu.fill(dev.pointers["C"], 0xFF, dev.output_bytes)
         kernel()
-        gpu.synchronize()
+        settle(gpu, gpu.event(), KERNEL_TIMEOUT_S, "the test's launches")
         c = compare(dev.download(), grad_w(p), *row_norms(p), np.diff(p.offsets))
         assert c.ok and c.unwritten == 0 and c.elements == SMALL.E * SMALL.N * SMALL.K
         assert kernel.kernargs.raw() == b"".join(v.to_bytes(8, "little") for v in dev.args())
@@ -75,7 +76,7 @@ def test_empty_kernel_leaves_the_poison(gpu: Runtime, gpu_target: Target, specs:
     try:
         gpu.fill(dev.pointers["C"], 0xFF, dev.output_bytes)
         prepare(gpu, gpu_build("empty", SMALL), gpu_target, specs["empty"], SMALL, dev.args())()
-        gpu.synchronize()
+        settle(gpu, gpu.event(), KERNEL_TIMEOUT_S, "the test's launches")
         c = compare(dev.download(), grad_w(p), *row_norms(p), np.diff(p.offsets))
         assert not c.ok and c.unwritten == c.elements and (dev.download() == POISON).all()
     finally:

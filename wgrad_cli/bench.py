@@ -33,6 +33,7 @@ from wgrad_cli.routing import Routing
 from wgrad_cli.session import Record, Session
 from wgrad_cli.stats import summarize
 from wgrad_cli.stopping import Criterion
+from wgrad_cli.waiting import wait
 
 CALIBRATION = Shape("calibration", Dims(128, 256, 256, 1), Routing())  # the empty kernel: a grid of one
 CALIBRATION_SAMPLES = 2000
@@ -61,7 +62,7 @@ def _record(s: Session, head: dict[str, Any], m: Measurement, run: int, cache: s
             "clock_mhz": clocks[len(clocks) // 2] if clocks else None}
 
 
-def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool) -> int:
+def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool, what: str) -> int:
     """1 when cold; hot, enough back-to-back launches to fill HOT_SAMPLE_MS, from one timed launch."""
     if not hot:
         return 1
@@ -70,6 +71,7 @@ def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool) -> in
     s.rt.record(start)
     kernel()
     s.rt.record(stop)
+    wait(s.rt, stop, s.kernel_timeout, what)
     once = s.rt.elapsed_ms(start, stop)
     return max(1, min(HOT_MAX_BATCH, math.ceil(HOT_SAMPLE_MS / max(once, 1e-6))))
 
@@ -90,8 +92,9 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
         dev = upload(s.rt, generate(CALIBRATION.dims, CALIBRATION.routing, s.seed, s.config.quantization))
         try:
             kernel = _kernel(s, empty, dev)
-            batch = launches_per_sample(s, kernel, hot)
-            m = measure(s.rt, s.events, kernel, replace(criterion, max_samples=CALIBRATION_SAMPLES), flush, warmup, batch)
+            batch = launches_per_sample(s, kernel, hot, "the calibration kernel (empty)")
+            m = measure(s.rt, s.events, kernel, replace(criterion, max_samples=CALIBRATION_SAMPLES), flush, warmup, batch,
+                        s.kernel_timeout, "the calibration kernel (empty)")
             rows.append({**_record(s, _head(s, Record(-1, empty, CALIBRATION)), m, 1, mode, flush, (0, 0)),
                          "calibration": True, "batch": batch})
             on_done(rows[-1])
@@ -109,9 +112,10 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
                                "compiler": None, "flags": None, "build_errors": []}, fn)
                              for name, fn in baselines(p).items()]
                 for head, fn in runs:
-                    batch = launches_per_sample(s, fn, hot)
+                    what = f"{head['kernel']} on {shape.name}"
+                    batch = launches_per_sample(s, fn, hot, what)
                     for run in range(1, repeat + 1):
-                        m = measure(s.rt, s.events, fn, criterion, flush, warmup, batch)
+                        m = measure(s.rt, s.events, fn, criterion, flush, warmup, batch, s.kernel_timeout, what)
                         rows.append({**_record(s, head, m, run, mode, flush, work), "calibration": False,
                                      "batch": batch})
                         on_done(rows[-1])

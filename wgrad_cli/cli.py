@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,7 +12,8 @@ from typing import Any, TypeVar
 import click
 
 from wgrad_cli import __version__
-from wgrad_cli.errors import WgradError
+from wgrad_cli.errors import KernelHang, WgradError
+from wgrad_cli.waiting import KERNEL_TIMEOUT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,6 +24,12 @@ class Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KernelHang as exc:  # the device is stuck: exit now, skipping clean-up that would wait for it
+            for line in exc.lines:
+                click.echo(line, err=True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(exc.exit_code)
         except WgradError as exc:
             for line in exc.lines:
                 click.echo(line, err=True)
@@ -115,6 +123,9 @@ def run_options(f: F) -> F:
     f = click.option("--shard", callback=parse_shard, help="Run only slice i of n of the (kernel, shape) records.")(f)
     f = click.option("--seed", type=click.IntRange(min=0), help="Problem seed (default: the config's).")(f)
     f = click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="Device index.")(f)
+    f = click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), default=KERNEL_TIMEOUT_S,
+                     show_default=True, help="Seconds any one wait for the device may take before the run stops as "
+                                             "hung (a deadlocked kernel), exit status 3.")(f)
     return f
 
 

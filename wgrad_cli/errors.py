@@ -19,3 +19,9 @@ class ConfigError(WgradError):
 
 class ToolchainError(WgradError):
     """A compiler or tool that a requested build needs is missing or unusable."""
+
+
+class KernelHang(WgradError):
+    """Work on the device did not finish in time (waiting.py); the process must exit without clean-up."""
+
+    exit_code = 3

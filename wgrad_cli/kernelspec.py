@@ -1,9 +1,12 @@
 """Kernel specs: what wgrad must know to build and launch a kernel, read from kernels/*.yaml.
 
 A spec names its source, include dirs, per-target flags, the symbol (a base name, looked up in
-the code object, never a mangled string), and the launch geometry: one 1-D workgroup per
-`tile` of one expert's grad_w, so grid = E * (N / tile_n) * (K / tile_k), `block` threads and
-`dynamic_shared` bytes of dynamic shared memory each.
+the code object, never a mangled string), and the launch geometry: `block` threads and
+`dynamic_shared` bytes of dynamic shared memory per 1-D workgroup, and a grid that is either one
+workgroup per `tile` of one expert's grad_w (`grid: tiles`, the ABI's: E * (N / tile_n) *
+(K / tile_k)) or one per compute unit, at most one per tile (`grid: units`, for persistent kernels
+that loop over the tiles themselves). `cluster` is the workgroups per cluster a kernel compiles in
+(CUDA's __cluster_dims__): the grid is always a multiple of it.
 """
 
 from __future__ import annotations
@@ -35,9 +38,17 @@ class KernelSpec:
     needs_hip_headers: bool
     spec_file: Path
     flags: dict[str, tuple[str, ...]] = field(hash=False)  # target name -> compiler flags
+    persistent: bool = False  # grid: units (one workgroup per compute unit) instead of one per tile
+    cluster: int = 1  # workgroups per cluster, compiled into the kernel
 
-    def grid(self, d: Dims) -> int:
+    def tiles(self, d: Dims) -> int:
         return d.E * (d.N // self.tile[0]) * (d.K // self.tile[1])
+
+    def grid(self, d: Dims, units: int) -> int:
+        """Workgroups to launch on a device with `units` compute units (SMs or CUs)."""
+        if not self.persistent:
+            return self.tiles(d)
+        return min(self.tiles(d), max(units - units % self.cluster, self.cluster))
 
     def with_paths(self, source: Path | None, include: tuple[Path, ...] | None) -> KernelSpec:
         """The same kernel built from a user's checkout (source and include dirs overridden)."""
@@ -81,7 +92,7 @@ def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
     if source_path and not source_path.is_file():
         p.add(("source",), f"{source_path} does not exist", "source must name an existing file")
     include = _paths(data.get("include", []), ("include",), file.parent, p)
-    tile, block, dynamic_shared = _launch(data.get("launch"), p)
+    tile, block, dynamic_shared, persistent, cluster = _launch(data.get("launch"), p)
     flags = _flags(data.get("targets"), p)
     needs = data.get("needs_hip_headers", False)
     if not isinstance(needs, bool):
@@ -90,7 +101,7 @@ def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
         return None
     assert isinstance(name, str) and isinstance(symbol, str) and tile and block and flags is not None
     return KernelSpec(name, str(data.get("description", "")), source_path, include, symbol, tile, block,
-                      dynamic_shared, bool(needs), file, flags)
+                      dynamic_shared, bool(needs), file, flags, persistent, cluster)
 
 
 def _paths(value: Any, path: Key, base: Path, p: Problems) -> tuple[Path, ...]:
@@ -100,18 +111,27 @@ def _paths(value: Any, path: Key, base: Path, p: Problems) -> tuple[Path, ...]:
     return tuple(base / v for v in value)
 
 
-def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None, int]:
+LAUNCH_KEYS = {"tile", "block", "dynamic_shared", "grid", "cluster"}
+GRIDS = {"tiles": False, "units": True}  # launch.grid -> persistent
+
+
+def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None, int, bool, int]:
     if not isinstance(value, dict):
         if value is not None:
             p.add(("launch",), f"{value!r} is not a mapping", "launch: {tile: [n, k], block: threads}")
-        return None, None, 0
-    for key in value.keys() - {"tile", "block", "dynamic_shared"}:
-        p.add(("launch", key), "unknown key", "launch has tile, block and dynamic_shared")
+        return None, None, 0, False, 1
+    for key in value.keys() - LAUNCH_KEYS:
+        p.add(("launch", key), "unknown key", f"launch has {', '.join(sorted(LAUNCH_KEYS))}")
     shared = value.get("dynamic_shared", 0)
     if type(shared) is not int or not 0 <= shared <= MAX_DYNAMIC_SHARED:
         p.add(("launch", "dynamic_shared"), f"{shared!r} is not a byte count",
               f"dynamic_shared is an integer in [0, {MAX_DYNAMIC_SHARED}] (bytes per workgroup)")
         shared = 0
+    grid = value.get("grid", "tiles")
+    if not isinstance(grid, str) or grid not in GRIDS:
+        p.add(("launch", "grid"), f"{grid!r} is not a grid", "grid is tiles (one workgroup per tile) or units "
+              "(one per compute unit, looping over tiles)")
+        grid = "tiles"
     tile, block = value.get("tile"), value.get("block")
     tile_nk = None
     if isinstance(tile, list) and len(tile) == 2 and all(type(t) is int and t > 0 for t in tile):
@@ -120,10 +140,17 @@ def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None
     if tile_nk is None:
         p.add(("launch", "tile"), f"{tile!r} is not two tile sizes dividing {ALIGN['N']} and {ALIGN['K']}",
               "tile: [n, k] with n dividing 256 and k dividing 256, so every legal shape tiles exactly")
+    cluster = value.get("cluster", 1)
+    # Every legal shape has a multiple of (256 / tile_n) * (256 / tile_k) tiles per expert.
+    fewest = (ALIGN["N"] // tile_nk[0]) * (ALIGN["K"] // tile_nk[1]) if tile_nk else 1
+    if type(cluster) is not int or not 1 <= cluster <= 8 or (tile_nk and fewest % cluster):
+        p.add(("launch", "cluster"), f"{cluster!r} is not a cluster size for this tile",
+              f"cluster is an integer in [1, 8] dividing {fewest}, the fewest tiles of an expert")
+        cluster = 1
     if type(block) is not int or not 1 <= block <= 1024:
         p.add(("launch", "block"), f"{block!r} is not a thread count", "block is an integer in [1, 1024]")
-        return None, None, shared
-    return tile_nk, block, shared
+        return None, None, shared, GRIDS[grid], cluster
+    return tile_nk, block, shared, GRIDS[grid], cluster
 
 
 def _flags(value: Any, p: Problems) -> dict[str, tuple[str, ...]] | None:

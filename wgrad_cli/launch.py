@@ -95,7 +95,7 @@ def prepare(rt: Runtime, code_object: Path, target: Target, spec: KernelSpec, di
         symbol, params = kernel_params(target.vendor, image, spec.symbol)
     except CodeObjectError as exc:
         raise WgradError(f"{spec.name} ({code_object}): {exc}") from None
-    grid = spec.grid(dims)
+    grid = spec.grid(dims, device.units)
     what, limit, per_thread = GRID_LIMITS[target.vendor]
     if (grid * spec.block if per_thread else grid) > limit:
         raise WgradError(f"{spec.name}: M={dims.M} N={dims.N} K={dims.K} E={dims.E} needs {grid} workgroups of "

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from wgrad_cli.runtime import Runtime
 from wgrad_cli.stopping import Criterion, Running
+from wgrad_cli.waiting import settle, wait
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,13 @@ class Flush:
 
 
 def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], None], criterion: Criterion,
-            flush: Flush | None, warmup: int = 3, batch: int = 1) -> Measurement:
-    """Samples of one launch each, or of `batch` back-to-back launches per event pair (time per launch)."""
+            flush: Flush | None, warmup: int, batch: int, kernel_timeout: float, what: str) -> Measurement:
+    """Samples of one launch each, or of `batch` back-to-back launches per event pair (time per launch).
+    A sample still running after `kernel_timeout` seconds ends the run (waiting.KernelHang)."""
+    start, stop = events
     for _ in range(warmup):
         launch()
-    rt.synchronize()
-    start, stop = events
+    settle(rt, stop, kernel_timeout, what)
     times: list[float] = []
     clocks: list[int] = []
     running = Running()
@@ -54,6 +56,7 @@ def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], Non
         clock = rt.clock_mhz()
         if clock is not None:
             clocks.append(clock)
+        wait(rt, stop, kernel_timeout, what)
         times.append(rt.elapsed_ms(start, stop) / batch)
         running.add(times[-1], batch)
         verdict = criterion.verdict(running, time.perf_counter() - began)

@@ -52,6 +52,7 @@ class Session:
     builds: dict[BuildJob, BuildResult]
     seed: int
     specs: dict[str, KernelSpec]  # every kernel spec, for the helper kernels (reference, empty)
+    kernel_timeout: float  # seconds a launch may run before the run stops as hung (waiting.py)
 
     @cached_property
     def events(self) -> tuple[object, object]:
@@ -97,7 +98,7 @@ def probe(targets: list[str], device: int) -> tuple[Target, Runtime]:
 
 def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
                  kernel_source: Path | None, includes: tuple[Path, ...], cache_dir: Path | None, hip_cc: str | None,
-                 nvcc: str | None, rocm_path: str | None, device: int, seed: int | None,
+                 nvcc: str | None, rocm_path: str | None, device: int, seed: int | None, kernel_timeout: float,
                  shard: tuple[int, int] | None, edge_cases: bool, extra: Callable[[Dims], list[tuple[str, Dims]]]) -> Session:
     """Load the config, open the device, choose the records (sharded) and build what they need.
 
@@ -128,4 +129,4 @@ def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str
         rt.close()
         raise WgradError(["builds failed (see wgrad build for the table):", *failed])
     return Session(config, target, rt, records, {r.job: r for r in results},
-                   config.seed if seed is None else seed, specs)
+                   config.seed if seed is None else seed, specs, kernel_timeout)

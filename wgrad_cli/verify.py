@@ -27,6 +27,7 @@ from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
 from wgrad_cli.results import shape_label
 from wgrad_cli.session import Record, Session
+from wgrad_cli.waiting import settle
 
 NUMPY_MAX_FLOPS = 2**38  # auto: numpy up to ~0.27 TFLOP (seconds on a few cores), the device reference beyond
 COMPARE_BLOCK_ELEMENTS = 2**20  # outputs per compare() call in per_expert
@@ -88,7 +89,8 @@ def run_kernel(s: Session, job: BuildJob, dev: DeviceProblem, output: int) -> np
     kernel = prepare(s.rt, build.code_object, s.target, job.kernel, dev.dims, dev.args(output))
     s.rt.fill(output, 0xFF, dev.output_bytes)
     kernel()
-    s.rt.synchronize()
+    d = dev.dims
+    settle(s.rt, s.events[1], s.kernel_timeout, f"{job.kernel.name} on M={d.M} N={d.N} K={d.K} E={d.E}")
     return dev.download(output)
 
 

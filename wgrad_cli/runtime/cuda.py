@@ -59,6 +59,7 @@ class CudaRuntime:
         self._ctx = _ok("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self._dev))
         _ok("cuCtxSetCurrent", cu.cuCtxSetCurrent(self._ctx))
         self._modules: list[Any] = []
+        self._abandoned = False
 
         def attr(a: Any) -> int:
             return int(_ok("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(a, self._dev)))
@@ -80,7 +81,8 @@ class CudaRuntime:
         return int(_ok("cuMemAlloc", cu.cuMemAlloc(nbytes)))
 
     def free(self, ptr: int) -> None:
-        _ok("cuMemFree", cu.cuMemFree(ptr))
+        if not self._abandoned:
+            _ok("cuMemFree", cu.cuMemFree(ptr))
 
     def copy_in(self, ptr: int, address: int, nbytes: int) -> None:
         _ok("cuMemcpyHtoD", cu.cuMemcpyHtoD(ptr, address, nbytes))
@@ -109,17 +111,25 @@ class CudaRuntime:
     def record(self, event: object) -> None:
         _ok("cuEventRecord", cu.cuEventRecord(event, 0))
 
-    def elapsed_ms(self, start: object, stop: object) -> float:
-        _ok("cuEventSynchronize", cu.cuEventSynchronize(stop))
-        return float(_ok("cuEventElapsedTime", cu.cuEventElapsedTime(start, stop)))
+    def done(self, event: object) -> bool:
+        result = cu.cuEventQuery(event)
+        if result[0] == cu.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        _ok("cuEventQuery", result)
+        return True
 
-    def synchronize(self) -> None:
-        _ok("cuCtxSynchronize", cu.cuCtxSynchronize())
+    def elapsed_ms(self, start: object, stop: object) -> float:
+        return float(_ok("cuEventElapsedTime", cu.cuEventElapsedTime(start, stop)))
 
     def clock_mhz(self) -> int | None:
         return self._clock()
 
+    def abandon(self) -> None:
+        self._abandoned = True
+
     def close(self) -> None:
+        if self._abandoned:
+            return
         for module in self._modules:
             _ok("cuModuleUnload", cu.cuModuleUnload(module))
         _ok("cuDevicePrimaryCtxRelease", cu.cuDevicePrimaryCtxRelease(self._dev))

@@ -58,6 +58,7 @@ class HipRuntime:
         _ok("hipSetDevice", hip.hipSetDevice(index))
         props = _ok("hipGetDeviceProperties", hip.hipGetDeviceProperties(index))
         self._modules: list[Any] = []
+        self._abandoned = False
         driver = int(_ok("hipDriverGetVersion", hip.hipDriverGetVersion()))
         runtime = int(_ok("hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
         self._clock = _amdsmi_clock(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index))))
@@ -71,7 +72,8 @@ class HipRuntime:
         return int(_ok("hipMalloc", hip.hipMalloc(nbytes)))
 
     def free(self, ptr: int) -> None:
-        _ok("hipFree", hip.hipFree(ptr))
+        if not self._abandoned:
+            _ok("hipFree", hip.hipFree(ptr))
 
     def copy_in(self, ptr: int, address: int, nbytes: int) -> None:
         _ok("hipMemcpyHtoD", hip.hipMemcpyHtoD(ptr, address, nbytes))
@@ -98,16 +100,24 @@ class HipRuntime:
     def record(self, event: object) -> None:
         _ok("hipEventRecord", hip.hipEventRecord(event, None))
 
-    def elapsed_ms(self, start: object, stop: object) -> float:
-        _ok("hipEventSynchronize", hip.hipEventSynchronize(stop))
-        return float(_ok("hipEventElapsedTime", hip.hipEventElapsedTime(start, stop)))
+    def done(self, event: object) -> bool:
+        result = hip.hipEventQuery(event)
+        if result[0] == hip.hipError_t.hipErrorNotReady:
+            return False
+        _ok("hipEventQuery", result)
+        return True
 
-    def synchronize(self) -> None:
-        _ok("hipDeviceSynchronize", hip.hipDeviceSynchronize())
+    def elapsed_ms(self, start: object, stop: object) -> float:
+        return float(_ok("hipEventElapsedTime", hip.hipEventElapsedTime(start, stop)))
 
     def clock_mhz(self) -> int | None:
         return self._clock()
 
+    def abandon(self) -> None:
+        self._abandoned = True
+
     def close(self) -> None:
+        if self._abandoned:
+            return
         for module in self._modules:
             _ok("hipModuleUnload", hip.hipModuleUnload(module))

@@ -1,0 +1,30 @@
+"""The device wait's deadline: a finished launch returns, a deadlocked one ends the run (exit 3)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hostdevice import HostDevice
+
+from wgrad_cli.errors import KernelHang
+from wgrad_cli.waiting import settle, wait
+
+
+def test_finished_work_returns() -> None:
+    host = HostDevice()
+    event = host.event()
+    settle(host, event, 0.01, "the work")
+    assert event != [0.0] and not host.abandoned  # recorded, then found done
+
+
+def test_stuck_work_raises_after_the_deadline_and_abandons_the_runtime() -> None:
+    host = HostDevice()
+    host.hung = True
+    began = time.monotonic()
+    with pytest.raises(KernelHang) as exc:
+        wait(host, host.event(), 0.05, "hopper on 8k")
+    assert 0.05 <= time.monotonic() - began < 2
+    assert host.abandoned and exc.value.exit_code == 3
+    (line,) = exc.value.lines
+    assert line.startswith("hopper on 8k did not finish within 0.05 s: the kernel looks deadlocked")
