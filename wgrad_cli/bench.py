@@ -92,9 +92,9 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
         dev = upload(s.rt, generate(CALIBRATION.dims, CALIBRATION.routing, s.seed, s.config.quantization))
         try:
             kernel = _kernel(s, empty, dev)
-            batch = launches_per_sample(s, kernel, hot, "the calibration kernel (empty)")
+            batch = launches_per_sample(s, kernel, hot, empty.label)
             m = measure(s.rt, s.events, kernel, replace(criterion, max_samples=CALIBRATION_SAMPLES), flush, warmup, batch,
-                        s.kernel_timeout, "the calibration kernel (empty)")
+                        s.kernel_timeout, empty.label)
             rows.append({**_record(s, _head(s, Record(-1, empty, CALIBRATION)), m, 1, mode, flush, (0, 0)),
                          "calibration": True, "batch": batch})
             on_done(rows[-1])

@@ -89,8 +89,7 @@ def run_kernel(s: Session, job: BuildJob, dev: DeviceProblem, output: int) -> np
     kernel = prepare(s.rt, build.code_object, s.target, job.kernel, dev.dims, dev.args(output))
     s.rt.fill(output, 0xFF, dev.output_bytes)
     kernel()
-    d = dev.dims
-    settle(s.rt, s.events[1], s.kernel_timeout, f"{job.kernel.name} on M={d.M} N={d.N} K={d.K} E={d.E}")
+    settle(s.rt, s.events[1], s.kernel_timeout, job.label)
     return dev.download(output)
 
 
