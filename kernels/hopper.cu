@@ -12,26 +12,29 @@
 // 3 instructions per fp8 element, which a cluster's 256 x 256 outputs amortize over 128
 // multiply-adds each. Numbers: results/h200/hopper-notes.md.
 //
-// Structure: clusters of two CTAs. A CTA computes 128 rows of N x 256 columns of K for one expert;
-// the two CTAs of a cluster share the expert and k0 and take N tiles 2j and 2j + 1, so they need
-// the same 256 B rows. Each dequantizes half of them and sends its bf16 half to the peer with the
-// bulk-copy engine (smem to DSMEM), so a CTA dequantizes 256 rows per stage instead of 384
-// (hopper-notes.md, version 9: what that gained, and what bounds the kernel now). 384 threads,
-// 3 warpgroups, stages of 64 tokens in a 4-stage ring of bf16 tiles (128-byte-swizzled, K-major,
-// as wgmma reads them).
-// Warpgroup 0 loads its 128 B rows with 16-byte loads one stage ahead, converts and stores them,
-// and one thread copies the 16 KiB slice to the peer. Warpgroups 1 and 2 each own 64 rows x 256
-// columns of fp32 accumulators: per stage they issue 4 wgmma m64n256k16 and, while those run,
-// convert their own 64 A rows of the next stage. mbarriers hand stages over: full[s] (this CTA's
-// writers arrive, the peer's copy counts its bytes), empty[s] (both CTAs' consumers arrive). No
-// barrier operation has cluster-scope release or acquire: those compile to a GPU-wide MEMBAR and
-// an L1 invalidation per use, which made a first version 1.8x slower. Epilogue: round to nearest
-// even bf16, store.
+// Structure: persistent clusters of two CTAs, one CTA per SM. A tile is 128 rows of N x 256 columns
+// of K of one expert; a cluster's two CTAs take N tiles 2j and 2j + 1 of the same expert and k0, so
+// they need the same 256 B rows. Cluster c takes pairs c, c + clusters, ... counted first over the
+// experts with tokens, then over the empty ones (Schedule). Each CTA dequantizes half of those B
+// rows and sends its bf16 half to the peer with the bulk-copy engine (smem to DSMEM), so a CTA
+// dequantizes 256 rows per stage instead of 384. 384 threads, 3 warpgroups, stages of 64 tokens in
+// a 4-stage ring of bf16 tiles (128-byte-swizzled, K-major, as wgmma reads them). The ring runs on
+// across tiles: while the consumers finish a tile and store it, the producer already fills the next
+// tile's stages (hopper-notes.md, version 10). Warpgroup 0 (72 registers, setmaxnreg) loads its 128
+// B rows with 16-byte loads one stage ahead, converts and stores them, and one thread copies the 16
+// KiB slice to the peer. Warpgroups 1 and 2 (216 registers) each own 64 rows x 256 columns of fp32
+// accumulators: per stage they issue 4 wgmma m64n256k16 and, while those run, convert their own 64
+// A rows of the next stage, which may be the next tile's first, and write the zeros of the empty
+// experts' tiles they pass. mbarriers hand stages over: full[s] (this CTA's writers arrive, the
+// peer's copy counts its bytes), empty[s] (both CTAs' consumers arrive). No barrier operation has
+// cluster-scope release or acquire: those compile to a GPU-wide MEMBAR and an L1 invalidation per
+// use, which made a first cluster version 1.8x slower. Epilogue: round to nearest even bf16, stage
+// in shared memory, store whole rows with 16-byte stores.
 //
-// Launch (kernels/hopper.yaml): grid = E * (N/128) * (K/256) one-dimensional CTAs of 384
-// threads, 197,632 bytes of dynamic shared memory (the four stages plus 1 KiB for alignment),
-// cluster dims (2, 1, 1) compiled in, so a plain launch forms the pairs (N % 256 == 0 gives every
-// CTA a peer). Arguments are the ABI's six pointers (shared/ABI.md).
+// Launch (kernels/hopper.yaml, grid: units): one CTA of 384 threads per SM, at most one per tile,
+// an even number (cluster dims (2, 1, 1) are compiled in); 231,488 bytes of dynamic shared memory
+// (the ring, the epilogue's staging, the mbarriers). Any such grid is correct: clusters do not
+// wait for each other. Arguments are the ABI's six pointers (shared/ABI.md).
 
 #include "wgrad_shape.h"  // M, N, K, E and the ABI's input rules
 
@@ -56,9 +59,26 @@ constexpr unsigned PEER_BYTES = PRODUCER_B_ROWS * ROW_BYTES;  // what each produ
 // and its 8 consumer warps have arrived and the peer's bytes have landed; free again once both
 // CTAs' 8 consumer warps have arrived.
 constexpr unsigned FULL_ARRIVALS = 1 + 8, EMPTY_ARRIVALS = CLUSTER * 8;
-constexpr int PRODUCER_BAR = 1;  // named barrier of the producer warpgroup
+// The epilogue stages half a consumer's outputs at a time (64 rows x 128 columns of bf16). Rows are
+// 256 bytes plus 16 of padding, so that a warp's fragment writes (8 rows x 4 words) fall in 32
+// different banks, and its 16-byte reads of whole rows do too.
+constexpr int STAGED_COLUMNS = 128, STAGED_PITCH = STAGED_COLUMNS * 2 + 16;
+constexpr int STAGED_BYTES = CONSUMER_ROWS * STAGED_PITCH;  // per consumer warpgroup
+// Shared memory: the ring (1024-byte aligned, for the 128-byte swizzle), both staging buffers, the
+// full and empty mbarriers. No static shared memory, so the dynamic base is the window's start.
+constexpr int RING_BYTES = STAGES * STAGE_BYTES, BARRIERS = RING_BYTES + 2 * STAGED_BYTES;
+constexpr int SHARED_BYTES = BARRIERS + 2 * STAGES * 8;
+// Registers per thread: the producer gives some to the consumers, which hold 128 accumulators.
+constexpr int LAUNCH_REGISTERS = 65536 / THREADS / 8 * 8;  // what ptxas gives each thread for __launch_bounds__(THREADS, 1)
+constexpr int PRODUCER_REGISTERS = 72, CONSUMER_REGISTERS = 216;
+static_assert(128 * PRODUCER_REGISTERS + 256 * CONSUMER_REGISTERS <= THREADS * LAUNCH_REGISTERS, "no more than the launch gave the CTA: a setmaxnreg.inc beyond what the others gave back waits forever");
+constexpr int PRODUCER_BAR = 1, CONSUMER_BAR = 2;  // named barriers: the producer; consumer h uses 2 + h
+// Tile pairs (one per cluster at a time): expert-major, then K tiles, then pairs of N tiles.
+constexpr int PAIRS_N = int(N / (CLUSTER * TILE_N)), PAIRS_PER_EXPERT = PAIRS_N * int(K / TILE_K);
+constexpr long long PAIRS = E * PAIRS_PER_EXPERT;
 
-static_assert(STAGES * STAGE_BYTES + 1024 == 197632, "kernels/hopper.yaml's dynamic shared memory");
+static_assert(SHARED_BYTES == 231488, "kernels/hopper.yaml's dynamic shared memory");
+static_assert(PAIRS < (1ll << 31), "pair indices are 32-bit");
 
 // mbarriers: `bar` is a shared::cta address (this CTA) or, from mapa, a shared::cluster one.
 WGRAD_DEVICE void mbar_init(unsigned bar, unsigned count) {
@@ -124,6 +144,16 @@ WGRAD_DEVICE unsigned dequant2(unsigned short pair, float scale) {
 WGRAD_DEVICE void st_shared(unsigned addr, uint4 v) {
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
+WGRAD_DEVICE void st_shared(unsigned addr, unsigned v) { asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory"); }
+WGRAD_DEVICE uint4 ld_shared(unsigned addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+    return v;
+}
+// One 16-byte store (nvcc splits a plain uint4 store into four when it cannot prove the alignment).
+WGRAD_DEVICE void st_global(void* p, uint4 v) {
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
 
 // 16 fp8 (one 16-byte load) -> 16 bf16, stored as two 16-byte chunks of a 128-byte swizzled row
 // at shared address `row`.
@@ -151,9 +181,13 @@ WGRAD_DEVICE unsigned long long descriptor(unsigned lo) {
     return (unsigned long long)lo | ((1024ull >> 4) << 32) | (1ull << 62);
 }
 
-WGRAD_DEVICE void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a, unsigned long long desc_b) {
+// d (+)= A B for 64 rows x 256 columns x 16 tokens; `accumulate` 0 overwrites d. Zeroing the
+// accumulators with ordinary instructions instead makes ptxas serialize the wgmmas (C7515).
+WGRAD_DEVICE void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a, unsigned long long desc_b, int accumulate) {
     asm volatile(
         "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %130, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19,"
         "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37,"
@@ -163,7 +197,7 @@ WGRAD_DEVICE void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a, u
         "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107,"
         "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122,"
         "%123, %124, %125, %126, %127}, "
-        "%128, %129, 1, 1, 1, 0, 0;\n"
+        "%128, %129, p, 1, 1, 0, 0;\n"
         "}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
@@ -184,7 +218,7 @@ WGRAD_DEVICE void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a, u
           "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]),
           "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]),
           "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(desc_a), "l"(desc_b));
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
 // fp32 -> bf16 pair, round to nearest even (NaN stays NaN: cvt gives the canonical 0x7FFF).
@@ -201,8 +235,9 @@ WGRAD_DEVICE unsigned bf16x2(float lo, float hi) {
 // Stages are loaded in order, and the pointers move with them.
 template <long long ROWS>
 struct Stream {
-    const unsigned char *x, *scale;
+    const unsigned char *x = nullptr, *scale = nullptr;
 
+    Stream() = default;
     WGRAD_DEVICE Stream(const unsigned char* op, const unsigned char* op_scale, long long row0, long long m_begin, int t)
         : x(op + (row0 + t / 4) * M + m_begin + 16 * (t % 4)),
           scale(op_scale + ((m_begin / 128) * ROWS + row0 + t / 4) * 4 + (t % 4) / 2) {}
@@ -241,25 +276,111 @@ struct Rows {
     }
 };
 
+// This CTA's rank in its cluster, 0 or 1 (a special register: cheaper to read again than to hold).
+WGRAD_DEVICE unsigned cluster_rank() {
+    unsigned rank;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+}
+
+// A consumer warpgroup's 64 rows x 256 columns of a tile of an expert without tokens, from `out`:
+// zeros, in 16-byte stores of whole rows (the tile has no stages, so no epilogue writes it).
+WGRAD_DEVICE void store_zeros(unsigned short* out) {
+    constexpr int ROW_CHUNKS = TILE_K * 2 / 16;
+#pragma unroll
+    for (int i = 0; i < CONSUMER_ROWS * ROW_CHUNKS / 128; ++i) {
+        const int chunk = 128 * i + threadIdx.x % 128;
+        st_global(out + (chunk / ROW_CHUNKS) * K + 8 * (chunk % ROW_CHUNKS), make_uint4(0, 0, 0, 0));
+    }
+}
+
+// One CTA's tile of tile pair `pair`: expert e, rows n0 .. +127 of N (the cluster's CTA `rank`
+// takes N tile 2j + rank), columns k0 .. +255 of K, tokens m_begin .. + 64 steps.
+struct Tile {
+    unsigned e, n0, k0;
+    long long m_begin;
+    int steps;
+
+    WGRAD_DEVICE Tile(int pair, unsigned rank, const int* expert_off) {
+        e = unsigned(pair / PAIRS_PER_EXPERT);
+        const unsigned q = unsigned(pair % PAIRS_PER_EXPERT);
+        n0 = (CLUSTER * (q % PAIRS_N) + rank) * TILE_N;
+        k0 = (q / PAIRS_N) * TILE_K;
+        m_begin = expert_off[e];
+        steps = int((expert_off[e + 1] - m_begin) / STEP);  // the same in both CTAs of a cluster
+    }
+};
+
+// Which tile pairs a cluster takes: c, c + clusters, ... (round-robin, so that at any moment the
+// clusters work on neighbouring pairs, with the same A and B rows in L2), counted first over the
+// pairs of the experts with tokens, then over those of the empty experts. Counting them all in one
+// order, as version 10a did, gave an empty expert's pair (zeros: a few percent of a pair's work) as
+// much weight as a full one, and left some clusters with a pair more: 29% more time than version
+// 9's hardware scheduling on qwen3-30b-down-empty. In this order, a model of the schedule puts the
+// slowest cluster within 1% of a greedy scheduler's on that shape (hopper-notes.md, version 10).
+struct Schedule {
+    int position = int(blockIdx.x / CLUSTER) - int(gridDim.x / CLUSTER);  // this cluster's place in the order
+    int e = 0, start = 0;  // the expert of the current pair, and the place of its first pair
+    bool empties = false;  // the second pass: the experts without tokens
+
+    // Moves on to this cluster's next pair; false once there is none.
+    WGRAD_DEVICE bool next(const int* off) {
+        position += int(gridDim.x / CLUSTER);
+        for (;; ++e) {
+            if (e == E) {
+                if (empties) return false;
+                empties = true;
+                e = 0;
+            }
+            if ((off[e + 1] == off[e]) != empties) continue;
+            if (position < start + PAIRS_PER_EXPERT) return true;
+            start += PAIRS_PER_EXPERT;
+        }
+    }
+    WGRAD_DEVICE int pair() const { return e * PAIRS_PER_EXPERT + position - start; }
+};
+
+// One loader's walk over the stages of its cluster's tiles, in the order the consumers use them
+// (tiles of empty experts have no stages). It loads rows row0 + t / 4 + 32 i of operand A (row0 =
+// n0 + offset) or B (k0 + offset). The operand's pointers are passed to next() rather than kept:
+// kernel parameters cost no registers.
+template <bool IS_A>
+struct Walk {
+    static constexpr long long ROWS = IS_A ? N : K;
+    Schedule tiles;
+    int it = 0, steps = 0;
+    Stream<ROWS> from;
+
+    // Loads the next stage into `rows`; false once the walk is over. The consumers' walks (IS_A)
+    // also write their rows' zeros of the tiles they pass that have no stages.
+    template <int CHUNKS>
+    WGRAD_DEVICE bool next(Rows<CHUNKS>& rows, const unsigned char* op, const unsigned char* op_scale, const int* expert_off, unsigned short* C) {
+        while (it == steps) {
+            if (!tiles.next(expert_off)) return false;
+            const Tile tile(tiles.pair(), cluster_rank(), expert_off);
+            const unsigned row0 = IS_A ? tile.n0 + CONSUMER_ROWS * (threadIdx.x / 128 - 1) : tile.k0 + PRODUCER_B_ROWS * cluster_rank();
+            if (IS_A && tile.steps == 0) store_zeros(C + ((long long)tile.e * N + row0) * K + tile.k0);
+            from = Stream<ROWS>(op, op_scale, row0, tile.m_begin, threadIdx.x % 128);
+            it = 0;
+            steps = tile.steps;
+        }
+        rows.load(from, it++);
+        return true;
+    }
+};
+
 }  // namespace
 
 extern "C++" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1) grouped_mxfp8_wgrad_kernel(
     unsigned short* C, const unsigned char* A, const unsigned char* B,
     const unsigned char* scale_A, const unsigned char* scale_B, const int* expert_off) {
-    extern __shared__ unsigned char raw_smem[];
-    __shared__ unsigned long long barriers[2 * STAGES];  // full[s], then empty[s]
-    const unsigned ring = ((unsigned)__cvta_generic_to_shared(raw_smem) + 1023) & ~1023u;
-    const unsigned full = (unsigned)__cvta_generic_to_shared(barriers), empty = full + 8 * STAGES;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const unsigned ring = (unsigned)__cvta_generic_to_shared(smem);
+    if (ring % 1024) __trap();  // the swizzled tiles need it; never seen (the window starts aligned)
+    const unsigned full = ring + BARRIERS, empty = full + 8 * STAGES;
 
-    // Consecutive CTAs pair up in a cluster: same expert and k0, N tiles 2j and 2j + 1.
-    constexpr unsigned tiles_n = N / TILE_N, tiles_k = K / TILE_K;  // 32-bit: fewer registers live to the epilogue
-    static_assert(tiles_n % CLUSTER == 0, "N % 256 == 0 gives every CTA a peer");
-    const unsigned e = blockIdx.x / (tiles_n * tiles_k), tile = blockIdx.x % (tiles_n * tiles_k);
-    const unsigned n0 = (tile % tiles_n) * TILE_N, k0 = (tile / tiles_n) * TILE_K;
-    unsigned rank;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    const long long m_begin = expert_off[e];
-    const int steps = int((expert_off[e + 1] - m_begin) / STEP);  // the same in both CTAs
+    // Both CTAs of a cluster take the same tile pairs (Schedule), so the same stages and barrier phases.
+    const unsigned rank = cluster_rank();
     const int warpgroup = threadIdx.x / 128, t = threadIdx.x % 128;
 
     if (threadIdx.x == 0) {
@@ -273,14 +394,15 @@ extern "C++" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(T
     cluster_arrive();  // the peer's barriers exist before anyone arrives on them
     cluster_wait();
 
-    if (warpgroup == 0) {  // producer: B rows 128 rank .. +127 for both CTAs, one stage ahead in registers
+    if (warpgroup == 0) {  // producer: B rows 128 rank .. +127 of every tile for both CTAs, a stage ahead in registers
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGISTERS));
         const unsigned peer_full = peer_address(full, rank ^ 1), peer_ring = peer_address(ring, rank ^ 1);
-        Stream<K> from(B, scale_B, k0 + PRODUCER_B_ROWS * rank, m_begin, t);
+        Walk<false> walk;
         Rows<PRODUCER_B_ROWS / 32> cur, next;
         const unsigned slice = A_BYTES + PRODUCER_B_ROWS * rank * ROW_BYTES;  // this CTA's B rows in a stage
-        auto put = [&](const Rows<PRODUCER_B_ROWS / 32>& rows, int it) {
-            const int s = it % STAGES;
-            if (it >= STAGES) mbar_wait(empty + 8 * s, (it / STAGES - 1) & 1);  // both CTAs' consumers are done with it
+        auto put = [&](const Rows<PRODUCER_B_ROWS / 32>& rows, int g) {
+            const int s = g % STAGES;
+            if (g >= STAGES) mbar_wait(empty + 8 * s, (g / STAGES - 1) & 1);  // both CTAs' consumers are done with it
             rows.store(ring + s * STAGE_BYTES + slice, t);
             fence_stores();
             asm volatile("bar.sync %0, 128;" ::"n"(PRODUCER_BAR) : "memory");  // the whole slice is written
@@ -289,70 +411,90 @@ extern "C++" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(T
                 copy_to_peer(peer_ring + s * STAGE_BYTES + slice, ring + s * STAGE_BYTES + slice, PEER_BYTES, peer_full + 8 * s);
             }
         };
-        if (steps > 0) cur.load(from, 0);
-        for (int it = 0; it < steps; it += 2) {
-            if (it + 1 < steps) next.load(from, it + 1);
-            put(cur, it);
-            if (it + 1 >= steps) break;
-            if (it + 2 < steps) cur.load(from, it + 2);
-            put(next, it + 1);
+        for (int g = 0; walk.next(cur, B, scale_B, expert_off, C); g += 2) {  // g: the stage's index in this CTA's whole walk
+            const bool more = walk.next(next, B, scale_B, expert_off, C);
+            put(cur, g);
+            if (!more) break;
+            put(next, g + 1);
         }
         cluster_arrive();  // no more copies or arrivals to the peer
         cluster_wait();
         return;
     }
 
-    // Consumer h owns rows n0 + 64 h .. +63. While its wgmma on one stage runs, it dequantizes its own
-    // A rows of the next stage.
-    const int half = warpgroup - 1;
+    // Consumer h owns rows n0 + 64 h .. +63 of each tile. While its wgmma on one stage runs, it
+    // dequantizes its own A rows of the next stage (which may be the next tile's first).
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGISTERS));
+    const int half = warpgroup - 1, warp = t / 32, lane = t % 32;
     const unsigned peer_empty = peer_address(empty, rank ^ 1);
-    const unsigned ring_a = ring + half * CONSUMER_ROWS * ROW_BYTES;
-    Stream<N> from_a(A, scale_A, n0 + CONSUMER_ROWS * half, m_begin, t);
+    const unsigned ring_a = ring + half * CONSUMER_ROWS * ROW_BYTES, desc_ring = descriptor_lo(ring);
+    const unsigned staged = ring + RING_BYTES + half * STAGED_BYTES;
+    const auto release = [&](int g) {  // this warp is done with stage g, in both CTAs' eyes
+        const int s = g % STAGES;
+        warp_arrive(empty + 8 * s);
+        if (lane == 0) mbar_arrive_peer(peer_empty + 8 * s);
+    };
+    Walk<true> walk;
     Rows<CONSUMER_ROWS / 32> a;
-    if (steps > 0) {
-        a.load(from_a, 0);
+    bool more = walk.next(a, A, scale_A, expert_off, C);
+    if (more) {
         a.store(ring_a, t);
         fence_stores();
         warp_arrive(full);
+        more = walk.next(a, A, scale_A, expert_off, C);
     }
-    if (steps > 1) a.load(from_a, 1);
-    const unsigned desc_ring = descriptor_lo(ring);
     float d[128];
+    int g = 0;  // the stage's index in this CTA's whole walk
+    // The walk loads two stages ahead of the wgmmas, and every tile it loads has at least two
+    // (experts have multiples of 128 tokens), so when a tile begins, the walk is inside it, and when
+    // one ends, the walk has more stages only if another tile follows.
+    for (bool tiles_left = more; tiles_left; tiles_left = more) {
+        const Tile tile(walk.tiles.pair(), rank, expert_off);
+        for (int it = 0; it < tile.steps; ++it, ++g) {
+            const int s = g % STAGES;
+            mbar_wait(full + 8 * s, (g / STAGES) & 1);
+            const unsigned stage = desc_ring + s * (STAGE_BYTES >> 4);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-    for (int it = 0; it < steps; ++it) {
-        const int s = it % STAGES;
-        mbar_wait(full + 8 * s, (it / STAGES) & 1);
-        const unsigned stage = desc_ring + s * (STAGE_BYTES >> 4);
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-        for (int kk = 0; kk < STEP / 16; ++kk)  // 16 tokens = 32 bytes further along each row
-            wgmma_m64n256k16(d, descriptor(stage + ((half * CONSUMER_ROWS * ROW_BYTES + 32 * kk) >> 4)),
-                             descriptor(stage + ((A_BYTES + 32 * kk) >> 4)));
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        if (it + 1 < steps) {  // while the wgmma runs; its own wgmma read that stage's A rows 3 stages ago
-            const int next = (it + 1) % STAGES;
-            a.store(ring_a + next * STAGE_BYTES, t);
-            fence_stores();
-            warp_arrive(full + 8 * next);
+            for (int kk = 0; kk < STEP / 16; ++kk)  // 16 tokens = 32 bytes further along each row
+                wgmma_m64n256k16(d, descriptor(stage + ((half * CONSUMER_ROWS * ROW_BYTES + 32 * kk) >> 4)),
+                                 descriptor(stage + ((A_BYTES + 32 * kk) >> 4)), it > 0 || kk > 0);
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            if (more) {  // stage g + 1's A rows; its own wgmma last read them in stage g - 3, done by now
+                const int next = (g + 1) % STAGES;
+                a.store(ring_a + next * STAGE_BYTES, t);
+                fence_stores();
+                warp_arrive(full + 8 * next);
+                more = walk.next(a, A, scale_A, expert_off, C);
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            release(g);
         }
-        if (it + 2 < steps) a.load(from_a, it + 2);
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        if (it + STAGES < steps) {
-            warp_arrive(empty + 8 * s);
-            if (threadIdx.x % 32 == 0) mbar_arrive_peer(peer_empty + 8 * s);
+
+        // Epilogue, in two rounds of 128 columns: round to nearest even bf16, stage in shared memory,
+        // then store whole rows with 16-byte stores (a warp instruction: 2 rows of 256 bytes), which
+        // do not hold the warpgroup up while they drain. d[4j + {0,1,2,3}] = rows r, r, r+8, r+8 and
+        // columns c, c+1, c, c+1 of the 8-column block j.
+        const int r = 16 * warp + lane / 4;
+        unsigned short* out = C + ((long long)tile.e * N + tile.n0 + CONSUMER_ROWS * half) * K + tile.k0;
+#pragma unroll
+        for (int round = 0; round < TILE_K / STAGED_COLUMNS; ++round) {
+            asm volatile("bar.sync %0, 128;" ::"r"(CONSUMER_BAR + half) : "memory");  // the buffer is read
+#pragma unroll
+            for (int j = 0; j < STAGED_COLUMNS / 8; ++j) {
+                const float* v = d + 4 * (STAGED_COLUMNS / 8 * round + j);
+                const unsigned at = staged + r * STAGED_PITCH + 16 * j + 4 * (lane % 4);
+                st_shared(at, bf16x2(v[0], v[1]));
+                st_shared(at + 8 * STAGED_PITCH, bf16x2(v[2], v[3]));
+            }
+            asm volatile("bar.sync %0, 128;" ::"r"(CONSUMER_BAR + half) : "memory");  // the buffer is written
+#pragma unroll
+            for (int i = 0; i < CONSUMER_ROWS / 8; ++i) {
+                const int row = 8 * i + 2 * warp + lane / 16, chunk = lane % 16;
+                st_global(out + row * K + STAGED_COLUMNS * round + 8 * chunk, ld_shared(staged + row * STAGED_PITCH + 16 * chunk));
+            }
         }
     }
     cluster_arrive();  // no more arrivals to the peer; its copies to this CTA all landed before the last full wait
-
-    // d[4j + {0,1,2,3}] = rows r, r, r+8, r+8 and columns c, c+1, c, c+1 of the 8-column block j
-    const int warp = t / 32, lane = t % 32;
-    const long long row = (long long)e * N + n0 + 64 * half + 16 * warp + lane / 4;
-    unsigned short* out = C + row * K + k0 + 2 * (lane % 4);
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-        *reinterpret_cast<unsigned*>(out + 8 * j) = bf16x2(d[4 * j], d[4 * j + 1]);
-        *reinterpret_cast<unsigned*>(out + 8 * K + 8 * j) = bf16x2(d[4 * j + 2], d[4 * j + 3]);
-    }
     cluster_wait();
 }

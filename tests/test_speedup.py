@@ -38,10 +38,19 @@ def test_faster_torch_path_and_ceiling_of_the_same_shape() -> None:
     assert x_torch == pytest.approx(math.sqrt(1.2 * 0.8)) and x_ceiling == pytest.approx(0.5)
 
 
+def test_every_kernel_of_a_run_meets_the_baselines_of_its_shape() -> None:
+    records = [*run_of(0, "a", 300.0, 200.0, 250.0, 600.0), record(1, "hopper_v9", 240.0)]
+    rows = speedups(records)
+    assert [(r.kernel, r.x_torch, r.x_ceiling) for r in rows] == [("hopper", 300 / 250, 0.5),
+                                                                   ("hopper_v9", 240 / 250, 0.4)]
+
+
 def test_rows_without_both_baselines_are_left_out() -> None:
     no_ceiling = [r for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0) if r["kernel"] != "bf16-ceiling"]
-    other_kernel = record(1, "hopper_w1", 310.0)  # a variant timed without baselines on its own index
+    other_kernel = record(1, "hopper_w1", 310.0)  # another kernel of the run, on the same shape
     assert speedups([*no_ceiling, other_kernel]) == []
+    unmatched = record(2, "hopper_w1", 310.0, name="b")  # a shape the baselines did not run on
+    assert [r.kernel for r in speedups([*run_of(0, "a", 300.0, 200.0, 250.0, 600.0), unmatched])] == ["hopper"]
     only_loop = [r for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0) if r["kernel"] != "torch-grouped"]
     assert [r.torch_path for r in speedups(only_loop)] == ["torch-loop"]
     assert speedups(run_of(0, "all-empty", 0.0, 0.0, 0.0, 0.0)) == []  # no FLOPs, no ratio

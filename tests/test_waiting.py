@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from hostdevice import HostDevice
 
 from wgrad_cli.errors import KernelHang
+from wgrad_cli.runtime import Runtime
 from wgrad_cli.waiting import settle, wait
 
 
@@ -28,3 +32,17 @@ def test_stuck_work_raises_after_the_deadline_and_abandons_the_runtime() -> None
     assert host.abandoned and exc.value.exit_code == 3
     (line,) = exc.value.lines
     assert line.startswith("hopper on 8k did not finish within 0.05 s: the kernel looks deadlocked")
+
+
+@pytest.mark.gpu
+def test_a_deadlocked_kernel_on_the_gpu_ends_the_run(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
+    """The real thing: a kernel that never ends (tests/data/hang.cu). It runs in a child process,
+    because only the end of its process stops it."""
+    out = tmp_path / "v.json"
+    r = subprocess.run([sys.executable, "-m", "wgrad_cli", "verify", "--config", str(repo / "configs/smoke.yaml"),
+                        "--shape", "one-expert", "--kernel", "empty", "--kernel-source", str(repo / "tests/data/hang.cu"),
+                        "--kernel-timeout", "2", "--cache-dir", str(tmp_path / "cache"), "--json", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "did not finish within 2 s: the kernel looks deadlocked" in r.stdout + r.stderr
+    assert not out.exists()

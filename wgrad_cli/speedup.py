@@ -6,6 +6,7 @@ files at once, so a table spanning configs (the README's) comes from the tool, n
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,21 +45,26 @@ class Speedup:
 def speedups(records: list[dict[str, Any]]) -> list[Speedup]:
     """The first run of each (kernel, shape) that has a torch path and the ceiling beside it, in
     record order; shapes without FLOPs (every expert empty) have no ratio and are left out.
-    Records of one run: baselines are matched to kernels by the record index."""
+    Records of one run: baselines are matched to kernels by shape (bench times them once per
+    shape, on the same problem as every kernel of the run)."""
     first = [r for r in records if r.get("run", 1) == 1 and not r.get("calibration")]
-    baselines: dict[int, dict[str, float]] = {}
+    baselines: dict[str, dict[str, float]] = {}
     for r in first:
         if r.get("baseline"):
-            baselines.setdefault(r["index"], {})[r["kernel"]] = r["tflops"]
+            baselines.setdefault(_key(r["shape"]), {})[r["kernel"]] = r["tflops"]
     rows = []
     for r in first:
-        base = baselines.get(r["index"], {})
+        base = baselines.get(_key(r["shape"]), {})
         torch = [name for name in TORCH_PATHS if name in base]
         if r.get("baseline") or not torch or CEILING not in base or min(r["tflops"], *base.values()) <= 0:
             continue
         path = max(torch, key=lambda name: base[name])
         rows.append(Speedup(r["kernel"], r["shape"], r["tflops"], path, base[path], base[CEILING]))
     return rows
+
+
+def _key(shape: dict[str, Any]) -> str:
+    return json.dumps(shape, sort_keys=True)
 
 
 def geomeans(rows: list[Speedup]) -> dict[str, tuple[float, float]]:
