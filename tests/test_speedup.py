@@ -89,6 +89,12 @@ def test_command(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["speedup", "--markdown", *files])
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[-1] == "| hopper | geometric mean (2 rows) | | | | | 1.55 | | 0.65 |"
+    both = write(tmp_path / "both.json", "bench", [*run_of(0, "a", 300.0, 200.0, 250.0, 600.0), record(1, "hopper_v9", 240.0)])
+    v9 = CliRunner().invoke(cli, ["speedup", "--markdown", "--kernel", "hopper_v9", str(both)])
+    assert v9.exit_code == 0 and [line.split(" | ")[0] for line in v9.output.splitlines()[2:]] == ["| hopper_v9"] * 2
+    unknown = CliRunner().invoke(cli, ["speedup", "--kernel", "hopper_v8", "--kernel", "hopper", str(both)])
+    assert unknown.exit_code == 2 and unknown.output.strip() == \
+        "--kernel hopper_v8: no speed-up rows in the files given; they have hopper, hopper_v9"
     bad = CliRunner().invoke(cli, ["speedup", files[0], str(tmp_path / "missing.json")])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
     assert bad.output.strip().splitlines() == [f"{tmp_path / 'missing.json'}: cannot read it (No such file or directory); "

@@ -195,14 +195,15 @@ def compare(base: Path, new: Path, threshold: float) -> None:
 
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--kernel", "kernels", multiple=True, help="Only this kernel's rows (repeatable; default: every kernel).")
 @click.option("--markdown", is_flag=True, help="Print the table as Markdown (as in the README).")
-def speedup(files: tuple[Path, ...], markdown: bool) -> None:
+def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -> None:
     """Speed-ups over the baselines across bench results files (run with --baselines), with the
     geometric mean per kernel over every row given."""
     from wgrad_cli.report import out
-    from wgrad_cli.speedup import load_speedups, speedup_markdown, speedup_table
+    from wgrad_cli.speedup import load_speedups, only, speedup_markdown, speedup_table
 
-    rows = load_speedups(list(files))
+    rows = only(load_speedups(list(files)), kernels)
     if markdown:
         print(speedup_markdown(rows))
     else:

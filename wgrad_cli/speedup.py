@@ -133,3 +133,14 @@ def load_speedups(paths: list[Path]) -> list[Speedup]:
     if problems:
         raise WgradError(problems)
     return rows
+
+
+def only(rows: list[Speedup], kernels: tuple[str, ...]) -> list[Speedup]:
+    """The rows of the named kernels (all rows when none is named); a name with no rows is an error
+    that lists the kernels the files have."""
+    present = list(dict.fromkeys(r.kernel for r in rows))
+    missing = [k for k in kernels if k not in present]
+    if missing:
+        raise WgradError([f"--kernel {k}: no speed-up rows in the files given; they have {', '.join(present)}"
+                          for k in missing])
+    return [r for r in rows if not kernels or r.kernel in kernels]
