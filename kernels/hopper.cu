@@ -317,7 +317,7 @@ struct Tile {
 // order, as version 10a did, gave an empty expert's pair (zeros: a few percent of a pair's work) as
 // much weight as a full one, and left some clusters with a pair more: 29% more time than version
 // 9's hardware scheduling on qwen3-30b-down-empty. In this order, a model of the schedule puts the
-// slowest cluster within 1% of a greedy scheduler's on that shape (hopper-notes.md, version 10).
+// slowest cluster within 1% of a greedy scheduler's on that shape (hopper-notes.md, version 10e).
 struct Schedule {
     int position = int(blockIdx.x / CLUSTER) - int(gridDim.x / CLUSTER);  // this cluster's place in the order
     int e = 0, start = 0;  // the expert of the current pair, and the place of its first pair
@@ -341,9 +341,9 @@ struct Schedule {
 };
 
 // One loader's walk over the stages of its cluster's tiles, in the order the consumers use them
-// (tiles of empty experts have no stages). It loads rows row0 + t / 4 + 32 i of operand A (row0 =
-// n0 + offset) or B (k0 + offset). The operand's pointers are passed to next() rather than kept:
-// kernel parameters cost no registers.
+// (tiles of empty experts have no stages). It loads rows row0 + t / 4 + 32 i of operand A (consumer
+// h: row0 = n0 + 64 h) or B (the producer: row0 = k0 + 128 rank). The operand's pointers are passed
+// to next() rather than kept: kernel parameters cost no registers.
 template <bool IS_A>
 struct Walk {
     static constexpr long long ROWS = IS_A ? N : K;

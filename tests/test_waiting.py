@@ -34,13 +34,21 @@ def test_stuck_work_raises_after_the_deadline_and_abandons_the_runtime() -> None
     assert line.startswith("hopper on 8k did not finish within 0.05 s: the kernel looks deadlocked")
 
 
+# The empty kernel's signature, spinning while expert_off[0] >= 0 (always): a kernel that never ends.
+# The volatile read keeps the compiler from dropping the loop.
+HANG = ("{} void wgrad_empty_kernel(unsigned short*, const unsigned char*, const unsigned char*, const unsigned char*,"
+        " const unsigned char*, const int* off) {{ while (*(volatile const int*)off >= 0) {{}} }}\n")
+GLOBAL = {"nvidia": "__global__", "amd": "__attribute__((global))"}
+
+
 @pytest.mark.gpu
 def test_a_deadlocked_kernel_on_the_gpu_ends_the_run(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
-    """The real thing: a kernel that never ends (tests/data/hang.cu). It runs in a child process,
-    because only the end of its process stops it."""
-    out = tmp_path / "v.json"
+    """The real thing: a kernel that never ends, as --kernel empty's source. It runs in a child
+    process, because only the end of its process stops it."""
+    source, out = tmp_path / "hang.cu", tmp_path / "v.json"
+    source.write_text(HANG.format(GLOBAL[gpu.device.vendor]))
     r = subprocess.run([sys.executable, "-m", "wgrad_cli", "verify", "--config", str(repo / "configs/smoke.yaml"),
-                        "--shape", "one-expert", "--kernel", "empty", "--kernel-source", str(repo / "tests/data/hang.cu"),
+                        "--shape", "one-expert", "--kernel", "empty", "--kernel-source", str(source),
                         "--kernel-timeout", "2", "--cache-dir", str(tmp_path / "cache"), "--json", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 3, r.stdout + r.stderr
