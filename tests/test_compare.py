@@ -165,9 +165,9 @@ def test_merge_two_shards(tmp_path: Path) -> None:
                                              bench_record(1, "b", 2.02, run=2)])
     merged = merge_docs([two, one])
     assert merged["command"] == "bench"
-    # each shard's calibration row stays, numbered by its shard
-    assert [(r["index"], r["run"]) for r in merged["records"]] == [(-1, 1), (-1, 2), (0, 1), (0, 2), (1, 1), (1, 2),
-                                                                    (2, 1)]
+    # each record names its shard; each shard's calibration row stays, numbered by its shard
+    assert [(r["index"], r["run"], r["shard"]) for r in merged["records"]] == [
+        (-1, 1, 1), (-1, 2, 2), (0, 1, 1), (0, 2, 1), (1, 1, 2), (1, 2, 2), (2, 1, 1)]
     extra = merged["extra"]
     assert (extra["config_sha256"], extra["target"], extra["seed"], extra["shard"]) == ("c0ffee", "gfx950", 1, None)
     assert [(s["file"], s["shard"]) for s in extra["shards"]] == [(str(two), [2, 2]), (str(one), [1, 2])]

@@ -45,6 +45,13 @@ def test_every_kernel_of_a_run_meets_the_baselines_of_its_shape() -> None:
                                                                    ("hopper_v9", 240 / 250, 0.4)]
 
 
+def test_rows_of_another_shard_meet_no_baselines() -> None:
+    """In a merged file, a kernel timed on another shard's machine gets no ratio."""
+    records = [{**r, "shard": 1} for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0)]
+    rows = speedups([*records, {**record(1, "hopper_v9", 240.0), "shard": 2}, {**record(2, "hopper_w1", 250.0), "shard": 1}])
+    assert [r.kernel for r in rows] == ["hopper", "hopper_w1"]
+
+
 def test_rows_without_both_baselines_are_left_out() -> None:
     no_ceiling = [r for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0) if r["kernel"] != "bf16-ceiling"]
     other_kernel = record(1, "hopper_w1", 310.0)  # another kernel of the run, on the same shape

@@ -123,8 +123,10 @@ def merge_docs(paths: list[Path]) -> dict[str, Any]:
                      if i not in shards]
     if problems:
         raise WgradError(problems)
-    # every shard measured its own calibration rows: keep each, numbered by its shard
-    records = [{**r, "run": doc["shard"][0]} if r.get("calibration") else r for doc in docs for r in doc["records"]]
+    # every record names its shard (speed-ups pair rows of one machine only); every shard measured
+    # its own calibration rows: keep each, numbered by its shard
+    records = [{**r, "shard": doc["shard"][0], **({"run": doc["shard"][0]} if r.get("calibration") else {})}
+               for doc in docs for r in doc["records"]]
     try:
         records.sort(key=order)
     except (KeyError, TypeError) as exc:

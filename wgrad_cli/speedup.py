@@ -46,15 +46,16 @@ def speedups(records: list[dict[str, Any]]) -> list[Speedup]:
     """The first run of each (kernel, shape) that has a torch path and the ceiling beside it, in
     record order; shapes without FLOPs (every expert empty) have no ratio and are left out.
     Records of one run: baselines are matched to kernels by shape (bench times them once per
-    shape, on the same problem as every kernel of the run)."""
+    shape, on the same problem as every kernel of the run) and, in merged files, by shard, so that
+    a ratio never spans two machines."""
     first = [r for r in records if r.get("run", 1) == 1 and not r.get("calibration")]
     baselines: dict[str, dict[str, float]] = {}
     for r in first:
         if r.get("baseline"):
-            baselines.setdefault(_key(r["shape"]), {})[r["kernel"]] = r["tflops"]
+            baselines.setdefault(_key(r), {})[r["kernel"]] = r["tflops"]
     rows = []
     for r in first:
-        base = baselines.get(_key(r["shape"]), {})
+        base = baselines.get(_key(r), {})
         torch = [name for name in TORCH_PATHS if name in base]
         if r.get("baseline") or not torch or CEILING not in base or min(r["tflops"], *base.values()) <= 0:
             continue
@@ -63,8 +64,9 @@ def speedups(records: list[dict[str, Any]]) -> list[Speedup]:
     return rows
 
 
-def _key(shape: dict[str, Any]) -> str:
-    return json.dumps(shape, sort_keys=True)
+def _key(record: dict[str, Any]) -> str:
+    """Where a record was timed: its shape and, in a merged file, its shard."""
+    return json.dumps([record["shape"], record.get("shard")], sort_keys=True)
 
 
 def geomeans(rows: list[Speedup]) -> dict[str, tuple[float, float]]:
