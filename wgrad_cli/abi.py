@@ -26,6 +26,10 @@ class Dims:
     def defines(self) -> dict[str, int]:
         return dict(zip(DEFINES, (self.M, self.N, self.K, self.E)))
 
+    def label(self) -> str:
+        """As the tables print it: "M x N x K, E"."""
+        return f"{self.M} x {self.N} x {self.K}, {self.E}"
+
 
 @dataclass(frozen=True)
 class Arg:

@@ -96,7 +96,7 @@ def build_table(results: list[BuildResult], shapes_of: list[list[str]]) -> Table
         d, res = r.job.dims, r.resources
         status = "[green]ok[/]" if r.ok else "[red]FAILED[/]"
         figures = [str(res.shared_bytes), str(res.scratch_bytes), str(res.spills)] if res else [""] * 3
-        table.add_row(r.job.kernel.name, r.job.target, f"{d.M} x {d.N} x {d.K}, {d.E}", ", ".join(shapes), status,
+        table.add_row(r.job.kernel.name, r.job.target, d.label(), ", ".join(shapes), status,
                       _registers(r), *figures, _occupancy(r), "cached" if r.cache_hit else f"{r.compile_seconds:.2f}")
     return table
 

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from wgrad_cli.abi import Dims
 from wgrad_cli.atomic import write_text
 from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.errors import WgradError
@@ -29,8 +30,8 @@ def order(r: dict[str, Any]) -> tuple[int, int, int]:
 
 
 def shape_label(shape: dict[str, Any]) -> str:
-    """A record's shape as the tables print it: "M x N x K, E"."""
-    return f"{shape['M']} x {shape['N']} x {shape['K']}, {shape['E']}"
+    """A record's shape as the tables print it (Dims.label)."""
+    return Dims(shape["M"], shape["N"], shape["K"], shape["E"]).label()
 
 
 def default_path(command: str, config: Path, arch: str, shard: tuple[int, int] | None) -> Path:
