@@ -16,23 +16,27 @@
 // of K of one expert; a cluster's two CTAs take N tiles 2j and 2j + 1 of the same expert and k0, so
 // they need the same 256 B rows. Cluster c takes pairs c, c + clusters, ... counted first over the
 // experts with tokens, then over the empty ones (Schedule). Each CTA dequantizes half of those B
-// rows and sends its bf16 half to the peer with the bulk-copy engine (smem to DSMEM), so a CTA
-// dequantizes 256 rows per stage instead of 384. 384 threads, 3 warpgroups, stages of 64 tokens in
-// a 4-stage ring of bf16 tiles (128-byte-swizzled, K-major, as wgmma reads them). The ring runs on
-// across tiles: while the consumers finish a tile and store it, the producer already fills the next
-// tile's stages (hopper-notes.md, version 10). Warpgroup 0 (72 registers, setmaxnreg) loads its 128
-// B rows with 16-byte loads one stage ahead, converts and stores them, and one thread copies the 16
-// KiB slice to the peer. Warpgroups 1 and 2 (216 registers) each own 64 rows x 256 columns of fp32
-// accumulators: per stage they issue 4 wgmma m64n256k16 and, while those run, convert their own 64
-// A rows of the next stage, which may be the next tile's first, and write the zeros of the empty
-// experts' tiles they pass. mbarriers hand stages over: full[s] (this CTA's writers arrive, the
-// peer's copy counts its bytes), empty[s] (both CTAs' consumers arrive). No barrier operation has
-// cluster-scope release or acquire: those compile to a GPU-wide MEMBAR and an L1 invalidation per
-// use, which made a first cluster version 1.8x slower. Epilogue: round to nearest even bf16, stage
-// in shared memory, store whole rows with 16-byte stores.
+// rows and sends its bf16 half to the peer with the bulk-copy engine (smem to DSMEM). 384 threads,
+// 3 warpgroups, stages of 64 tokens in a 5-stage ring of bf16 B tiles (128-byte-swizzled, K-major,
+// as wgmma reads them). The ring runs on across tiles: while the consumers finish a tile and store
+// it, the producer already fills the next tile's stages. Warpgroup 0 (72 registers, setmaxnreg)
+// loads its 128 B rows with 16-byte loads one stage ahead, converts and stores them, and one thread
+// copies the 16 KiB slice to the peer. Warpgroups 1 and 2 (216 registers) each own 64 rows x 256
+// columns of fp32 accumulators and keep their A operand in registers (wgmma's A from registers):
+// per stage they issue 4 wgmma m64n256k16 and, while those run, dequantize the next stage's A rows
+// (which may be the next tile's first) straight into the other set of fragments, and write the
+// zeros of the empty experts' tiles they pass. A never touches shared memory: version 10e stored
+// and wgmma re-read it, 32 of the 128 KiB of shared-memory traffic per stage (hopper-notes.md,
+// version 12). The price is the token order inside a stage (fragment()): a thread's 16-byte load holds
+// 16 consecutive tokens, and the fragment takes them as they come, so B's rows are stored in the
+// same order, in 4-byte words instead of 16-byte chunks. mbarriers hand stages over: full[s] (the
+// producer arrives, the peer's copy counts its bytes), empty[s] (both CTAs' consumers arrive). No
+// barrier operation has cluster-scope release or acquire: those compile to a GPU-wide MEMBAR and
+// an L1 invalidation per use, which made a first cluster version 1.8x slower. Epilogue: round to
+// nearest even bf16, stage in shared memory, store whole rows with 16-byte stores.
 //
 // Launch (kernels/hopper.yaml, grid: units): one CTA of 384 threads per SM, at most one per tile,
-// an even number (cluster dims (2, 1, 1) are compiled in); 231,488 bytes of dynamic shared memory
+// an even number (cluster dims (2, 1, 1) are compiled in); 198,736 bytes of dynamic shared memory
 // (the ring, the epilogue's staging, the mbarriers). Any such grid is correct: clusters do not
 // wait for each other. Arguments are the ABI's six pointers (shared/ABI.md).
 
@@ -47,18 +51,18 @@ namespace {
 
 constexpr int TILE_N = 128, TILE_K = 256;  // outputs per CTA
 constexpr int STEP = 64;                    // tokens per stage
-constexpr int STAGES = 4;
+constexpr int STAGES = 5;
 constexpr int ROW_BYTES = STEP * 2;         // one bf16 row of a stage: 128 bytes, one swizzle row
-constexpr int A_BYTES = TILE_N * ROW_BYTES, B_BYTES = TILE_K * ROW_BYTES, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int STAGE_BYTES = TILE_K * ROW_BYTES;  // B only: the consumers' A rows stay in registers
 constexpr int THREADS = 384;
 constexpr int CLUSTER = 2;                  // CTAs with the same expert and k0 (N tiles 2j, 2j + 1)
 constexpr int CONSUMER_ROWS = TILE_N / 2;  // A rows (and accumulator rows) of each consumer warpgroup
 constexpr int PRODUCER_B_ROWS = TILE_K / CLUSTER;  // B rows each CTA's producer dequantizes for both
 constexpr unsigned PEER_BYTES = PRODUCER_B_ROWS * ROW_BYTES;  // what each producer sends the peer per stage
-// A stage is full once this CTA's producer (one arrival, which also expects the peer's PEER_BYTES)
-// and its 8 consumer warps have arrived and the peer's bytes have landed; free again once both
-// CTAs' 8 consumer warps have arrived.
-constexpr unsigned FULL_ARRIVALS = 1 + 8, EMPTY_ARRIVALS = CLUSTER * 8;
+// A stage is full once this CTA's producer has arrived (one arrival, which also expects the peer's
+// PEER_BYTES) and the peer's bytes have landed; free again once both CTAs' 8 consumer warps have
+// arrived.
+constexpr unsigned FULL_ARRIVALS = 1, EMPTY_ARRIVALS = CLUSTER * 8;
 // The epilogue stages half a consumer's outputs at a time (64 rows x 128 columns of bf16). Rows are
 // 256 bytes plus 16 of padding, so that a warp's fragment writes (8 rows x 4 words) fall in 32
 // different banks, and its 16-byte reads of whole rows do too.
@@ -77,7 +81,7 @@ constexpr int PRODUCER_BAR = 1, CONSUMER_BAR = 2;  // named barriers: the produc
 constexpr int PAIRS_N = int(N / (CLUSTER * TILE_N)), PAIRS_PER_EXPERT = PAIRS_N * int(K / TILE_K);
 constexpr long long PAIRS = E * PAIRS_PER_EXPERT;
 
-static_assert(SHARED_BYTES == 231488, "kernels/hopper.yaml's dynamic shared memory");
+static_assert(SHARED_BYTES == 198736, "kernels/hopper.yaml's dynamic shared memory");
 static_assert(PAIRS < (1ll << 31), "pair indices are 32-bit");
 
 // mbarriers: `bar` is a shared::cta address (this CTA) or, from mapa, a shared::cluster one.
@@ -141,9 +145,6 @@ WGRAD_DEVICE unsigned dequant2(unsigned short pair, float scale) {
     return out;
 }
 
-WGRAD_DEVICE void st_shared(unsigned addr, uint4 v) {
-    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
 WGRAD_DEVICE void st_shared(unsigned addr, unsigned v) { asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory"); }
 WGRAD_DEVICE uint4 ld_shared(unsigned addr) {
     uint4 v;
@@ -155,21 +156,30 @@ WGRAD_DEVICE void st_global(void* p, uint4 v) {
     asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
-// 16 fp8 (one 16-byte load) -> 16 bf16, stored as two 16-byte chunks of a 128-byte swizzled row
-// at shared address `row`.
+// 16 fp8 (one 16-byte load: tokens 16 part .. +15) -> 16 bf16 of a 128-byte swizzled row at shared
+// address `row`, in the stage's token order (fragment()): word i's two token pairs go to word
+// `part` of 16-byte chunks 2i and 2i + 1. A warp's 8 rows x 4 parts hit 32 banks per store.
 WGRAD_DEVICE void store_row_part(unsigned row, int row_index, int part, uint4 q, float scale) {
     const unsigned w[4] = {q.x, q.y, q.z, q.w};
-    unsigned b[8];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        b[2 * i] = dequant2((unsigned short)(w[i] & 0xFFFF), scale);
-        b[2 * i + 1] = dequant2((unsigned short)(w[i] >> 16), scale);
-    }
+    for (int i = 0; i < 4; ++i)
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        const int chunk = (2 * part + half) ^ (row_index & 7);  // 128-byte swizzle: 16-byte chunk ^ row % 8
-        st_shared(row + chunk * 16, make_uint4(b[4 * half], b[4 * half + 1], b[4 * half + 2], b[4 * half + 3]));
-    }
+        for (int h = 0; h < 2; ++h) {
+            const int chunk = (2 * i + h) ^ (row_index & 7);  // 128-byte swizzle: 16-byte chunk ^ row % 8
+            st_shared(row + chunk * 16 + 4 * part, dequant2((unsigned short)(h ? w[i] >> 16 : w[i] & 0xFFFF), scale));
+        }
+}
+
+// The A operand of wgmma_m64n256k16 for k-step i of a stage, from one thread's two rows (r and r + 8
+// of its warp's 16) of 16 tokens each (tokens 16 part .. +15): slots 16 i + 2 part + {0, 1} hold
+// tokens 16 part + 4 i + {0, 1}, slots + 8 tokens + {2, 3}. The producer stores B in the same order.
+WGRAD_DEVICE void fragment(unsigned (&f)[4], uint4 lo_row, uint4 hi_row, int i, float lo_scale, float hi_scale) {
+    const unsigned a = i == 0 ? lo_row.x : i == 1 ? lo_row.y : i == 2 ? lo_row.z : lo_row.w;
+    const unsigned b = i == 0 ? hi_row.x : i == 1 ? hi_row.y : i == 2 ? hi_row.z : hi_row.w;
+    f[0] = dequant2((unsigned short)(a & 0xFFFF), lo_scale);
+    f[1] = dequant2((unsigned short)(b & 0xFFFF), hi_scale);
+    f[2] = dequant2((unsigned short)(a >> 16), lo_scale);
+    f[3] = dequant2((unsigned short)(b >> 16), hi_scale);
 }
 
 // wgmma shared-memory descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart. The
@@ -183,11 +193,11 @@ WGRAD_DEVICE unsigned long long descriptor(unsigned lo) {
 
 // d (+)= A B for 64 rows x 256 columns x 16 tokens; `accumulate` 0 overwrites d. Zeroing the
 // accumulators with ordinary instructions instead makes ptxas serialize the wgmmas (C7515).
-WGRAD_DEVICE void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a, unsigned long long desc_b, int accumulate) {
+WGRAD_DEVICE void wgmma_m64n256k16(float (&d)[128], const unsigned (&a)[4], unsigned long long desc_b, int accumulate) {
     asm volatile(
         "{\n"
         ".reg .pred p;\n"
-        "setp.ne.b32 p, %130, 0;\n"
+        "setp.ne.b32 p, %133, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19,"
         "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37,"
@@ -197,7 +207,7 @@ WGRAD_DEVICE void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a, u
         "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107,"
         "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122,"
         "%123, %124, %125, %126, %127}, "
-        "%128, %129, p, 1, 1, 0, 0;\n"
+        "{%128, %129, %130, %131}, %132, p, 1, 1, 0;\n"
         "}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
@@ -218,7 +228,7 @@ WGRAD_DEVICE void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a, u
           "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]),
           "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]),
           "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
 
 // fp32 -> bf16 pair, round to nearest even (NaN stays NaN: cvt gives the canonical 0x7FFF).
@@ -228,26 +238,26 @@ WGRAD_DEVICE unsigned bf16x2(float lo, float hi) {
     return out;
 }
 
-// Where one thread's rows of one operand start: rows row0 + t / 4 + 32 i, tokens 16 (t % 4) .. +15
-// of each stage (inside one 32-token block, so one scale in the (M/128, rows, 4) layout). Rows 32
-// apart are 32 M bytes apart in the operand and 128 bytes apart in the scales; stage `it` is 64 it
-// bytes further in the operand and in scale word it / 2. ROWS: the operand's rows (N or K).
-// Stages are loaded in order, and the pointers move with them.
+// Where one thread's rows of one operand start: its first row `row`, tokens 16 part .. +15 of each
+// stage (inside one 32-token block, so one scale in the (M/128, rows, 4) layout). A row is M bytes
+// further in the operand and 4 bytes further in the scales; stage `it` is 64 it bytes further in the
+// operand and in scale word it / 2. ROWS: the operand's rows (N or K). Stages are loaded in order,
+// and the pointers move with them.
 template <long long ROWS>
 struct Stream {
     const unsigned char *x = nullptr, *scale = nullptr;
 
     Stream() = default;
-    WGRAD_DEVICE Stream(const unsigned char* op, const unsigned char* op_scale, long long row0, long long m_begin, int t)
-        : x(op + (row0 + t / 4) * M + m_begin + 16 * (t % 4)),
-          scale(op_scale + ((m_begin / 128) * ROWS + row0 + t / 4) * 4 + (t % 4) / 2) {}
+    WGRAD_DEVICE Stream(const unsigned char* op, const unsigned char* op_scale, long long row, long long m_begin, int part)
+        : x(op + row * M + m_begin + 16 * part), scale(op_scale + ((m_begin / 128) * ROWS + row) * 4 + part / 2) {}
 };
 
 // Makes this thread's shared-memory stores visible to wgmma and the bulk copy (the async proxy).
 WGRAD_DEVICE void fence_stores() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
-// One thread's CHUNKS 16-byte pieces of one stage, in registers until they are dequantized.
-template <int CHUNKS>
+// One thread's CHUNKS 16-byte pieces of one stage, from rows STRIDE apart, in registers until they
+// are dequantized.
+template <int CHUNKS, int STRIDE>
 struct Rows {
     uint4 q[CHUNKS];
     unsigned char s[CHUNKS];  // e8m0 bytes
@@ -258,21 +268,29 @@ struct Rows {
         const unsigned char* ss = from.scale + 2 * (it % 2);
 #pragma unroll
         for (int i = 0; i < CHUNKS; ++i) {
-            q[i] = __ldg(reinterpret_cast<const uint4*>(from.x + 32 * M * i));
-            s[i] = __ldg(ss + 128 * i);
+            q[i] = __ldg(reinterpret_cast<const uint4*>(from.x + STRIDE * M * i));
+            s[i] = __ldg(ss + 4 * STRIDE * i);
         }
         from.x += STEP;
         if (it % 2) from.scale += ROWS * 4;
     }
 
-    // Dequantize into the stage's rows that start at shared address `base` (1024-byte aligned).
-    // wgmma reads them only after the writer's fence_stores() and a barrier.
+    // The producer's rows t / 4 + STRIDE i: dequantize into the stage's rows that start at shared
+    // address `base` (1024-byte aligned). wgmma reads them only after fence_stores() and a barrier.
     WGRAD_DEVICE void store(unsigned base, int t) const {
 #pragma unroll
         for (int i = 0; i < CHUNKS; ++i) {
-            const int row = t / 4 + 32 * i;
+            const int row = t / 4 + STRIDE * i;
             store_row_part(base + row * ROW_BYTES, row, t % 4, q[i], e8m0(s[i]));
         }
+    }
+
+    // A consumer's rows r and r + 8: the A operands of the stage's four k-steps.
+    WGRAD_DEVICE void fragments(unsigned (&f)[STEP / 16][4]) const {
+        static_assert(CHUNKS == 2 && STRIDE == 8, "a warp's 16 rows of wgmma's A fragment");
+        const float lo = e8m0(s[0]), hi = e8m0(s[1]);
+#pragma unroll
+        for (int i = 0; i < STEP / 16; ++i) fragment(f[i], q[0], q[1], i, lo, hi);
     }
 };
 
@@ -284,10 +302,11 @@ WGRAD_DEVICE unsigned cluster_rank() {
 }
 
 // A consumer warpgroup's 64 rows x 256 columns of a tile of an expert without tokens, from `out`:
-// zeros, in 16-byte stores of whole rows (the tile has no stages, so no epilogue writes it).
+// zeros, in 16-byte stores of whole rows (the tile has no stages, so no epilogue writes it). Not
+// unrolled: it runs inside the walk, with the accumulators and both sets of fragments live (ptxas spilled).
 WGRAD_DEVICE void store_zeros(unsigned short* out) {
     constexpr int ROW_CHUNKS = TILE_K * 2 / 16;
-#pragma unroll
+#pragma unroll 1
     for (int i = 0; i < CONSUMER_ROWS * ROW_CHUNKS / 128; ++i) {
         const int chunk = 128 * i + threadIdx.x % 128;
         st_global(out + (chunk / ROW_CHUNKS) * K + 8 * (chunk % ROW_CHUNKS), make_uint4(0, 0, 0, 0));
@@ -341,9 +360,10 @@ struct Schedule {
 };
 
 // One loader's walk over the stages of its cluster's tiles, in the order the consumers use them
-// (tiles of empty experts have no stages). It loads rows row0 + t / 4 + 32 i of operand A (consumer
-// h: row0 = n0 + 64 h) or B (the producer: row0 = k0 + 128 rank). The operand's pointers are passed
-// to next() rather than kept: kernel parameters cost no registers.
+// (tiles of empty experts have no stages). It loads operand A's rows row0 + 16 (t / 32) + (t % 32) / 4
+// + 8 i (consumer h: row0 = n0 + 64 h; wgmma's fragment rows) or B's rows row0 + t / 4 + 32 i (the
+// producer: row0 = k0 + 128 rank). The operand's pointers are passed to next() rather than kept:
+// kernel parameters cost no registers.
 template <bool IS_A>
 struct Walk {
     static constexpr long long ROWS = IS_A ? N : K;
@@ -353,14 +373,15 @@ struct Walk {
 
     // Loads the next stage into `rows`; false once the walk is over. The consumers' walks (IS_A)
     // also write their rows' zeros of the tiles they pass that have no stages.
-    template <int CHUNKS>
-    WGRAD_DEVICE bool next(Rows<CHUNKS>& rows, const unsigned char* op, const unsigned char* op_scale, const int* expert_off, unsigned short* C) {
+    template <int CHUNKS, int STRIDE>
+    WGRAD_DEVICE bool next(Rows<CHUNKS, STRIDE>& rows, const unsigned char* op, const unsigned char* op_scale, const int* expert_off, unsigned short* C) {
         while (it == steps) {
             if (!tiles.next(expert_off)) return false;
             const Tile tile(tiles.pair(), cluster_rank(), expert_off);
             const unsigned row0 = IS_A ? tile.n0 + CONSUMER_ROWS * (threadIdx.x / 128 - 1) : tile.k0 + PRODUCER_B_ROWS * cluster_rank();
             if (IS_A && tile.steps == 0) store_zeros(C + ((long long)tile.e * N + row0) * K + tile.k0);
-            from = Stream<ROWS>(op, op_scale, row0, tile.m_begin, threadIdx.x % 128);
+            const int t = threadIdx.x % 128, first = IS_A ? 16 * (t / 32) + t % 32 / 4 : t / 4;
+            from = Stream<ROWS>(op, op_scale, row0 + first, tile.m_begin, t % 4);
             it = 0;
             steps = tile.steps;
         }
@@ -398,9 +419,9 @@ extern "C++" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(T
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGISTERS));
         const unsigned peer_full = peer_address(full, rank ^ 1), peer_ring = peer_address(ring, rank ^ 1);
         Walk<false> walk;
-        Rows<PRODUCER_B_ROWS / 32> cur, next;
-        const unsigned slice = A_BYTES + PRODUCER_B_ROWS * rank * ROW_BYTES;  // this CTA's B rows in a stage
-        auto put = [&](const Rows<PRODUCER_B_ROWS / 32>& rows, int g) {
+        Rows<PRODUCER_B_ROWS / 32, 32> cur, next;
+        const unsigned slice = PRODUCER_B_ROWS * rank * ROW_BYTES;  // this CTA's B rows in a stage
+        auto put = [&](const Rows<PRODUCER_B_ROWS / 32, 32>& rows, int g) {
             const int s = g % STAGES;
             if (g >= STAGES) mbar_wait(empty + 8 * s, (g / STAGES - 1) & 1);  // both CTAs' consumers are done with it
             rows.store(ring + s * STAGE_BYTES + slice, t);
@@ -422,53 +443,51 @@ extern "C++" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(T
         return;
     }
 
-    // Consumer h owns rows n0 + 64 h .. +63 of each tile. While its wgmma on one stage runs, it
-    // dequantizes its own A rows of the next stage (which may be the next tile's first).
+    // Consumer h owns rows n0 + 64 h .. +63 of each tile, and keeps its A operand in registers: while
+    // its wgmmas on one stage run, it dequantizes the next stage's A rows (which may be the next
+    // tile's first) into the other set of fragments, and loads the stage after that.
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGISTERS));
     const int half = warpgroup - 1, warp = t / 32, lane = t % 32;
     const unsigned peer_empty = peer_address(empty, rank ^ 1);
-    const unsigned ring_a = ring + half * CONSUMER_ROWS * ROW_BYTES, desc_ring = descriptor_lo(ring);
+    const unsigned desc_ring = descriptor_lo(ring);
     const unsigned staged = ring + RING_BYTES + half * STAGED_BYTES;
-    const auto release = [&](int g) {  // this warp is done with stage g, in both CTAs' eyes
-        const int s = g % STAGES;
-        warp_arrive(empty + 8 * s);
-        if (lane == 0) mbar_arrive_peer(peer_empty + 8 * s);
-    };
     Walk<true> walk;
-    Rows<CONSUMER_ROWS / 32> a;
+    Rows<CONSUMER_ROWS / 32, 8> a;
+    unsigned f0[STEP / 16][4], f1[STEP / 16][4];  // stages 2j and 2j + 1 (every tile has an even number)
     bool more = walk.next(a, A, scale_A, expert_off, C);
     if (more) {
-        a.store(ring_a, t);
-        fence_stores();
-        warp_arrive(full);
+        a.fragments(f0);
         more = walk.next(a, A, scale_A, expert_off, C);
     }
     float d[128];
     int g = 0;  // the stage's index in this CTA's whole walk
+    // One stage: wgmmas on `cur`, the next stage's fragments into `next`. `first`: the tile's first.
+    const auto stage = [&](const unsigned (&cur)[STEP / 16][4], unsigned (&next)[STEP / 16][4], bool first) {
+        const int s = g % STAGES;
+        mbar_wait(full + 8 * s, (g / STAGES) & 1);
+        const unsigned b = desc_ring + s * (STAGE_BYTES >> 4);
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < STEP / 16; ++kk)  // 16 tokens = 32 bytes further along each B row
+            wgmma_m64n256k16(d, cur[kk], descriptor(b + ((32 * kk) >> 4)), !first || kk > 0);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        if (more) {  // `next` was last read by the wgmmas of stage g - 1, done by now
+            a.fragments(next);
+            more = walk.next(a, A, scale_A, expert_off, C);
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        warp_arrive(empty + 8 * s);  // this warp is done with stage g, in both CTAs' eyes
+        if (lane == 0) mbar_arrive_peer(peer_empty + 8 * s);
+        ++g;
+    };
     // The walk loads two stages ahead of the wgmmas, and every tile it loads has at least two
     // (experts have multiples of 128 tokens), so when a tile begins, the walk is inside it, and when
     // one ends, the walk has more stages only if another tile follows.
     for (bool tiles_left = more; tiles_left; tiles_left = more) {
         const Tile tile(walk.tiles.pair(), rank, expert_off);
-        for (int it = 0; it < tile.steps; ++it, ++g) {
-            const int s = g % STAGES;
-            mbar_wait(full + 8 * s, (g / STAGES) & 1);
-            const unsigned stage = desc_ring + s * (STAGE_BYTES >> 4);
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-            for (int kk = 0; kk < STEP / 16; ++kk)  // 16 tokens = 32 bytes further along each row
-                wgmma_m64n256k16(d, descriptor(stage + ((half * CONSUMER_ROWS * ROW_BYTES + 32 * kk) >> 4)),
-                                 descriptor(stage + ((A_BYTES + 32 * kk) >> 4)), it > 0 || kk > 0);
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            if (more) {  // stage g + 1's A rows; its own wgmma last read them in stage g - 3, done by now
-                const int next = (g + 1) % STAGES;
-                a.store(ring_a + next * STAGE_BYTES, t);
-                fence_stores();
-                warp_arrive(full + 8 * next);
-                more = walk.next(a, A, scale_A, expert_off, C);
-            }
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            release(g);
+        for (int it = 0; it < tile.steps; it += 2) {
+            stage(f0, f1, it == 0);
+            stage(f1, f0, false);
         }
 
         // Epilogue, in two rounds of 128 columns: round to nearest even bf16, stage in shared memory,
@@ -488,7 +507,7 @@ extern "C++" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(T
                 st_shared(at + 8 * STAGED_PITCH, bf16x2(v[2], v[3]));
             }
             asm volatile("bar.sync %0, 128;" ::"r"(CONSUMER_BAR + half) : "memory");  // the buffer is written
-#pragma unroll
+#pragma unroll 1  // unrolled, its addresses and the next tile's fragments made ptxas spill
             for (int i = 0; i < CONSUMER_ROWS / 8; ++i) {
                 const int row = 8 * i + 2 * warp + lane / 16, chunk = lane % 16;
                 st_global(out + row * K + STAGED_COLUMNS * round + 8 * chunk, ld_shared(staged + row * STAGED_PITCH + 16 * chunk));
