@@ -1,5 +1,5 @@
-// wgrad grouped MXFP8 weight-gradient kernel for Hopper (sm_90a): dequantize to bf16 in shared
-// memory, multiply with wgmma on the bf16 tensor cores, accumulate in fp32.
+// wgrad grouped MXFP8 weight-gradient kernel for Hopper (sm_90a): dequantize to bf16 (B into shared
+// memory, A into registers), multiply with wgmma on the bf16 tensor cores, accumulate in fp32.
 //
 // Why bf16 and not fp8 wgmma: Hopper has no block-scaled (MX) instructions. An e4m3 value times
 // its e8m0 scale is exactly a bf16 value (3 mantissa bits, fp32's exponent range), and a bf16 x
