@@ -174,8 +174,8 @@ WGRAD_DEVICE void store_row_part(unsigned row, int row_index, int part, uint4 q,
 // of its warp's 16) of 16 tokens each (tokens 16 part .. +15): slots 16 i + 2 part + {0, 1} hold
 // tokens 16 part + 4 i + {0, 1}, slots + 8 tokens + {2, 3}. The producer stores B in the same order.
 WGRAD_DEVICE void fragment(unsigned (&f)[4], uint4 lo_row, uint4 hi_row, int i, float lo_scale, float hi_scale) {
-    const unsigned a = i == 0 ? lo_row.x : i == 1 ? lo_row.y : i == 2 ? lo_row.z : lo_row.w;
-    const unsigned b = i == 0 ? hi_row.x : i == 1 ? hi_row.y : i == 2 ? hi_row.z : hi_row.w;
+    const unsigned lo[4] = {lo_row.x, lo_row.y, lo_row.z, lo_row.w}, hi[4] = {hi_row.x, hi_row.y, hi_row.z, hi_row.w};
+    const unsigned a = lo[i], b = hi[i];
     f[0] = dequant2((unsigned short)(a & 0xFFFF), lo_scale);
     f[1] = dequant2((unsigned short)(b & 0xFFFF), hi_scale);
     f[2] = dequant2((unsigned short)(a >> 16), lo_scale);
