@@ -52,6 +52,9 @@ class HostDevice:
     def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object:
         return symbol
 
+    def resident(self, function: object, block: int, dynamic_shared: int, cluster: int) -> int:
+        return self.device.units  # one workgroup per unit at a time
+
     def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
         symbol = str(function)
         self.launches.append(symbol)

@@ -110,6 +110,65 @@ class NoAmdDevice:
         raise AssertionError(f"prepare called {name} before refusing")
 
 
+class FewResident:
+    """Stands in for an H200's runtime where the driver runs only `resident` workgroups of the kernel
+    at once (the driver's answer cannot be produced here): prepare must size a persistent grid by it."""
+
+    def __init__(self, resident: int) -> None:
+        self.device = DeviceInfo("nvidia", 0, "H200 (stand-in)", "sm_90", 132, 1980, 2**37, 2**25, "", "")
+        self.answer = resident
+        self.asked: list[tuple[int, int, int]] = []
+
+    def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object:
+        return symbol
+
+    def resident(self, function: object, block: int, dynamic_shared: int, cluster: int) -> int:
+        self.asked.append((block, dynamic_shared, cluster))
+        return self.answer
+
+
+@pytest.mark.parametrize("resident, grid", [(264, 132), (132, 132), (120, 120), (62, 62), (7, 6)])
+def test_a_persistent_grid_is_what_runs_at_once(resident: int, grid: int, nvcc: Compiler,
+                                                specs: dict[str, KernelSpec], tmp_path: Path) -> None:
+    """One workgroup per SM, fewer where the driver runs fewer at once (in whole clusters): a cluster
+    that waits for a second wave would take its whole share of the tiles late."""
+    dims = Dims(1024, 2048, 2048, 8)  # 1,024 tiles of 128 x 128: more than any grid here
+    spec = replace(specs["reference"], tile=(128, 128), persistent=True, cluster=2)
+    (built,) = run_builds([BuildJob(specs["reference"], "sm_90a", dims)], Toolchains(tmp_path / "shim"),
+                          Cache(tmp_path / "cache"), {}, 1)
+    assert built.ok and built.code_object
+    rt = FewResident(resident)
+    kernel = prepare(rt, built.code_object, TARGETS["sm_90a"], spec, dims, [0] * 6)  # type: ignore[arg-type]
+    assert kernel.grid == grid and rt.asked == [(spec.block, spec.dynamic_shared, 2)]
+    assert prepare(rt, built.code_object, TARGETS["sm_90a"], specs["reference"], dims,  # type: ignore[arg-type]
+                   [0] * 6).grid == specs["reference"].tiles(dims) and len(rt.asked) == 1  # grid: tiles never asks
+
+
+def test_a_persistent_kernel_that_cannot_run_is_refused(nvcc: Compiler, specs: dict[str, KernelSpec],
+                                                        tmp_path: Path) -> None:
+    spec = replace(specs["reference"], tile=(128, 128), persistent=True, cluster=2)
+    (built,) = run_builds([BuildJob(specs["reference"], "sm_90a", SMALL)], Toolchains(tmp_path / "shim"),
+                          Cache(tmp_path / "cache"), {}, 1)
+    assert built.ok and built.code_object
+    with pytest.raises(WgradError, match=r"reference: H200 \(stand-in\) cannot run one cluster of it at a time "
+                                         r"\(2 x \d+ threads, \d+ bytes of dynamic shared memory each\)"):
+        prepare(FewResident(1), built.code_object, TARGETS["sm_90a"], spec, SMALL, [0] * 6)  # type: ignore[arg-type]
+
+
+@pytest.mark.gpu
+def test_the_hopper_grid_runs_in_one_wave(gpu: Runtime, gpu_target: Target, gpu_build: Callable[[str, Dims], Path],
+                                          specs: dict[str, KernelSpec]) -> None:
+    """The driver's own answer for the shipped persistent kernel: its clusters of two all fit at once."""
+    if gpu_target.name != "sm_90a":
+        pytest.skip("the hopper kernel is for sm_90a")
+    dims = Dims(1024, 2048, 2048, 8)
+    spec = specs["hopper"]
+    kernel = prepare(gpu, gpu_build("hopper", dims), gpu_target, spec, dims, [0] * 6)
+    resident = gpu.resident(kernel.function, spec.block, spec.dynamic_shared, spec.cluster)
+    assert resident % spec.cluster == 0 and resident >= spec.cluster
+    assert kernel.grid == min(gpu.device.units - gpu.device.units % spec.cluster, resident)
+
+
 @pytest.mark.parametrize("arch, dims, message", [
     ("gfx942", Dims(128, 256, 256, 1), "its gfx950 code object cannot run on device 0 .* gfx942"),
     ("gfx950", Dims(128, 8192, 8192, 64), "needs 16777216 workgroups of 256 threads, beyond the driver's 4294967295 "

@@ -4,9 +4,10 @@ A spec names its source, include dirs, per-target flags, the symbol (a base name
 the code object, never a mangled string), and the launch geometry: `block` threads and
 `dynamic_shared` bytes of dynamic shared memory per 1-D workgroup, and a grid that is either one
 workgroup per `tile` of one expert's grad_w (`grid: tiles`, the ABI's: E * (N / tile_n) *
-(K / tile_k)) or one per compute unit, at most one per tile (`grid: units`, for persistent kernels
-that loop over the tiles themselves). `cluster` is the workgroups per cluster a kernel compiles in
-(CUDA's __cluster_dims__): the grid is always a multiple of it.
+(K / tile_k)) or one per compute unit, at most one per tile and no more than the driver says run at
+once (`grid: units`, for persistent kernels that loop over the tiles themselves: a workgroup that
+waits for a second wave takes its whole share of the tiles late). `cluster` is the workgroups per
+cluster a kernel compiles in (CUDA's __cluster_dims__): the grid is always a multiple of it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class KernelSpec:
         return d.E * (d.N // self.tile[0]) * (d.K // self.tile[1])
 
     def grid(self, d: Dims, units: int) -> int:
-        """Workgroups to launch on a device with `units` compute units (SMs or CUs)."""
+        """Workgroups to launch where `units` of them fill the device (its SMs or CUs, fewer if fewer run at once)."""
         if not self.persistent:
             return self.tiles(d)
         return min(self.tiles(d), max(units - units % self.cluster, self.cluster))

@@ -101,5 +101,12 @@ def prepare(rt: Runtime, code_object: Path, target: Target, spec: KernelSpec, di
         raise WgradError(f"{spec.name}: M={dims.M} N={dims.N} K={dims.K} E={dims.E} needs {grid} workgroups of "
                          f"{spec.block} threads, beyond the driver's {limit} {what} per dimension; use fewer experts "
                          "or a smaller N x K")
-    return Kernel(rt, rt.load(image, symbol, spec.dynamic_shared), grid, spec.block, pack(params, args),
-                  spec.dynamic_shared)
+    function = rt.load(image, symbol, spec.dynamic_shared)
+    if spec.persistent:  # one workgroup per unit, but only as many as run at once: no second wave
+        resident = rt.resident(function, spec.block, spec.dynamic_shared, spec.cluster)
+        if resident < spec.cluster:
+            raise WgradError(f"{spec.name}: {device.name} cannot run one {'cluster' if spec.cluster > 1 else 'workgroup'}"
+                             f" of it at a time ({spec.cluster} x {spec.block} threads, {spec.dynamic_shared} bytes of "
+                             "dynamic shared memory each); lower launch.block or launch.dynamic_shared in its spec")
+        grid = spec.grid(dims, min(device.units, resident))
+    return Kernel(rt, function, grid, spec.block, pack(params, args), spec.dynamic_shared)

@@ -105,6 +105,17 @@ class CudaRuntime:
         _ok("cuLaunchKernel",
             cu.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, dynamic_shared, 0, kernel_params, 0))
 
+    def resident(self, function: object, block: int, dynamic_shared: int, cluster: int) -> int:
+        if cluster == 1:
+            per_unit = _ok("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                           cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, block, dynamic_shared))
+            return int(per_unit) * self.device.units
+        config = cu.CUlaunchConfig()  # the cluster size is compiled in (__cluster_dims__); the grid a multiple of it
+        config.gridDimX, config.gridDimY, config.gridDimZ = cluster * self.device.units, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
+        config.sharedMemBytes = dynamic_shared
+        return int(_ok("cuOccupancyMaxActiveClusters", cu.cuOccupancyMaxActiveClusters(function, config))) * cluster
+
     def event(self) -> object:
         return _ok("cuEventCreate", cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DEFAULT))
 

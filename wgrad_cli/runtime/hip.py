@@ -94,6 +94,11 @@ class HipRuntime:
         _ok("hipModuleLaunchKernel",
             hip.hipModuleLaunchKernel(function, grid, 1, 1, block, 1, 1, dynamic_shared, None, kernel_params, None))
 
+    def resident(self, function: object, block: int, dynamic_shared: int, cluster: int) -> int:
+        per_unit = _ok("hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
+                       hip.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(function, block, dynamic_shared))
+        return int(per_unit) * self.device.units  # AMD GPUs have no clusters: any `cluster` workgroups run apart
+
     def event(self) -> object:
         return _ok("hipEventCreate", hip.hipEventCreate())
 
