@@ -111,9 +111,9 @@ class CudaRuntime:
                            cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, block, dynamic_shared))
             return int(per_unit) * self.device.units
         config = cu.CUlaunchConfig()  # the cluster size is compiled in (__cluster_dims__); the grid a multiple of it
-        config.gridDimX, config.gridDimY, config.gridDimZ = cluster * self.device.units, 1, 1
+        config.gridDimX, config.gridDimY, config.gridDimZ = max(self.device.units // cluster, 1) * cluster, 1, 1
         config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
-        config.sharedMemBytes = dynamic_shared
+        config.sharedMemBytes, config.numAttrs = dynamic_shared, 0
         return int(_ok("cuOccupancyMaxActiveClusters", cu.cuOccupancyMaxActiveClusters(function, config))) * cluster
 
     def event(self) -> object:
