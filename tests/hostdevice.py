@@ -30,6 +30,7 @@ class HostDevice:
         self.buffers: dict[int, np.ndarray] = {}
         self.launches: list[str] = []
         self.hung = False  # set: launches never finish, as a deadlocked kernel's (done() stays False)
+        self.hang_at_n: int | None = None  # a launch on a problem with this N sets `hung`
         self.abandoned = False
 
     def alloc(self, nbytes: int) -> int:
@@ -66,6 +67,9 @@ class HostDevice:
         E = off.size // 4 - 1
         M = math.isqrt(A.size * B.size * 2 * E // C.size)
         d = Dims(M, A.size // M, B.size // M, E)
+        if d.N == self.hang_at_n:
+            self.hung = True
+            return
         p = Problem(d, off.view(np.int32), A.reshape(d.N, M), B.reshape(d.K, M), scale_A.reshape(M // 128, d.N, 4),
                     scale_B.reshape(M // 128, d.K, 4), 0, "ocp")
         C.view(np.uint16)[:] = grad_w(p).astype(ml_dtypes.bfloat16).view(np.uint16).reshape(-1)

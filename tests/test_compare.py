@@ -203,6 +203,14 @@ def test_merge_mixed_configs(tmp_path: Path) -> None:
     assert merge_error([a, b]) == [f"{b}: config_sha256 is 'beef', {a} has 'c0ffee'; merge shards of one run only"]
 
 
+def test_merge_refuses_an_incomplete_shard(tmp_path: Path) -> None:
+    """A shard whose bench stopped on a hung kernel (device_commands.bench_command) lacks rows."""
+    a = shard(tmp_path / "a.json", 1, 2, BENCH[:2])
+    b = write(tmp_path / "b.json", "bench", BENCH[2:], config_sha256="c0ffee", target="gfx950", shard=[2, 2],
+              incomplete="hopper on square-8k did not finish within 10 s: the kernel looks deadlocked")
+    assert merge_error([a, b]) == [f"{b}: incomplete (hopper on square-8k did not finish within 10 s); run that shard again"]
+
+
 def test_merge_not_a_shard(tmp_path: Path) -> None:
     a = shard(tmp_path / "a.json", 1, 2, BENCH[:2])
     whole = write(tmp_path / "whole.json", "bench", BENCH, config_sha256="c0ffee", target="gfx950", shard=None)

@@ -71,14 +71,20 @@ def test_verify_device_reference(host: HostDevice, repo: Path, tmp_path: Path) -
     assert any("grouped_mxfp8_wgrad_kernel" in s for s in host.launches)  # the reference ran
 
 
-def test_hung_kernel_exits_3_and_writes_nothing(host: HostDevice, repo: Path, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """A launch that never finishes: one line, exit status 3 without clean-up (os._exit, replaced here
-    so that the test process survives), the runtime abandoned, no results file."""
+@pytest.fixture
+def survive_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI leaves a hung run with os._exit (no clean-up); here it raises SystemExit instead, so
+    that the test process survives."""
     def exit_now(code: int) -> None:
         raise SystemExit(code)
 
     monkeypatch.setattr("wgrad_cli.cli.os._exit", exit_now)
+
+
+@pytest.mark.usefixtures("survive_exit")
+def test_hung_kernel_exits_3_and_writes_nothing(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    """A launch that never finishes: one line, exit status 3 without clean-up, the runtime abandoned,
+    no results file (bench has measured nothing but its calibration)."""
     host.hung = True
     for command in ("verify", "bench"):
         r = run(tmp_path, command, "--config", repo / "configs/smoke.yaml", "--shape", "one-expert",
@@ -86,6 +92,21 @@ def test_hung_kernel_exits_3_and_writes_nothing(host: HostDevice, repo: Path, tm
         assert r.exit_code == 3, r.output
         assert "did not finish within 0.05 s: the kernel looks deadlocked" in r.output
         assert host.abandoned and not (tmp_path / f"{command}.json").exists()
+
+
+@pytest.mark.usefixtures("survive_exit")
+def test_bench_keeps_the_rows_finished_before_a_hang(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    """A kernel that hangs on the second shape: exit 3 as before, but the first shape's rows, already
+    measured, are saved, and the file says the run is incomplete and why."""
+    host.hang_at_n = 512  # four-one-empty (N = 512); one-expert has N = 256
+    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", "--shape",
+            "four-one-empty", "--kernel-timeout", "0.05", *FAST, "--json", tmp_path / "b.json")
+    assert r.exit_code == 3, r.output
+    d = doc(tmp_path / "b.json")
+    assert d["incomplete"].startswith("reference on four-one-empty did not finish within 0.05 s")
+    assert [(rec["kernel"], rec["shape"]["name"]) for rec in d["records"]] == \
+        [("empty", "calibration"), ("reference", "one-expert")]
+    assert d["records"][1]["samples"] >= 3 and host.abandoned
 
 
 def test_bench_shards_merge_compare(host: HostDevice, repo: Path, tmp_path: Path) -> None:

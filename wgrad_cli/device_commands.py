@@ -10,9 +10,10 @@ from rich.markup import escape
 from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.baselines import require_torch
 from wgrad_cli.bench import CALIBRATION, bench, bench_table
+from wgrad_cli.errors import KernelHang, WgradError
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.report import err, out, progress
-from wgrad_cli.results import default_path, save
+from wgrad_cli.results import default_path, order, save
 from wgrad_cli.session import Session, open_session
 from wgrad_cli.speedup import speedup_table, speedups
 from wgrad_cli.stopping import Criterion
@@ -72,16 +73,27 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
     if baselines:
         require_torch()  # before any build or launch
     s = open_session(**selection, shard=shard, edge_cases=False, extra=lambda _: [("empty", CALIBRATION.dims)])
+    known, flush = peak(s.rt.device), 0 if hot else flush_bytes(s.rt.device)
+    details = {"criterion": criterion.to_json(), "peak": known.__dict__ if known else None, "warmup": warmup}
+    finished: list[dict[str, Any]] = []
     try:
         _header(s)
         shapes = len({r.shape for r in s.records}) if baselines else 0
         with progress("benchmarking", 1 + (len(s.records) + len(BASELINES) * shapes) * repeat) as bar:
             def done(r: dict[str, Any]) -> None:
+                finished.append(r)
                 bar.update(bar.task_ids[0], advance=1,
                                 description=f"{r['kernel']} {r['shape']['name']} {r['median_ms'] * 1e3:,.1f} us")
 
             records = bench(s, criterion, hot, repeat, warmup, baselines, done)
-        known, flush = peak(s.rt.device), 0 if hot else flush_bytes(s.rt.device)
+    except KernelHang as exc:  # the rows measured before the hang are still measurements: keep them
+        if any(not r["calibration"] for r in finished):
+            try:
+                _save(s, "bench", sorted(finished, key=order), json_path, csv_path, no_save, shard, **details,
+                      incomplete=exc.lines[0])
+            except WgradError as unsaved:  # still a hang: exit 3 without clean-up, saying both
+                raise KernelHang(exc.lines + unsaved.lines) from None
+        raise
     finally:
         s.rt.close()
     cache = ("hot (back-to-back launches, times per launch)" if hot
@@ -94,5 +106,4 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
               if known else "% peak: this device is not in the peak table; ", end="", highlight=False)
     out.print(f"stopping: >= {min_samples} samples, >= {min_time} s, rel stdev <= {100 * max_noise:g}%, "
               f"timeout {timeout} s", highlight=False)
-    _save(s, "bench", records, json_path, csv_path, no_save, shard, criterion=criterion.to_json(),
-          peak=known.__dict__ if known else None, warmup=warmup)
+    _save(s, "bench", records, json_path, csv_path, no_save, shard, **details)

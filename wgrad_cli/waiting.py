@@ -26,8 +26,8 @@ def wait(rt: Runtime, event: object, timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             rt.abandon()
             raise KernelHang(f"{what} did not finish within {timeout:g} s: the kernel looks deadlocked (or is slower "
-                             "than --kernel-timeout allows); wgrad exits now, which ends it, and writes no results "
-                             "for this run")
+                             "than --kernel-timeout allows); wgrad exits now, which ends it (bench keeps the rows "
+                             "it finished, marked incomplete; verify writes no results)")
         time.sleep(pause)
         pause = min(2 * pause, LONGEST_PAUSE_S)
 
