@@ -76,8 +76,10 @@ def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool, what:
     return max(1, min(HOT_MAX_BATCH, math.ceil(HOT_SAMPLE_MS / max(once, 1e-6))))
 
 
-def _head(s: Session, rec: Record) -> dict[str, Any]:
-    return {**rec.to_json(), **s.code_object_json(rec.job), "baseline": False}
+def _head(s: Session, rec: Record, kernel: Kernel) -> dict[str, Any]:
+    """What a record says about its kernel, including the grid it was launched with (for a persistent
+    kernel, what the device runs at once: launch.prepare)."""
+    return {**rec.to_json(), **s.code_object_json(rec.job), "baseline": False, "grid": kernel.grid}
 
 
 def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int, with_baselines: bool,
@@ -95,7 +97,7 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
             batch = launches_per_sample(s, kernel, hot, empty.label)
             m = measure(s.rt, s.events, kernel, replace(criterion, max_samples=CALIBRATION_SAMPLES), flush, warmup, batch,
                         s.kernel_timeout, empty.label)
-            rows.append({**_record(s, _head(s, Record(-1, empty, CALIBRATION)), m, 1, mode, flush, (0, 0)),
+            rows.append({**_record(s, _head(s, Record(-1, empty, CALIBRATION), kernel), m, 1, mode, flush, (0, 0)),
                          "calibration": True, "batch": batch})
             on_done(rows[-1])
         finally:
@@ -105,11 +107,12 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
             work = (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims))
             dev = upload(s.rt, p)
             try:
+                kernels = [_kernel(s, rec.job, dev) for rec in recs]
                 runs: list[tuple[dict[str, Any], Callable[[], None]]] = [
-                    (_head(s, rec), _kernel(s, rec.job, dev)) for rec in recs]
+                    (_head(s, rec, kernel), kernel) for rec, kernel in zip(recs, kernels)]
                 if with_baselines:
                     runs += [({**recs[0].to_json(), "kernel": name, "baseline": True, "code_object_sha256": None,
-                               "compiler": None, "flags": None, "build_errors": []}, fn)
+                               "compiler": None, "flags": None, "build_errors": [], "grid": None}, fn)
                              for name, fn in baselines(p).items()]
                 for head, fn in runs:
                     what = f"{head['kernel']} on {shape.name}"
