@@ -13,7 +13,7 @@ from hostdevice import HostDevice
 
 from wgrad_cli.abi import Dims
 from wgrad_cli.cli import cli
-from wgrad_cli.kernelspec import load_specs
+from wgrad_cli.kernelspec import KernelSpec
 from wgrad_cli.runtime import DriverError, Runtime
 from wgrad_cli.toolchain import Compiler
 
@@ -130,13 +130,14 @@ def test_bench_shards_merge_compare(host: HostDevice, repo: Path, tmp_path: Path
     assert compare.exit_code == 0, compare.output
 
 
-def test_bench_cold_flushes_twice_the_last_level_cache(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+def test_bench_cold_flushes_twice_the_last_level_cache(host: HostDevice, repo: Path, tmp_path: Path,
+                                                      specs: dict[str, KernelSpec]) -> None:
     r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", *FAST,
             "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
     calibration, one = doc(tmp_path / "b.json")["records"]
     assert one["cache"] == "cold" and one["flush_bytes"] == 2 * (288 << 20)  # gfx950: 256 MiB + 32 MiB
-    specs = load_specs()  # each record carries the grid it was launched with
+    # each record carries the grid it was launched with
     assert one["grid"] == specs["reference"].tiles(Dims(128, 256, 256, 1)) and calibration["grid"] == 1
     assert one["pct_peak"] is not None and one["batch"] == 1
 
