@@ -208,7 +208,8 @@ def test_merge_refuses_an_incomplete_shard(tmp_path: Path) -> None:
     a = shard(tmp_path / "a.json", 1, 2, BENCH[:2])
     b = write(tmp_path / "b.json", "bench", BENCH[2:], config_sha256="c0ffee", target="gfx950", shard=[2, 2],
               incomplete="hopper on square-8k did not finish within 10 s: the kernel looks deadlocked")
-    assert merge_error([a, b]) == [f"{b}: incomplete (hopper on square-8k did not finish within 10 s); run that shard again"]
+    assert merge_error([a, b]) == [f"{b}: incomplete (hopper on square-8k did not finish within 10 s: the kernel looks "
+                                   "deadlocked); run that shard again"]
 
 
 def test_merge_not_a_shard(tmp_path: Path) -> None:

@@ -108,7 +108,7 @@ def merge_docs(paths: list[Path]) -> dict[str, Any]:
                 problems.append(f"{path}: {field} is {doc.get(field)!r}, {paths[0]} has {first.get(field)!r}; "
                                 "merge shards of one run only")
         if doc.get("incomplete"):
-            problems.append(f"{path}: incomplete ({doc['incomplete'].split(':')[0]}); run that shard again")
+            problems.append(f"{path}: incomplete ({doc['incomplete']}); run that shard again")
         shard = doc.get("shard")
         if not (isinstance(shard, list) and len(shard) == 2):
             problems.append(f"{path}: not a shard (written without --shard); merge joins --shard i/n results")
