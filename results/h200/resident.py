@@ -1,8 +1,8 @@
 """How many workgroups of each named kernel the GPU runs at once, and the persistent grid wgrad
 launches for 8192^3, E = 8 (launch.prepare). Run from the repository root on a GPU machine:
 python3 results/h200/resident.py hopper [more kernel names]. Written for call V7 of
-run-log-hopper-v16-2026-12-03.txt, which could not start: it has not run yet. Call V6's probe (its
-script is in that run log) made the same driver calls."""
+run-log-hopper-v16-2026-12-03.txt, which could not start; first ran as call W1 of
+run-log-hopper-v20-2026-12-03.txt (hopper: 66 clusters of two at once on 132 SMs, grid 132)."""
 
 from __future__ import annotations
 
