@@ -24,12 +24,15 @@ def ok(result: Any) -> Any:
 
 
 def launch(function: Any, args: list[tuple[int, type]], block: int = 32) -> None:
+    """One block of `function` with `args` (value, numpy type) as its kernel parameters, waited for."""
     values = [np.array([value], dtype=kind) for value, kind in args]
     pointers = np.array([v.ctypes.data for v in values], dtype=np.uint64)
     ok(d.cuLaunchKernel(function, 1, 1, 1, block, 1, 1, 0, 0, pointers.ctypes.data, 0))
     ok(d.cuCtxSynchronize())
 
 
+if len(sys.argv) != 3 or sys.argv[2] not in ("host", "device"):
+    sys.exit("usage: tensormap_probe.py CUBIN host|device (whose tensor map the TMA copy goes through)")
 ok(d.cuInit(0))
 ok(d.cuCtxSetCurrent(ok(d.cuDevicePrimaryCtxRetain(ok(d.cuDeviceGet(0))))))
 module = ok(d.cuModuleLoadData(open(sys.argv[1], "rb").read()))
@@ -55,10 +58,9 @@ print("driver      :", host_bytes.view(np.uint64).tolist())
 print("identical:", bool((device_bytes == host_bytes).all()),
       "differing bytes:", np.nonzero(device_bytes != host_bytes)[0].tolist())
 ok(d.cuMemcpyHtoD(p_host_map, host_bytes.ctypes.data, 128))
-which = sys.argv[2]
 x, y = 640, 256
-launch(use, [(int(p_map if which == "device" else p_host_map), np.uint64), (int(p_dst), np.uint64),
+launch(use, [(int(p_map if sys.argv[2] == "device" else p_host_map), np.uint64), (int(p_dst), np.uint64),
              (x, np.int32), (y, np.int32)], block=128)
 out = np.empty((128, 64), np.uint8)
 ok(d.cuMemcpyDtoH(out.ctypes.data, p_dst, out.nbytes))
-print(which, "map: TMA box correct:", bool((out == src[y:y + 128, x:x + 64]).all()))
+print(sys.argv[2], "map: TMA box correct:", bool((out == src[y:y + 128, x:x + 64]).all()))
