@@ -5,7 +5,8 @@ six pointers back from the kernelParams array the tool packed from the real code
 metadata, infers M, N, K and E from the buffers' sizes, and does what the kernel named by the
 symbol does: the reference kernel's arithmetic through numpy (exact sums, rounded once to bf16),
 or nothing for the empty kernel. Events read the host clock. It proves the pipeline (argument
-packing, poisoning, download, comparison, timing, records), not any kernel. `hung` makes every
+packing, poisoning, download, comparison, timing, records), not any kernel. `watts` stands in for a
+power sensor. `hung` makes every
 launch look deadlocked, which a real GPU cannot do and recover from within one test process.
 """
 
@@ -32,6 +33,8 @@ class HostDevice:
         self.hung = False  # set: launches never finish, as a deadlocked kernel's (done() stays False)
         self.hang_at_n: int | None = None  # a launch on a problem with this N sets `hung`
         self.abandoned = False
+        self.watts: list[float] = []  # power readings the stand-in reports in turn (none: not reported)
+        self.power_reads: list[float] = []  # what it reported, in order
 
     def alloc(self, nbytes: int) -> int:
         buf = np.zeros(max(nbytes, 1), dtype=np.uint8)
@@ -93,6 +96,12 @@ class HostDevice:
 
     def clock_mhz(self) -> int | None:
         return None
+
+    def power_w(self) -> float | None:
+        if not self.watts:
+            return None
+        self.power_reads.append(self.watts[len(self.power_reads) % len(self.watts)])
+        return self.power_reads[-1]
 
     def close(self) -> None:
         pass

@@ -111,6 +111,28 @@ def test_bench_keeps_the_rows_finished_before_a_hang(host: HostDevice, repo: Pat
     assert d["records"][1]["samples"] >= 3 and host.abandoned
 
 
+def test_bench_records_the_median_power_read_while_launches_run(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    """One reading per sample, in order: each record's power is the median of its own samples' readings."""
+    host.watts = [310.0, 720.0, 455.0, 505.0, 600.0]
+    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", *FAST,
+            "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    records = doc(tmp_path / "b.json")["records"]
+    assert [rec["kernel"] for rec in records] == ["empty", "reference"]
+    assert len(host.power_reads) == sum(rec["samples"] for rec in records)
+    first = records[0]["samples"]
+    for rec, reads in zip(records, (host.power_reads[:first], host.power_reads[first:])):
+        assert rec["power_w"] == sorted(reads)[len(reads) // 2]
+    assert " W " in r.output
+
+
+def test_bench_without_a_power_sensor_records_none(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", *FAST,
+            "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    assert all(rec["power_w"] is None for rec in doc(tmp_path / "b.json")["records"])
+
+
 def test_bench_shards_merge_compare(host: HostDevice, repo: Path, tmp_path: Path) -> None:
     common = ["bench", "--config", repo / "configs/smoke.yaml", "--hot", "--repeat", "2", *FAST]
     assert run(tmp_path, *common, "--json", tmp_path / "all.json", "--csv", tmp_path / "all.csv").exit_code == 0

@@ -53,13 +53,14 @@ def _record(s: Session, head: dict[str, Any], m: Measurement, run: int, cache: s
     seconds = summary.median_ms / 1e3
     known = peak(s.rt.device)
     tflops = work[0] / seconds / 1e12
-    clocks = sorted(m.clocks_mhz)
+    clocks, powers = sorted(m.clocks_mhz), sorted(m.power_w)
     return {**head, "seed": s.seed, "run": run, "cache": cache,
             "flush_bytes": flush.nbytes if flush else 0, **summary.to_json(), "stop": m.stop,
             "wall_seconds": round(m.wall_seconds, 3), "flops": work[0], "min_bytes": work[1], "tflops": tflops,
             "gbps": work[1] / seconds / 1e9,
             "pct_peak": 100 * tflops / known.matrix_tflops if known and work[0] else None,
-            "clock_mhz": clocks[len(clocks) // 2] if clocks else None}
+            "clock_mhz": clocks[len(clocks) // 2] if clocks else None,
+            "power_w": round(powers[len(powers) // 2], 1) if powers else None}
 
 
 def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool, what: str) -> int:
@@ -140,7 +141,7 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
     A hot row's cache column shows its launches per sample (x24); its times are per launch."""
     table = Table(title=title, title_justify="left")
     for name in ("kernel", "shape", "M x N x K, E", "routing", "run", "cache", "samples", "median us", "min us",
-                 "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "stop"):
+                 "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "W", "stop"):
         table.add_column(name, justify="left" if name in ("kernel", "shape", "routing", "cache", "stop") else "right")
     for r in records:
         d = r["shape"]
@@ -151,6 +152,7 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
                       str(r["run"]), cache, str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
                       f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%", *rates,
                       "" if r["pct_peak"] is None else f"{r['pct_peak']:.2f}",
-                      "" if r["clock_mhz"] is None else str(r["clock_mhz"]), stop)
+                      "" if r["clock_mhz"] is None else str(r["clock_mhz"]),
+                      "" if r.get("power_w") is None else f"{r['power_w']:.0f}", stop)
     return table
 

@@ -3,8 +3,8 @@
 Cold (the default): before each sample, outside the events, a write of twice the last-level
 cache evicts the previous sample's operands and output, so every launch reads from memory.
 Hot: launches back to back, the operands left in cache. Sampling goes until the criterion
-(stopping.py) says stop; the SM/GFX clock is read while each launch runs, where the platform
-reports it.
+(stopping.py) says stop; the SM/GFX clock and the board's power are read while each launch runs,
+where the platform reports them.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ class Measurement:
     times_ms: list[float]
     stop: str  # converged, timeout or max-samples
     clocks_mhz: list[int]  # empty where the platform reports no clock
+    power_w: list[float]  # board power read while each launch runs; empty where not reported
     wall_seconds: float
 
 
@@ -44,6 +45,7 @@ def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], Non
     settle(rt, stop, kernel_timeout, what)
     times: list[float] = []
     clocks: list[int] = []
+    powers: list[float] = []
     running = Running()
     began = time.perf_counter()
     while True:
@@ -53,12 +55,14 @@ def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], Non
         for _ in range(batch):
             launch()
         rt.record(stop)
-        clock = rt.clock_mhz()
+        clock, power = rt.clock_mhz(), rt.power_w()
         if clock is not None:
             clocks.append(clock)
+        if power is not None:
+            powers.append(power)
         wait(rt, stop, kernel_timeout, what)
         times.append(rt.elapsed_ms(start, stop) / batch)
         running.add(times[-1], batch)
         verdict = criterion.verdict(running, time.perf_counter() - began)
         if verdict:
-            return Measurement(times, verdict, clocks, time.perf_counter() - began)
+            return Measurement(times, verdict, clocks, powers, time.perf_counter() - began)

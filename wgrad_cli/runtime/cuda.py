@@ -29,14 +29,24 @@ def _ok(call: str, result: tuple[Any, ...]) -> Any:
     return checked(call, result, cu.CUresult.CUDA_SUCCESS, cu.cuGetErrorString, HINTS, "CUDA driver API")
 
 
-def _nvml_clock(bus_id: str) -> Callable[[], int | None]:
-    """Reads the device's SM clock through NVML (nvidia-ml-py); None where NVML cannot be used."""
+def _nvml_sensors(bus_id: str) -> tuple[Callable[[], int | None], Callable[[], float | None]]:
+    """Read the device's SM clock (MHz) and instantaneous board power (W) through NVML (nvidia-ml-py);
+    None where NVML cannot be used. The power is NVML's instant field, not nvmlDeviceGetPowerUsage,
+    which Hopper averages over a second, longer than most launches."""
     try:
         pynvml.nvmlInit()
         handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
     except pynvml.NVMLError:
-        return lambda: None
-    return lambda: int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+        return (lambda: None), (lambda: None)
+
+    def power() -> float | None:
+        try:
+            field = pynvml.nvmlDeviceGetFieldValues(handle, [pynvml.NVML_FI_DEV_POWER_INSTANT])[0]
+        except pynvml.NVMLError:  # a driver without field queries
+            return None
+        return field.value.uiVal / 1e3 if field.nvmlReturn == pynvml.NVML_SUCCESS else None  # mW
+
+    return (lambda: int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))), power
 
 
 def open_device(index: int) -> CudaRuntime:
@@ -67,7 +77,7 @@ class CudaRuntime:
         major, minor = attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         driver = int(_ok("cuDriverGetVersion", cu.cuDriverGetVersion()))
         name = _ok("cuDeviceGetName", cu.cuDeviceGetName(256, self._dev))
-        self._clock = _nvml_clock(c_text(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev))))
+        self._clock, self._power = _nvml_sensors(c_text(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev))))
         self.device = DeviceInfo(
             vendor="nvidia", index=index, name=c_text(name), arch=f"sm_{major}{minor}",
             units=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
@@ -134,6 +144,9 @@ class CudaRuntime:
 
     def clock_mhz(self) -> int | None:
         return self._clock()
+
+    def power_w(self) -> float | None:
+        return self._power()
 
     def abandon(self) -> None:
         self._abandoned = True

@@ -28,16 +28,22 @@ def _ok(call: str, result: tuple[Any, ...]) -> Any:
     return checked(call, result, hip.hipError_t.hipSuccess, hip.hipGetErrorString, HINTS, "HIP runtime API")
 
 
-def _amdsmi_clock(bus_id: str) -> Callable[[], int | None]:
-    """Reads the device's GFX clock through amdsmi (installed with ROCm); None where it cannot be used."""
+def _amdsmi_sensors(bus_id: str) -> tuple[Callable[[], int | None], Callable[[], float | None]]:
+    """Read the device's GFX clock (MHz) and socket power (W: amdsmi's current_socket_power, the
+    instant reading of MI300 and later) through amdsmi (installed with ROCm); None where it cannot be used."""
     try:
         import amdsmi
 
         amdsmi.amdsmi_init()
         handle = amdsmi.amdsmi_get_processor_handle_from_bdf(bus_id)
     except Exception:  # amdsmi missing, or its own AmdSmiException: the clock is then not reported
-        return lambda: None
-    return lambda: int(amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)["clk"])
+        return (lambda: None), (lambda: None)
+
+    def power() -> float | None:
+        watts = amdsmi.amdsmi_get_power_info(handle).get("current_socket_power")
+        return float(watts) if isinstance(watts, int | float) else None  # "N/A" where the card has no such sensor
+
+    return (lambda: int(amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)["clk"])), power
 
 
 def open_device(index: int) -> HipRuntime:
@@ -61,7 +67,7 @@ class HipRuntime:
         self._abandoned = False
         driver = int(_ok("hipDriverGetVersion", hip.hipDriverGetVersion()))
         runtime = int(_ok("hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
-        self._clock = _amdsmi_clock(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index))))
+        self._clock, self._power = _amdsmi_sensors(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index))))
         self.device = DeviceInfo(
             vendor="amd", index=index, name=c_text(props.name), arch=c_text(props.gcnArchName).split(":")[0],
             units=int(props.multiProcessorCount), max_clock_mhz=int(props.clockRate) // 1000,
@@ -117,6 +123,9 @@ class HipRuntime:
 
     def clock_mhz(self) -> int | None:
         return self._clock()
+
+    def power_w(self) -> float | None:
+        return self._power()
 
     def abandon(self) -> None:
         self._abandoned = True
