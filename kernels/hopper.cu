@@ -20,20 +20,25 @@
 // 3 warpgroups, stages of 64 tokens in a 5-stage ring of bf16 B tiles (128-byte-swizzled, K-major,
 // as wgmma reads them). The ring runs on across tiles: while the consumers finish a tile and store
 // it, the producer already fills the next tile's stages. Warpgroup 0 (88 registers, setmaxnreg)
-// loads its 128 B rows with 16-byte loads one stage ahead, converts and stores them, and one thread
-// copies the 16 KiB slice to the peer. Warpgroups 1 and 2 (208 registers) each own 64 rows x 256
-// columns of fp32 accumulators and keep their A operand in registers (wgmma's A from registers):
-// per stage they issue 4 wgmma m64n256k16 and, while those run, dequantize the next stage's A rows
-// (which may be the next tile's first) straight into the other set of fragments, and write the
-// zeros of the empty experts' tiles they pass. A never touches shared memory: version 10e stored
-// and wgmma re-read it, 32 of the 128 KiB of shared-memory traffic per stage (hopper-notes.md,
-// version 12). The price is the token order inside a stage (fragment()): a thread's 16-byte load holds
-// 16 consecutive tokens, and the fragment takes them as they come, so B's rows are stored in the
-// same order, in 4-byte words instead of 16-byte chunks. mbarriers hand stages over: full[s] (the
-// producer arrives, the peer's copy counts its bytes), empty[s] (both CTAs' consumers arrive). No
-// barrier operation has cluster-scope release or acquire: those compile to a GPU-wide MEMBAR and
-// an L1 invalidation per use, which made a first cluster version 1.8x slower. Epilogue: round to
-// nearest even bf16, stage in shared memory, store whole rows with 16-byte stores.
+// dequantizes the CTA's 128 B rows, 32 consecutive rows per warp: each warp loads its rows with
+// 16-byte loads one stage ahead, converts and stores them, arrives on the stage's full barrier, and
+// its lane 0 copies the warp's 4 KiB to the peer, so the four warps never wait for each other (one
+// thread copying the whole slice after a barrier of all four took 4 to 5% more time on Qwen3-30B's
+// shapes: hopper-notes.md, version 22). Warpgroups 1 and 2 (208 registers) each own 64 rows x 256
+// columns of fp32 accumulators and keep their A operand in registers (wgmma's A from registers).
+// Per stage they issue 4 wgmma m64n256k16, wait for the previous stage's (one stage stays in
+// flight, so the tensor cores do not drain at every stage), release that stage's slot, and, while
+// the new ones run, dequantize the next stage's A rows (which may be the next tile's first) into
+// the fragments the finished stage read; they also write the zeros of the empty experts' tiles they
+// pass. A never touches shared memory: version 10e stored and wgmma re-read it, 32 of the 128 KiB
+// of shared-memory traffic per stage (hopper-notes.md, version 12). The price is the token order
+// inside a stage (fragment()): a thread's 16-byte load holds 16 consecutive tokens, and the
+// fragment takes them as they come, so B's rows are stored in the same order, in 4-byte words
+// instead of 16-byte chunks. mbarriers hand stages over: full[s] (the producer's warps arrive, the
+// peer's copies count their bytes), empty[s] (both CTAs' consumers arrive). No barrier operation
+// has cluster-scope release or acquire: those compile to a GPU-wide MEMBAR and an L1 invalidation
+// per use, which made a first cluster version 1.8x slower. Epilogue: round to nearest even bf16,
+// stage in shared memory, store whole rows with 16-byte stores.
 //
 // Launch (kernels/hopper.yaml, grid: units): one CTA of 384 threads per SM, at most one per tile,
 // an even number (cluster dims (2, 1, 1) are compiled in); 198,736 bytes of dynamic shared memory
@@ -59,10 +64,11 @@ constexpr int CLUSTER = 2;                  // CTAs with the same expert and k0 
 constexpr int CONSUMER_ROWS = TILE_N / 2;  // A rows (and accumulator rows) of each consumer warpgroup
 constexpr int PRODUCER_B_ROWS = TILE_K / CLUSTER;  // B rows each CTA's producer dequantizes for both
 constexpr unsigned PEER_BYTES = PRODUCER_B_ROWS * ROW_BYTES;  // what each producer sends the peer per stage
-// A stage is full once this CTA's producer has arrived (one arrival, which also expects the peer's
-// PEER_BYTES) and the peer's bytes have landed; free again once both CTAs' 8 consumer warps have
+constexpr unsigned WARP_PEER_BYTES = PEER_BYTES / 4;  // one producer warp's 32 rows, copied by the warp
+// A stage is full once this CTA's four producer warps have arrived (each arrival also expects a
+// quarter of the peer's PEER_BYTES) and the peer's bytes have landed; free again once both CTAs' 8 consumer warps have
 // arrived.
-constexpr unsigned FULL_ARRIVALS = 1, EMPTY_ARRIVALS = CLUSTER * 8;
+constexpr unsigned FULL_ARRIVALS = 4, EMPTY_ARRIVALS = CLUSTER * 8;
 // The epilogue stages half a consumer's outputs at a time (64 rows x 128 columns of bf16). Rows are
 // 256 bytes plus 16 of padding, so that a warp's fragment writes (8 rows x 4 words) fall in 32
 // different banks, and its 16-byte reads of whole rows do too.
@@ -78,7 +84,7 @@ constexpr int SHARED_BYTES = BARRIERS + 2 * STAGES * 8;
 constexpr int LAUNCH_REGISTERS = 65536 / THREADS / 8 * 8;  // what ptxas gives each thread for __launch_bounds__(THREADS, 1)
 constexpr int PRODUCER_REGISTERS = 88, CONSUMER_REGISTERS = 208;
 static_assert(128 * PRODUCER_REGISTERS + 256 * CONSUMER_REGISTERS <= THREADS * LAUNCH_REGISTERS, "no more than the launch gave the CTA: a setmaxnreg.inc beyond what the others gave back waits forever");
-constexpr int PRODUCER_BAR = 1, CONSUMER_BAR = 2;  // named barriers: the producer; consumer h uses 2 + h
+constexpr int CONSUMER_BAR = 2;  // named barriers: consumer h uses 2 + h
 // Tile pairs (one per cluster at a time): expert-major, then K tiles, then pairs of N tiles.
 constexpr int PAIRS_N = int(N / (CLUSTER * TILE_N)), PAIRS_PER_EXPERT = PAIRS_N * int(K / TILE_K);
 constexpr long long PAIRS = E * PAIRS_PER_EXPERT;
@@ -277,12 +283,13 @@ struct Rows {
         if (it % 2) from.scale += ROWS * 4;
     }
 
-    // The producer's rows t / 4 + STRIDE i: dequantize into the stage's rows that start at shared
-    // address `base` (1024-byte aligned). wgmma reads them only after fence_stores() and a barrier.
+    // The producer's rows 32 (t / 32) + (t % 32) / 4 + STRIDE i (a warp's 32 rows are consecutive):
+    // dequantize into the stage's rows that start at shared address `base` (1024-byte aligned).
+    // wgmma reads them only after fence_stores(), __syncwarp() and the stage's full barrier.
     WGRAD_DEVICE void store(unsigned base, int t) const {
 #pragma unroll
         for (int i = 0; i < CHUNKS; ++i) {
-            const int row = t / 4 + STRIDE * i;
+            const int row = 32 * (t / 32) + t % 32 / 4 + STRIDE * i;
             store_row_part(base + row * ROW_BYTES, row, t % 4, q[i], e8m0(s[i]));
         }
     }
@@ -363,8 +370,8 @@ struct Schedule {
 
 // One loader's walk over the stages of its cluster's tiles, in the order the consumers use them
 // (tiles of empty experts have no stages). It loads operand A's rows row0 + 16 (t / 32) + (t % 32) / 4
-// + 8 i (consumer h: row0 = n0 + 64 h; wgmma's fragment rows) or B's rows row0 + t / 4 + 32 i (the
-// producer: row0 = k0 + 128 rank). The operand's pointers are passed to next() rather than kept:
+// + 8 i (consumer h: row0 = n0 + 64 h; wgmma's fragment rows) or B's rows row0 + 32 (t / 32)
+// + (t % 32) / 4 + 8 i (the producer: row0 = k0 + 128 rank). The operand's pointers are passed to next() rather than kept:
 // kernel parameters cost no registers.
 template <bool IS_A>
 struct Walk {
@@ -382,7 +389,7 @@ struct Walk {
             const Tile tile(tiles.pair(), cluster_rank(), expert_off);
             const unsigned row0 = IS_A ? tile.n0 + CONSUMER_ROWS * (threadIdx.x / 128 - 1) : tile.k0 + PRODUCER_B_ROWS * cluster_rank();
             if (IS_A && tile.steps == 0) store_zeros(C + ((long long)tile.e * N + row0) * K + tile.k0);
-            const int t = threadIdx.x % 128, first = IS_A ? 16 * (t / 32) + t % 32 / 4 : t / 4;
+            const int t = threadIdx.x % 128, first = IS_A ? 16 * (t / 32) + t % 32 / 4 : 32 * (t / 32) + t % 32 / 4;
             from = Stream<ROWS>(op, op_scale, row0 + first, tile.m_begin, t % 4);
             it = 0;
             steps = tile.steps;
@@ -421,17 +428,18 @@ extern "C++" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(T
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGISTERS));
         const unsigned peer_full = peer_address(full, rank ^ 1), peer_ring = peer_address(ring, rank ^ 1);
         Walk<false> walk;
-        Rows<PRODUCER_B_ROWS / 32, 32> cur, next;
+        Rows<PRODUCER_B_ROWS / 32, 8> cur, next;
         const unsigned slice = PRODUCER_B_ROWS * rank * ROW_BYTES;  // this CTA's B rows in a stage
-        auto put = [&](const Rows<PRODUCER_B_ROWS / 32, 32>& rows, int g) {
+        auto put = [&](const Rows<PRODUCER_B_ROWS / 32, 8>& rows, int g) {
             const int s = g % STAGES;
             if (g >= STAGES) mbar_wait(empty + 8 * s, (g / STAGES - 1) & 1);  // both CTAs' consumers are done with it
             rows.store(ring + s * STAGE_BYTES + slice, t);
             fence_stores();
-            asm volatile("bar.sync %0, 128;" ::"n"(PRODUCER_BAR) : "memory");  // the whole slice is written
-            if (t == 0) {
-                mbar_arrive_expect(full + 8 * s, PEER_BYTES);  // ours are in; the peer's slice is on its way
-                copy_to_peer(peer_ring + s * STAGE_BYTES + slice, ring + s * STAGE_BYTES + slice, PEER_BYTES, peer_full + 8 * s);
+            __syncwarp();  // the warp's 32 rows are written (and fenced) before its lane 0 arrives and copies
+            if (t % 32 == 0) {
+                const unsigned rows_at = s * STAGE_BYTES + slice + (t / 32) * WARP_PEER_BYTES;
+                mbar_arrive_expect(full + 8 * s, WARP_PEER_BYTES);  // ours are in; a quarter of the peer's slice is on its way
+                copy_to_peer(peer_ring + rows_at, ring + rows_at, WARP_PEER_BYTES, peer_full + 8 * s);
             }
         };
         for (int g = 0; walk.next(cur, B, scale_B, expert_off, C); g += 2) {  // g: the stage's index in this CTA's whole walk
@@ -463,7 +471,13 @@ extern "C++" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(T
     }
     float d[128];
     int g = 0;  // the stage's index in this CTA's whole walk
-    // One stage: wgmmas on `cur`, the next stage's fragments into `next`. `first`: the tile's first.
+    // This warp is done with stage `done`, in both CTAs' eyes.
+    const auto release = [&](int done) {
+        warp_arrive(empty + 8 * (done % STAGES));
+        if (lane == 0) mbar_arrive_peer(peer_empty + 8 * (done % STAGES));
+    };
+    // One stage: wgmmas on `cur`, the next stage's fragments into `next`, while they run. `first`:
+    // the tile's first (nothing in flight before it).
     const auto stage = [&](const unsigned (&cur)[STEP / 16][4], unsigned (&next)[STEP / 16][4], bool first) {
         const int s = g % STAGES;
         mbar_wait(full + 8 * s, (g / STAGES) & 1);
@@ -473,13 +487,14 @@ extern "C++" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(T
         for (int kk = 0; kk < STEP / 16; ++kk)  // 16 tokens = 32 bytes further along each B row
             wgmma_m64n256k16(d, cur[kk], descriptor(b + ((32 * kk) >> 4)), !first || kk > 0);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        if (more) {  // `next` was last read by the wgmmas of stage g - 1, done by now
+        if (!first) {  // stage g - 1's wgmmas, the last to read `next`, are done: release its slot
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            release(g - 1);
+        }
+        if (more) {
             a.fragments(next);
             more = walk.next(a, A, scale_A, expert_off, C);
         }
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        warp_arrive(empty + 8 * s);  // this warp is done with stage g, in both CTAs' eyes
-        if (lane == 0) mbar_arrive_peer(peer_empty + 8 * s);
         ++g;
     };
     // The walk loads two stages ahead of the wgmmas, and every tile it loads has at least two
@@ -491,6 +506,8 @@ extern "C++" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(T
             stage(f0, f1, it == 0);
             stage(f1, f0, false);
         }
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        release(g - 1);
 
         // Epilogue, in two rounds of 128 columns: round to nearest even bf16, stage in shared memory,
         // then store whole rows with 16-byte stores (a warp instruction: 2 rows of 256 bytes), which
