@@ -135,13 +135,23 @@ def _us(ms: float) -> str:
     return f"{ms * 1e3:,.1f}"
 
 
+def _energy(r: dict[str, Any]) -> str:
+    """Board energy per launch in mJ: the median power times the median time (where power was read)."""
+    if r.get("power_w") is None:
+        return ""
+    mj = r["power_w"] * r["median_ms"]
+    return f"{mj:,.0f}" if mj >= 10 else f"{mj:.2g}"
+
+
 def bench_table(records: list[dict[str, Any]], title: str) -> Table:
     """One row per measured run, the calibration row first (from result records, also merged ones).
 
-    A hot row's cache column shows its launches per sample (x24); its times are per launch."""
+    A hot row's cache column shows its launches per sample (x24); its times are per launch. mJ is
+    the board's energy per launch, estimated as the median power times the median time: on a
+    device held at its power limit, that (not cycles) sets the time."""
     table = Table(title=title, title_justify="left")
     for name in ("kernel", "shape", "M x N x K, E", "routing", "run", "cache", "samples", "median us", "min us",
-                 "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "W", "stop"):
+                 "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "W", "mJ", "stop"):
         table.add_column(name, justify="left" if name in ("kernel", "shape", "routing", "cache", "stop") else "right")
     for r in records:
         d = r["shape"]
@@ -153,6 +163,6 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
                       f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%", *rates,
                       "" if r["pct_peak"] is None else f"{r['pct_peak']:.2f}",
                       "" if r["clock_mhz"] is None else str(r["clock_mhz"]),
-                      "" if r.get("power_w") is None else f"{r['power_w']:.0f}", stop)
+                      "" if r.get("power_w") is None else f"{r['power_w']:.0f}", _energy(r), stop)
     return table
 

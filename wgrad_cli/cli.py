@@ -211,6 +211,17 @@ def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -
 
 
 @cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+def show(files: tuple[Path, ...]) -> None:
+    """Print verify or bench results files as the tables the commands printed."""
+    from wgrad_cli.report import out
+    from wgrad_cli.show import show_tables
+
+    for table in show_tables(list(files)):
+        out.print(table)
+
+
+@cli.command()
 @click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Write the merged results here.")
