@@ -6,8 +6,8 @@ metadata, infers M, N, K and E from the buffers' sizes, and does what the kernel
 symbol does: the reference kernel's arithmetic through numpy (exact sums, rounded once to bf16),
 or nothing for the empty kernel. Events read the host clock. It proves the pipeline (argument
 packing, poisoning, download, comparison, timing, records), not any kernel. `watts` stands in for a
-power sensor. `hung` makes every
-launch look deadlocked, which a real GPU cannot do and recover from within one test process.
+power sensor. `hung` makes every launch look deadlocked, which a real GPU cannot do and recover
+from within one test process.
 """
 
 from __future__ import annotations

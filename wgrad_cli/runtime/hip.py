@@ -36,11 +36,14 @@ def _amdsmi_sensors(bus_id: str) -> tuple[Callable[[], int | None], Callable[[],
 
         amdsmi.amdsmi_init()
         handle = amdsmi.amdsmi_get_processor_handle_from_bdf(bus_id)
-    except Exception:  # amdsmi missing, or its own AmdSmiException: the clock is then not reported
+    except Exception:  # amdsmi missing, or its own AmdSmiException: neither is then reported
         return (lambda: None), (lambda: None)
 
     def power() -> float | None:
-        watts = amdsmi.amdsmi_get_power_info(handle).get("current_socket_power")
+        try:
+            watts = amdsmi.amdsmi_get_power_info(handle).get("current_socket_power")
+        except Exception:  # AmdSmiException where the driver cannot read the sensor
+            return None
         return float(watts) if isinstance(watts, int | float) else None  # "N/A" where the card has no such sensor
 
     return (lambda: int(amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)["clk"])), power
