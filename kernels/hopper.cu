@@ -66,8 +66,8 @@ constexpr int PRODUCER_B_ROWS = TILE_K / CLUSTER;  // B rows each CTA's producer
 constexpr unsigned PEER_BYTES = PRODUCER_B_ROWS * ROW_BYTES;  // what each producer sends the peer per stage
 constexpr unsigned WARP_PEER_BYTES = PEER_BYTES / 4;  // one producer warp's 32 rows, copied by the warp
 // A stage is full once this CTA's four producer warps have arrived (each arrival also expects a
-// quarter of the peer's PEER_BYTES) and the peer's bytes have landed; free again once both CTAs' 8 consumer warps have
-// arrived.
+// quarter of the peer's PEER_BYTES) and the peer's bytes have landed; free again once both CTAs'
+// 8 consumer warps have arrived.
 constexpr unsigned FULL_ARRIVALS = 4, EMPTY_ARRIVALS = CLUSTER * 8;
 // The epilogue stages half a consumer's outputs at a time (64 rows x 128 columns of bf16). Rows are
 // 256 bytes plus 16 of padding, so that a warp's fragment writes (8 rows x 4 words) fall in 32
@@ -371,8 +371,8 @@ struct Schedule {
 // One loader's walk over the stages of its cluster's tiles, in the order the consumers use them
 // (tiles of empty experts have no stages). It loads operand A's rows row0 + 16 (t / 32) + (t % 32) / 4
 // + 8 i (consumer h: row0 = n0 + 64 h; wgmma's fragment rows) or B's rows row0 + 32 (t / 32)
-// + (t % 32) / 4 + 8 i (the producer: row0 = k0 + 128 rank). The operand's pointers are passed to next() rather than kept:
-// kernel parameters cost no registers.
+// + (t % 32) / 4 + 8 i (the producer: row0 = k0 + 128 rank). The operand's pointers are passed to
+// next() rather than kept: kernel parameters cost no registers.
 template <bool IS_A>
 struct Walk {
     static constexpr long long ROWS = IS_A ? N : K;
