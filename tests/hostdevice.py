@@ -5,8 +5,8 @@ six pointers back from the kernelParams array the tool packed from the real code
 metadata, infers M, N, K and E from the buffers' sizes, and does what the kernel named by the
 symbol does: the reference kernel's arithmetic through numpy (exact sums, rounded once to bf16),
 or nothing for the empty kernel. Events read the host clock. It proves the pipeline (argument
-packing, poisoning, download, comparison, timing, records), not any kernel. `watts` stands in for a
-power sensor. `hung` makes every launch look deadlocked, which a real GPU cannot do and recover
+packing, poisoning, download, comparison, timing, records), not any kernel. `watts` and `capped` stand
+in for the power sensors. `hung` makes every launch look deadlocked, which a real GPU cannot do and recover
 from within one test process.
 """
 
@@ -35,6 +35,8 @@ class HostDevice:
         self.abandoned = False
         self.watts: list[float] = []  # power readings the stand-in reports in turn (none: not reported)
         self.power_reads: list[float] = []  # what it reported, in order
+        self.capped: list[bool] = []  # power-limit readings reported in turn (none: not reported)
+        self.capped_reads = 0
 
     def alloc(self, nbytes: int) -> int:
         buf = np.zeros(max(nbytes, 1), dtype=np.uint8)
@@ -102,6 +104,12 @@ class HostDevice:
             return None
         self.power_reads.append(self.watts[len(self.power_reads) % len(self.watts)])
         return self.power_reads[-1]
+
+    def power_capped(self) -> bool | None:
+        if not self.capped:
+            return None
+        self.capped_reads += 1
+        return self.capped[(self.capped_reads - 1) % len(self.capped)]
 
     def close(self) -> None:
         pass

@@ -126,11 +126,25 @@ def test_bench_records_the_median_power_read_while_launches_run(host: HostDevice
     assert " W " in r.output
 
 
-def test_bench_without_a_power_sensor_records_none(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+def test_bench_records_the_share_of_samples_the_power_limit_held(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    host.capped = [True, False, True, True, False, False, True]
     r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", *FAST,
             "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
-    assert all(rec["power_w"] is None for rec in doc(tmp_path / "b.json")["records"])
+    records = doc(tmp_path / "b.json")["records"]
+    assert host.capped_reads == sum(rec["samples"] for rec in records)
+    reads = [host.capped[i % len(host.capped)] for i in range(host.capped_reads)]
+    first = records[0]["samples"]
+    for rec, mine in zip(records, (reads[:first], reads[first:])):
+        assert rec["power_capped"] == round(sum(mine) / len(mine), 3)
+    assert "capped" in r.output and f"{100 * records[1]['power_capped']:.0f}%" in r.output
+
+
+def test_bench_without_power_sensors_records_none(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", *FAST,
+            "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    assert all(rec["power_w"] is None and rec["power_capped"] is None for rec in doc(tmp_path / "b.json")["records"])
 
 
 def test_bench_shards_merge_compare(host: HostDevice, repo: Path, tmp_path: Path) -> None:

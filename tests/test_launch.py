@@ -49,9 +49,9 @@ def test_device_info(gpu: Runtime, gpu_target: Target) -> None:
     d = gpu.device
     assert d.units > 0 and d.max_clock_mhz > 0 and d.memory_bytes > 2**30 and d.l2_bytes > 2**20
     assert d.arch == gpu_target.device_arch and d.name and d.driver and d.runtime
-    clock, power = gpu.clock_mhz(), gpu.power_w()
+    clock, power, capped = gpu.clock_mhz(), gpu.power_w(), gpu.power_capped()
     if d.vendor == "nvidia":  # NVML comes with the driver; amdsmi is an optional ROCm package
-        assert clock is not None and power is not None
+        assert clock is not None and power is not None and capped is not None
     assert clock is None or 0 < clock <= d.max_clock_mhz
     assert power is None or 10 < power < 2000, power  # watts, not milliwatts
 

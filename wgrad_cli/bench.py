@@ -60,7 +60,8 @@ def _record(s: Session, head: dict[str, Any], m: Measurement, run: int, cache: s
             "gbps": work[1] / seconds / 1e9,
             "pct_peak": 100 * tflops / known.matrix_tflops if known and work[0] else None,
             "clock_mhz": clocks[len(clocks) // 2] if clocks else None,
-            "power_w": round(powers[len(powers) // 2], 1) if powers else None}
+            "power_w": round(powers[len(powers) // 2], 1) if powers else None,
+            "power_capped": round(sum(m.power_capped) / len(m.power_capped), 3) if m.power_capped else None}
 
 
 def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool, what: str) -> int:
@@ -147,11 +148,12 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
     """One row per measured run, the calibration row first (from result records, also merged ones).
 
     A hot row's cache column shows its launches per sample (x24); its times are per launch. mJ is
-    the board's energy per launch, estimated as the median power times the median time: on a
-    device held at its power limit, that (not cycles) sets the time."""
+    the board's energy per launch, estimated as the median power times the median time; capped is
+    the share of samples during which the power limit held the clock down. On a device held at its
+    power limit, energy per launch (not cycles) sets the time."""
     table = Table(title=title, title_justify="left")
     for name in ("kernel", "shape", "M x N x K, E", "routing", "run", "cache", "samples", "median us", "min us",
-                 "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "W", "mJ", "stop"):
+                 "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "W", "mJ", "capped", "stop"):
         table.add_column(name, justify="left" if name in ("kernel", "shape", "routing", "cache", "stop") else "right")
     for r in records:
         d = r["shape"]
@@ -163,6 +165,7 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
                       f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%", *rates,
                       "" if r["pct_peak"] is None else f"{r['pct_peak']:.2f}",
                       "" if r["clock_mhz"] is None else str(r["clock_mhz"]),
-                      "" if r.get("power_w") is None else f"{r['power_w']:.0f}", _energy(r), stop)
+                      "" if r.get("power_w") is None else f"{r['power_w']:.0f}", _energy(r),
+                      "" if r.get("power_capped") is None else f"{100 * r['power_capped']:.0f}%", stop)
     return table
 

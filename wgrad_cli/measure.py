@@ -3,8 +3,8 @@
 Cold (the default): before each sample, outside the events, a write of twice the last-level
 cache evicts the previous sample's operands and output, so every launch reads from memory.
 Hot: launches back to back, the operands left in cache. Sampling goes until the criterion
-(stopping.py) says stop; the SM/GFX clock and the board's power are read while each launch runs,
-where the platform reports them.
+(stopping.py) says stop; the SM/GFX clock, the board's power and whether its power limit holds the
+clock down are read while each launch runs, where the platform reports them.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class Measurement:
     stop: str  # converged, timeout or max-samples
     clocks_mhz: list[int]  # empty where the platform reports no clock
     power_w: list[float]  # board power read while each launch runs; empty where not reported
+    power_capped: list[bool]  # whether the power limit held the clock then; empty where not reported
     wall_seconds: float
 
 
@@ -46,6 +47,7 @@ def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], Non
     times: list[float] = []
     clocks: list[int] = []
     powers: list[float] = []
+    caps: list[bool] = []
     running = Running()
     began = time.perf_counter()
     while True:
@@ -55,14 +57,16 @@ def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], Non
         for _ in range(batch):
             launch()
         rt.record(stop)
-        clock, power = rt.clock_mhz(), rt.power_w()
+        clock, power, capped = rt.clock_mhz(), rt.power_w(), rt.power_capped()
         if clock is not None:
             clocks.append(clock)
         if power is not None:
             powers.append(power)
+        if capped is not None:
+            caps.append(capped)
         wait(rt, stop, kernel_timeout, what)
         times.append(rt.elapsed_ms(start, stop) / batch)
         running.add(times[-1], batch)
         verdict = criterion.verdict(running, time.perf_counter() - began)
         if verdict:
-            return Measurement(times, verdict, clocks, powers, time.perf_counter() - began)
+            return Measurement(times, verdict, clocks, powers, caps, time.perf_counter() - began)

@@ -46,6 +46,12 @@ def checked(call: str, result: tuple[Any, ...], success: object, describe: Calla
     return values[0] if len(values) == 1 else tuple(values)
 
 
+# A shim's readers of the clock (MHz), the board's power (W) and whether its power limit holds the
+# clock down; each returns None where the platform does not report it.
+Sensors = tuple[Callable[[], int | None], Callable[[], float | None], Callable[[], bool | None]]
+UNREPORTED: Sensors = (lambda: None), (lambda: None), (lambda: None)
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     vendor: Vendor
@@ -91,6 +97,9 @@ class Runtime(Protocol):
     def power_w(self) -> float | None:
         """The board's power draw now, in watts (None where the platform reports none): a clock below
         the maximum at the power limit says the kernel is bound by power, not by its instructions."""
+        ...
+    def power_capped(self) -> bool | None:
+        """Whether the board's power limit is holding the clock down now (None where not reported)."""
         ...
     def abandon(self) -> None:
         """A kernel is stuck: from now on free and close make no driver call (it would block behind it)."""

@@ -6,14 +6,13 @@ Mirrors hip.py call for call. cuda-bindings returns (status, values...) from eve
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import cuda.bindings
 import pynvml
 from cuda.bindings import driver as cu
 
-from wgrad_cli.runtime import DeviceInfo, DriverError, c_text, checked
+from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Sensors, c_text, checked
 
 HINTS = {
     "CUDA_ERROR_OUT_OF_MEMORY": "the problem does not fit in device memory: choose a smaller shape",
@@ -29,15 +28,19 @@ def _ok(call: str, result: tuple[Any, ...]) -> Any:
     return checked(call, result, cu.CUresult.CUDA_SUCCESS, cu.cuGetErrorString, HINTS, "CUDA driver API")
 
 
-def _nvml_sensors(bus_id: str) -> tuple[Callable[[], int | None], Callable[[], float | None]]:
-    """Read the device's SM clock (MHz) and instantaneous board power (W) through NVML (nvidia-ml-py);
-    None where NVML cannot be used. The power is NVML's instant field, not nvmlDeviceGetPowerUsage,
-    which Hopper averages over a second, longer than most launches."""
+POWER_CAPS = pynvml.nvmlClocksEventReasonSwPowerCap | pynvml.nvmlClocksEventReasonHwPowerBrakeSlowdown
+
+
+def _nvml_sensors(bus_id: str) -> Sensors:
+    """Read the device's SM clock (MHz), instantaneous board power (W) and whether a power limit holds
+    the clock down (NVML's clock event reasons: the software power cap or the power brake) through
+    NVML (nvidia-ml-py); None where NVML cannot be used. The power is NVML's instant field, not
+    nvmlDeviceGetPowerUsage, which Hopper averages over a second, longer than most launches."""
     try:
         pynvml.nvmlInit()
         handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
     except pynvml.NVMLError:
-        return (lambda: None), (lambda: None)
+        return UNREPORTED
 
     def power() -> float | None:
         try:
@@ -46,7 +49,13 @@ def _nvml_sensors(bus_id: str) -> tuple[Callable[[], int | None], Callable[[], f
             return None
         return field.value.uiVal / 1e3 if field.nvmlReturn == pynvml.NVML_SUCCESS else None  # mW
 
-    return (lambda: int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))), power
+    def capped() -> bool | None:
+        try:
+            return bool(pynvml.nvmlDeviceGetCurrentClocksEventReasons(handle) & POWER_CAPS)
+        except pynvml.NVMLError:  # a device or driver that does not report the reasons
+            return None
+
+    return (lambda: int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))), power, capped
 
 
 def open_device(index: int) -> CudaRuntime:
@@ -77,7 +86,7 @@ class CudaRuntime:
         major, minor = attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         driver = int(_ok("cuDriverGetVersion", cu.cuDriverGetVersion()))
         name = _ok("cuDeviceGetName", cu.cuDeviceGetName(256, self._dev))
-        self._clock, self._power = _nvml_sensors(c_text(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev))))
+        self._clock, self._power, self._capped = _nvml_sensors(c_text(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev))))
         self.device = DeviceInfo(
             vendor="nvidia", index=index, name=c_text(name), arch=f"sm_{major}{minor}",
             units=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
@@ -147,6 +156,9 @@ class CudaRuntime:
 
     def power_w(self) -> float | None:
         return self._power()
+
+    def power_capped(self) -> bool | None:
+        return self._capped()
 
     def abandon(self) -> None:
         self._abandoned = True

@@ -7,12 +7,11 @@ failure paths without ROCm are tested; its launches have not run on hardware.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from hip import hip
 
-from wgrad_cli.runtime import DeviceInfo, DriverError, c_text, checked
+from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Sensors, c_text, checked
 
 HINTS = {
     "hipErrorOutOfMemory": "the problem does not fit in device memory: choose a smaller shape",
@@ -28,16 +27,20 @@ def _ok(call: str, result: tuple[Any, ...]) -> Any:
     return checked(call, result, hip.hipError_t.hipSuccess, hip.hipGetErrorString, HINTS, "HIP runtime API")
 
 
-def _amdsmi_sensors(bus_id: str) -> tuple[Callable[[], int | None], Callable[[], float | None]]:
-    """Read the device's GFX clock (MHz) and socket power (W: amdsmi's current_socket_power, the
-    instant reading of MI300 and later) through amdsmi (installed with ROCm); None where it cannot be used."""
+POWER_THROTTLERS = 0xFFFF  # bits 0-15 of gpu_metrics' ASIC-independent throttle status (amdgpu's SMU_THROTTLER_*)
+
+
+def _amdsmi_sensors(bus_id: str) -> Sensors:
+    """Read the device's GFX clock (MHz), socket power (W: amdsmi's current_socket_power, the instant
+    reading of MI300 and later) and whether a power throttler holds the clock down (gpu_metrics'
+    indep_throttle_status) through amdsmi (installed with ROCm); None where it cannot be used."""
     try:
         import amdsmi
 
         amdsmi.amdsmi_init()
         handle = amdsmi.amdsmi_get_processor_handle_from_bdf(bus_id)
-    except Exception:  # amdsmi missing, or its own AmdSmiException: neither is then reported
-        return (lambda: None), (lambda: None)
+    except Exception:  # amdsmi missing, or its own AmdSmiException: none is then reported
+        return UNREPORTED
 
     def power() -> float | None:
         try:
@@ -46,7 +49,14 @@ def _amdsmi_sensors(bus_id: str) -> tuple[Callable[[], int | None], Callable[[],
             return None
         return float(watts) if isinstance(watts, int | float) else None  # "N/A" where the card has no such sensor
 
-    return (lambda: int(amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)["clk"])), power
+    def capped() -> bool | None:
+        try:
+            status = amdsmi.amdsmi_get_gpu_metrics_info(handle).get("indep_throttle_status")
+        except Exception:  # AmdSmiException where the driver has no metrics table
+            return None
+        return bool(status & POWER_THROTTLERS) if isinstance(status, int) else None  # "N/A": not reported
+
+    return (lambda: int(amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)["clk"])), power, capped
 
 
 def open_device(index: int) -> HipRuntime:
@@ -70,7 +80,7 @@ class HipRuntime:
         self._abandoned = False
         driver = int(_ok("hipDriverGetVersion", hip.hipDriverGetVersion()))
         runtime = int(_ok("hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
-        self._clock, self._power = _amdsmi_sensors(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index))))
+        self._clock, self._power, self._capped = _amdsmi_sensors(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index))))
         self.device = DeviceInfo(
             vendor="amd", index=index, name=c_text(props.name), arch=c_text(props.gcnArchName).split(":")[0],
             units=int(props.multiProcessorCount), max_clock_mhz=int(props.clockRate) // 1000,
@@ -129,6 +139,9 @@ class HipRuntime:
 
     def power_w(self) -> float | None:
         return self._power()
+
+    def power_capped(self) -> bool | None:
+        return self._capped()
 
     def abandon(self) -> None:
         self._abandoned = True
