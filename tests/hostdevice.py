@@ -22,7 +22,7 @@ import numpy as np
 from wgrad_cli.abi import Dims
 from wgrad_cli.problem import Problem
 from wgrad_cli.reference import grad_w
-from wgrad_cli.runtime import DeviceInfo
+from wgrad_cli.runtime import DeviceInfo, Reading
 
 
 class HostDevice:
@@ -34,9 +34,8 @@ class HostDevice:
         self.hang_at_n: int | None = None  # a launch on a problem with this N sets `hung`
         self.abandoned = False
         self.watts: list[float] = []  # power readings the stand-in reports in turn (none: not reported)
-        self.power_reads: list[float] = []  # what it reported, in order
         self.capped: list[bool] = []  # power-limit readings reported in turn (none: not reported)
-        self.capped_reads = 0
+        self.readings: list[Reading] = []  # what its sensors reported, in order
 
     def alloc(self, nbytes: int) -> int:
         buf = np.zeros(max(nbytes, 1), dtype=np.uint8)
@@ -96,20 +95,11 @@ class HostDevice:
     def abandon(self) -> None:
         self.abandoned = True
 
-    def clock_mhz(self) -> int | None:
-        return None
-
-    def power_w(self) -> float | None:
-        if not self.watts:
-            return None
-        self.power_reads.append(self.watts[len(self.power_reads) % len(self.watts)])
-        return self.power_reads[-1]
-
-    def power_capped(self) -> bool | None:
-        if not self.capped:
-            return None
-        self.capped_reads += 1
-        return self.capped[(self.capped_reads - 1) % len(self.capped)]
+    def sensors(self) -> Reading:
+        i = len(self.readings)
+        self.readings.append(Reading(None, self.watts[i % len(self.watts)] if self.watts else None,
+                                     self.capped[i % len(self.capped)] if self.capped else None))
+        return self.readings[-1]
 
     def close(self) -> None:
         pass

@@ -49,7 +49,8 @@ def test_device_info(gpu: Runtime, gpu_target: Target) -> None:
     d = gpu.device
     assert d.units > 0 and d.max_clock_mhz > 0 and d.memory_bytes > 2**30 and d.l2_bytes > 2**20
     assert d.arch == gpu_target.device_arch and d.name and d.driver and d.runtime
-    clock, power, capped = gpu.clock_mhz(), gpu.power_w(), gpu.power_capped()
+    reading = gpu.sensors()
+    clock, power, capped = reading.clock_mhz, reading.power_w, reading.power_capped
     if d.vendor == "nvidia":  # NVML comes with the driver; amdsmi is an optional ROCm package
         assert clock is not None and power is not None and capped is not None
     assert clock is None or 0 < clock <= d.max_clock_mhz

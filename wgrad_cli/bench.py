@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.table import Table
 
@@ -39,6 +39,7 @@ CALIBRATION = Shape("calibration", Dims(128, 256, 256, 1), Routing())  # the emp
 CALIBRATION_SAMPLES = 2000
 HOT_SAMPLE_MS = 1.0  # hot: launches per sample fill about this much time
 HOT_MAX_BATCH = 1000
+T = TypeVar("T", int, float)
 
 
 def _kernel(s: Session, job: BuildJob, dev: DeviceProblem) -> Kernel:
@@ -47,21 +48,28 @@ def _kernel(s: Session, job: BuildJob, dev: DeviceProblem) -> Kernel:
     return prepare(s.rt, code_object, s.target, job.kernel, dev.dims, dev.args())
 
 
+def _median(values: list[T]) -> T | None:
+    """The upper median, a value that was read (None for none)."""
+    return sorted(values)[len(values) // 2] if values else None
+
+
 def _record(s: Session, head: dict[str, Any], m: Measurement, run: int, cache: str, flush: Flush | None,
             work: tuple[int, int]) -> dict[str, Any]:
     summary = summarize(m.times_ms)
     seconds = summary.median_ms / 1e3
     known = peak(s.rt.device)
     tflops = work[0] / seconds / 1e12
-    clocks, powers = sorted(m.clocks_mhz), sorted(m.power_w)
+    clocks = [r.clock_mhz for r in m.readings if r.clock_mhz is not None]
+    powers = [r.power_w for r in m.readings if r.power_w is not None]
+    caps = [r.power_capped for r in m.readings if r.power_capped is not None]
+    power = _median(powers)
     return {**head, "seed": s.seed, "run": run, "cache": cache,
             "flush_bytes": flush.nbytes if flush else 0, **summary.to_json(), "stop": m.stop,
             "wall_seconds": round(m.wall_seconds, 3), "flops": work[0], "min_bytes": work[1], "tflops": tflops,
             "gbps": work[1] / seconds / 1e9,
             "pct_peak": 100 * tflops / known.matrix_tflops if known and work[0] else None,
-            "clock_mhz": clocks[len(clocks) // 2] if clocks else None,
-            "power_w": round(powers[len(powers) // 2], 1) if powers else None,
-            "power_capped": round(sum(m.power_capped) / len(m.power_capped), 3) if m.power_capped else None}
+            "clock_mhz": _median(clocks), "power_w": None if power is None else round(power, 1),
+            "power_capped": round(sum(caps) / len(caps), 3) if caps else None}
 
 
 def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool, what: str) -> int:

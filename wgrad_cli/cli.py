@@ -227,16 +227,15 @@ def show(files: tuple[Path, ...]) -> None:
               help="Write the merged results here.")
 def merge(shards: tuple[Path, ...], json_path: Path) -> None:
     """Join the --shard i/n results files of one run into one file and table."""
-    from wgrad_cli.bench import bench_table
     from wgrad_cli.compare import merge_docs
     from wgrad_cli.report import out
     from wgrad_cli.results import save
-    from wgrad_cli.verify import verify_table
+    from wgrad_cli.show import results_table
 
     merged = merge_docs(list(shards))
-    table = bench_table if merged["command"] == "bench" else verify_table
     try:
-        out.print(table(merged["records"], f"wgrad merge: {len(shards)} shards of {merged['command']}"))
+        title = f"wgrad merge: {len(shards)} shards of {merged['command']}"
+        out.print(results_table(merged["command"], merged["records"], title))
     except (KeyError, TypeError) as exc:
         raise WgradError(f"a record of {', '.join(map(str, shards))} lacks {exc}; give results files wgrad wrote")
     save(json_path, None, merged["command"], merged["records"], **merged["extra"])

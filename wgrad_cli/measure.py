@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from wgrad_cli.runtime import Runtime
+from wgrad_cli.runtime import Reading, Runtime
 from wgrad_cli.stopping import Criterion, Running
 from wgrad_cli.waiting import settle, wait
 
@@ -22,9 +22,7 @@ from wgrad_cli.waiting import settle, wait
 class Measurement:
     times_ms: list[float]
     stop: str  # converged, timeout or max-samples
-    clocks_mhz: list[int]  # empty where the platform reports no clock
-    power_w: list[float]  # board power read while each launch runs; empty where not reported
-    power_capped: list[bool]  # whether the power limit held the clock then; empty where not reported
+    readings: list[Reading]  # the device's sensors, read once per sample while it runs
     wall_seconds: float
 
 
@@ -45,9 +43,7 @@ def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], Non
         launch()
     settle(rt, stop, kernel_timeout, what)
     times: list[float] = []
-    clocks: list[int] = []
-    powers: list[float] = []
-    caps: list[bool] = []
+    readings: list[Reading] = []
     running = Running()
     began = time.perf_counter()
     while True:
@@ -57,16 +53,10 @@ def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], Non
         for _ in range(batch):
             launch()
         rt.record(stop)
-        clock, power, capped = rt.clock_mhz(), rt.power_w(), rt.power_capped()
-        if clock is not None:
-            clocks.append(clock)
-        if power is not None:
-            powers.append(power)
-        if capped is not None:
-            caps.append(capped)
+        readings.append(rt.sensors())
         wait(rt, stop, kernel_timeout, what)
         times.append(rt.elapsed_ms(start, stop) / batch)
         running.add(times[-1], batch)
         verdict = criterion.verdict(running, time.perf_counter() - began)
         if verdict:
-            return Measurement(times, verdict, clocks, powers, caps, time.perf_counter() - began)
+            return Measurement(times, verdict, readings, time.perf_counter() - began)

@@ -5,6 +5,7 @@ a device."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -12,6 +13,12 @@ from wgrad_cli.bench import bench_table
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results import load
 from wgrad_cli.verify import verify_table
+
+
+def results_table(command: str, records: list[dict[str, Any]], title: str) -> Table:
+    """The table `command` (bench or verify) prints for these records; KeyError or TypeError for a
+    record that lacks a field the table shows."""
+    return (bench_table if command == "bench" else verify_table)(records, title)
 
 
 def show_tables(paths: list[Path]) -> list[Table]:
@@ -27,9 +34,8 @@ def show_tables(paths: list[Path]) -> list[Table]:
             continue
         device = doc.get("device") or {}
         title = f"{path}: wgrad {doc['command']} on {device.get('name', 'an unnamed device')}, {doc.get('date', 'undated')}"
-        render = bench_table if doc["command"] == "bench" else verify_table
         try:
-            tables.append(render(doc["records"], title))
+            tables.append(results_table(doc["command"], doc["records"], title))
         except (KeyError, TypeError) as exc:
             problems.append(f"{path}: a record lacks {exc}; give a results file wgrad wrote")
     if problems:

@@ -46,10 +46,16 @@ def checked(call: str, result: tuple[Any, ...], success: object, describe: Calla
     return values[0] if len(values) == 1 else tuple(values)
 
 
-# A shim's readers of the clock (MHz), the board's power (W) and whether its power limit holds the
-# clock down; each returns None where the platform does not report it.
-Sensors = tuple[Callable[[], int | None], Callable[[], float | None], Callable[[], bool | None]]
-UNREPORTED: Sensors = (lambda: None), (lambda: None), (lambda: None)
+@dataclass(frozen=True)
+class Reading:
+    """What the device's sensors say while a launch runs; None where the platform does not report it."""
+
+    clock_mhz: int | None
+    power_w: float | None  # the board's power draw
+    power_capped: bool | None  # whether the board's power limit holds the clock down
+
+
+UNREPORTED = Reading(None, None, None)
 
 
 @dataclass(frozen=True)
@@ -93,13 +99,9 @@ class Runtime(Protocol):
     def elapsed_ms(self, start: object, stop: object) -> float:
         """Milliseconds between two events, once `stop` is done."""
         ...
-    def clock_mhz(self) -> int | None: ...
-    def power_w(self) -> float | None:
-        """The board's power draw now, in watts (None where the platform reports none): a clock below
-        the maximum at the power limit says the kernel is bound by power, not by its instructions."""
-        ...
-    def power_capped(self) -> bool | None:
-        """Whether the board's power limit is holding the clock down now (None where not reported)."""
+    def sensors(self) -> Reading:
+        """The clock, the board's power and whether its power limit holds the clock down, now: a kernel
+        held at the limit is bound by power (its energy per launch), not by its instructions."""
         ...
     def abandon(self) -> None:
         """A kernel is stuck: from now on free and close make no driver call (it would block behind it)."""

@@ -6,13 +6,14 @@ Mirrors hip.py call for call. cuda-bindings returns (status, values...) from eve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import cuda.bindings
 import pynvml
 from cuda.bindings import driver as cu
 
-from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Sensors, c_text, checked
+from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Reading, c_text, checked
 
 HINTS = {
     "CUDA_ERROR_OUT_OF_MEMORY": "the problem does not fit in device memory: choose a smaller shape",
@@ -31,7 +32,7 @@ def _ok(call: str, result: tuple[Any, ...]) -> Any:
 POWER_CAPS = pynvml.nvmlClocksEventReasonSwPowerCap | pynvml.nvmlClocksEventReasonHwPowerBrakeSlowdown
 
 
-def _nvml_sensors(bus_id: str) -> Sensors:
+def _nvml_sensors(bus_id: str) -> Callable[[], Reading]:
     """Read the device's SM clock (MHz), instantaneous board power (W) and whether a power limit holds
     the clock down (NVML's clock event reasons: the software power cap or the power brake) through
     NVML (nvidia-ml-py); None where NVML cannot be used. The power is NVML's instant field, not
@@ -40,7 +41,7 @@ def _nvml_sensors(bus_id: str) -> Sensors:
         pynvml.nvmlInit()
         handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
     except pynvml.NVMLError:
-        return UNREPORTED
+        return lambda: UNREPORTED
 
     def power() -> float | None:
         try:
@@ -55,7 +56,10 @@ def _nvml_sensors(bus_id: str) -> Sensors:
         except pynvml.NVMLError:  # a device or driver that does not report the reasons
             return None
 
-    return (lambda: int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))), power, capped
+    def clock() -> int:
+        return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+
+    return lambda: Reading(clock(), power(), capped())
 
 
 def open_device(index: int) -> CudaRuntime:
@@ -86,7 +90,7 @@ class CudaRuntime:
         major, minor = attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         driver = int(_ok("cuDriverGetVersion", cu.cuDriverGetVersion()))
         name = _ok("cuDeviceGetName", cu.cuDeviceGetName(256, self._dev))
-        self._clock, self._power, self._capped = _nvml_sensors(c_text(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev))))
+        self._sensors = _nvml_sensors(c_text(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev))))
         self.device = DeviceInfo(
             vendor="nvidia", index=index, name=c_text(name), arch=f"sm_{major}{minor}",
             units=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
@@ -151,14 +155,8 @@ class CudaRuntime:
     def elapsed_ms(self, start: object, stop: object) -> float:
         return float(_ok("cuEventElapsedTime", cu.cuEventElapsedTime(start, stop)))
 
-    def clock_mhz(self) -> int | None:
-        return self._clock()
-
-    def power_w(self) -> float | None:
-        return self._power()
-
-    def power_capped(self) -> bool | None:
-        return self._capped()
+    def sensors(self) -> Reading:
+        return self._sensors()
 
     def abandon(self) -> None:
         self._abandoned = True

@@ -7,11 +7,12 @@ failure paths without ROCm are tested; its launches have not run on hardware.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hip import hip
 
-from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Sensors, c_text, checked
+from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Reading, c_text, checked
 
 HINTS = {
     "hipErrorOutOfMemory": "the problem does not fit in device memory: choose a smaller shape",
@@ -30,7 +31,7 @@ def _ok(call: str, result: tuple[Any, ...]) -> Any:
 POWER_THROTTLERS = 0xFFFF  # bits 0-15 of gpu_metrics' ASIC-independent throttle status (amdgpu's SMU_THROTTLER_*)
 
 
-def _amdsmi_sensors(bus_id: str) -> Sensors:
+def _amdsmi_sensors(bus_id: str) -> Callable[[], Reading]:
     """Read the device's GFX clock (MHz), socket power (W: amdsmi's current_socket_power, the instant
     reading of MI300 and later) and whether a power throttler holds the clock down (gpu_metrics'
     indep_throttle_status) through amdsmi (installed with ROCm); None where it cannot be used."""
@@ -40,7 +41,7 @@ def _amdsmi_sensors(bus_id: str) -> Sensors:
         amdsmi.amdsmi_init()
         handle = amdsmi.amdsmi_get_processor_handle_from_bdf(bus_id)
     except Exception:  # amdsmi missing, or its own AmdSmiException: none is then reported
-        return UNREPORTED
+        return lambda: UNREPORTED
 
     def power() -> float | None:
         try:
@@ -56,7 +57,10 @@ def _amdsmi_sensors(bus_id: str) -> Sensors:
             return None
         return bool(status & POWER_THROTTLERS) if isinstance(status, int) else None  # "N/A": not reported
 
-    return (lambda: int(amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)["clk"])), power, capped
+    def clock() -> int:
+        return int(amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)["clk"])
+
+    return lambda: Reading(clock(), power(), capped())
 
 
 def open_device(index: int) -> HipRuntime:
@@ -80,7 +84,7 @@ class HipRuntime:
         self._abandoned = False
         driver = int(_ok("hipDriverGetVersion", hip.hipDriverGetVersion()))
         runtime = int(_ok("hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
-        self._clock, self._power, self._capped = _amdsmi_sensors(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index))))
+        self._sensors = _amdsmi_sensors(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index))))
         self.device = DeviceInfo(
             vendor="amd", index=index, name=c_text(props.name), arch=c_text(props.gcnArchName).split(":")[0],
             units=int(props.multiProcessorCount), max_clock_mhz=int(props.clockRate) // 1000,
@@ -134,14 +138,8 @@ class HipRuntime:
     def elapsed_ms(self, start: object, stop: object) -> float:
         return float(_ok("hipEventElapsedTime", hip.hipEventElapsedTime(start, stop)))
 
-    def clock_mhz(self) -> int | None:
-        return self._clock()
-
-    def power_w(self) -> float | None:
-        return self._power()
-
-    def power_capped(self) -> bool | None:
-        return self._capped()
+    def sensors(self) -> Reading:
+        return self._sensors()
 
     def abandon(self) -> None:
         self._abandoned = True
