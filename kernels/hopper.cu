@@ -23,8 +23,8 @@
 // dequantizes the CTA's 128 B rows, 32 consecutive rows per warp: each warp loads its rows with
 // 16-byte loads one stage ahead, converts and stores them, arrives on the stage's full barrier, and
 // its lane 0 copies the warp's 4 KiB to the peer, so the four warps never wait for each other (one
-// thread copying the whole slice after a barrier of all four took 4 to 5% more time on Qwen3-30B's
-// shapes: hopper-notes.md, version 22). Warpgroups 1 and 2 (208 registers) each own 64 rows x 256
+// thread copying the whole slice after a barrier of all four took 4.0 to 5.4% more time on
+// Qwen3-30B's shapes: hopper-notes.md, version 22). Warpgroups 1 and 2 (208 registers) each own 64 rows x 256
 // columns of fp32 accumulators and keep their A operand in registers (wgmma's A from registers).
 // Per stage they issue 4 wgmma m64n256k16, wait for the previous stage's (one stage stays in
 // flight, so the tensor cores do not drain at every stage), release that stage's slot, and, while
