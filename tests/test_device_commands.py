@@ -106,5 +106,6 @@ def test_bench_baselines(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     rows = doc(tmp_path / "b.json")["records"]
     assert [(x["kernel"], x["baseline"]) for x in rows[1:]] == [
-        ("reference", False), ("torch-grouped", True), ("torch-loop", True), ("bf16-ceiling", True)]
+        ("reference", False), ("torch-grouped", True), ("torch-loop", True), ("bf16-ceiling", True),
+        ("bf16-grouped", True), ("bf16-loop", True)]
     assert all(x["tflops"] > 0 and x["flops"] == rows[1]["flops"] for x in rows[1:])

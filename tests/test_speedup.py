@@ -23,9 +23,13 @@ def record(index: int, kernel: str, tflops: float, run: int = 1, name: str = "a"
             "calibration": kernel == "empty", "baseline": kernel.startswith(("torch", "bf16"))}
 
 
-def run_of(index: int, name: str, mine: float, grouped: float, loop: float, ceiling: float) -> list[dict[str, Any]]:
-    return [record(index, "hopper", mine, name=name), record(index, "torch-grouped", grouped, name=name),
-            record(index, "torch-loop", loop, name=name), record(index, "bf16-ceiling", ceiling, name=name)]
+def run_of(index: int, name: str, mine: float, grouped: float, loop: float, ceiling: float,
+           *same_shape: float) -> list[dict[str, Any]]:
+    """A kernel's record and the baselines of its shape; same_shape: bf16-grouped's and bf16-loop's
+    TFLOP/s, left out as in files from before them."""
+    names = ("torch-grouped", "torch-loop", "bf16-ceiling", "bf16-grouped", "bf16-loop")
+    return [record(index, "hopper", mine, name=name),
+            *(record(index, kernel, tflops, name=name) for kernel, tflops in zip(names, (grouped, loop, ceiling, *same_shape)))]
 
 
 def test_faster_torch_path_and_ceiling_of_the_same_shape() -> None:
@@ -34,8 +38,21 @@ def test_faster_torch_path_and_ceiling_of_the_same_shape() -> None:
     rows = speedups(records)
     assert [(r.shape["name"], r.torch_path, r.x_torch, r.x_ceiling) for r in rows] == [
         ("a", "torch-loop", 300 / 250, 0.5), ("b", "torch-grouped", 400 / 500, 0.5)]
-    x_torch, x_ceiling = geomeans(rows)["hopper"]
-    assert x_torch == pytest.approx(math.sqrt(1.2 * 0.8)) and x_ceiling == pytest.approx(0.5)
+    x_torch, x_ceiling, x_same = geomeans(rows)["hopper"]
+    assert x_torch == pytest.approx(math.sqrt(1.2 * 0.8)) and x_ceiling == pytest.approx(0.5) and x_same is None
+    assert all(r.same_shape_tflops is None and r.x_same_shape is None for r in rows)
+
+
+def test_same_shape_is_the_faster_bf16_gemm_of_the_shape() -> None:
+    """bf16-grouped and bf16-loop: the faster counts; the mean runs over the rows that have one."""
+    rows = speedups([*run_of(0, "a", 300.0, 200.0, 250.0, 600.0, 400.0, 500.0),
+                     *run_of(1, "b", 400.0, 500.0, 100.0, 800.0, 640.0, 320.0),
+                     *run_of(2, "c", 100.0, 50.0, 50.0, 200.0)])
+    assert [(r.same_shape_tflops, r.x_same_shape) for r in rows] == [(500.0, 0.6), (640.0, 0.625), (None, None)]
+    assert geomeans(rows)["hopper"][2] == pytest.approx(math.sqrt(0.6 * 0.625))
+    md = speedup_markdown(rows).splitlines()
+    assert md[2].endswith("| 600.0 | 0.50 | 500.0 | 0.60 |") and md[4].endswith("| 200.0 | 0.50 | | |")
+    assert md[-1].endswith("| 0.61 |")
 
 
 def test_every_kernel_of_a_run_meets_the_baselines_of_its_shape() -> None:
@@ -66,8 +83,8 @@ def test_rows_without_both_baselines_are_left_out() -> None:
 def test_markdown_has_a_row_per_shape_and_the_mean() -> None:
     md = speedup_markdown(speedups([*run_of(0, "a", 300.0, 200.0, 250.0, 600.0),
                                     *run_of(1, "b", 400.0, 500.0, 100.0, 800.0)])).splitlines()
-    assert md[2] == "| hopper | a | 1024 x 256 x 512, 2 | 300.0 | torch-loop | 250.0 | 1.20 | 600.0 | 0.50 |"
-    assert md[-1] == "| hopper | geometric mean (2 rows) | | | | | 0.98 | | 0.50 |"
+    assert md[2] == "| hopper | a | 1024 x 256 x 512, 2 | 300.0 | torch-loop | 250.0 | 1.20 | 600.0 | 0.50 | | |"
+    assert md[-1] == "| hopper | geometric mean (2 rows) | | | | | 0.98 | | 0.50 | | |"
 
 
 def write(path: Path, command: str, records: list[dict[str, Any]]) -> Path:
@@ -95,7 +112,7 @@ def test_command(tmp_path: Path) -> None:
              for n, mine in (("a", 300.0), ("b", 500.0))]
     result = CliRunner().invoke(cli, ["speedup", "--markdown", *files])
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[-1] == "| hopper | geometric mean (2 rows) | | | | | 1.55 | | 0.65 |"
+    assert result.output.splitlines()[-1] == "| hopper | geometric mean (2 rows) | | | | | 1.55 | | 0.65 | | |"
     both = write(tmp_path / "both.json", "bench", [*run_of(0, "a", 300.0, 200.0, 250.0, 600.0), record(1, "hopper_v9", 240.0)])
     v9 = CliRunner().invoke(cli, ["speedup", "--markdown", "--kernel", "hopper_v9", str(both)])
     assert v9.exit_code == 0 and [line.split(" | ")[0] for line in v9.output.splitlines()[2:]] == ["| hopper_v9"] * 2

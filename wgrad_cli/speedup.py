@@ -1,6 +1,7 @@
 """Speed-ups over the baselines: a kernel's TFLOP/s against the torch path (the faster of
-torch-grouped and torch-loop) and the bf16 ceiling, timed on the same shape in the same run, with
-geometric means. `bench --baselines` prints them for its run; `wgrad speedup` for several results
+torch-grouped and torch-loop), the bf16 ceiling and, where it was timed, bf16 on the same shape
+(the faster of bf16-grouped and bf16-loop), all on the same shape in the same run, with geometric
+means. `bench --baselines` prints them for its run; `wgrad speedup` for several results
 files at once, so a table spanning configs (the README's) comes from the tool, not by hand.
 """
 
@@ -15,11 +16,9 @@ import numpy as np
 from rich.markup import escape
 from rich.table import Table
 
-from wgrad_cli.baselines import NAMES
+from wgrad_cli.baselines import CEILING, SAME_SHAPE, TORCH_PATHS
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results import load, shape_label
-
-TORCH_PATHS, CEILING = NAMES[:2], NAMES[2]  # torch-grouped, torch-loop; bf16-ceiling
 
 
 @dataclass(frozen=True)
@@ -32,6 +31,7 @@ class Speedup:
     torch_path: str  # the faster torch baseline on this shape
     torch_tflops: float
     ceiling_tflops: float
+    same_shape_tflops: float | None  # the faster bf16 GEMM on this shape; None in files from before it
 
     @property
     def x_torch(self) -> float:
@@ -40,6 +40,10 @@ class Speedup:
     @property
     def x_ceiling(self) -> float:
         return self.tflops / self.ceiling_tflops
+
+    @property
+    def x_same_shape(self) -> float | None:
+        return None if self.same_shape_tflops is None else self.tflops / self.same_shape_tflops
 
 
 def speedups(records: list[dict[str, Any]]) -> list[Speedup]:
@@ -60,7 +64,8 @@ def speedups(records: list[dict[str, Any]]) -> list[Speedup]:
         if r.get("baseline") or not torch or CEILING not in base or min(r["tflops"], *base.values()) <= 0:
             continue
         path = max(torch, key=lambda name: base[name])
-        rows.append(Speedup(r["kernel"], r["shape"], r["tflops"], path, base[path], base[CEILING]))
+        same = max((base[name] for name in SAME_SHAPE if name in base), default=None)
+        rows.append(Speedup(r["kernel"], r["shape"], r["tflops"], path, base[path], base[CEILING], same))
     return rows
 
 
@@ -69,30 +74,43 @@ def _key(record: dict[str, Any]) -> str:
     return json.dumps([record["shape"], record.get("shard")], sort_keys=True)
 
 
-def geomeans(rows: list[Speedup]) -> dict[str, tuple[float, float]]:
-    """Per kernel: the geometric means of x torch path and x ceiling over its rows."""
+def _geomean(values: list[float]) -> float:
+    return float(np.exp(np.mean(np.log(values))))
+
+
+def geomeans(rows: list[Speedup]) -> dict[str, tuple[float, float, float | None]]:
+    """Per kernel: the geometric means of x torch path, x ceiling and x same shape over its rows (the
+    last over the rows that have it, None if none has)."""
     by_kernel: dict[str, list[Speedup]] = {}
     for row in rows:
         by_kernel.setdefault(row.kernel, []).append(row)
-    return {kernel: (float(np.exp(np.mean(np.log([r.x_torch for r in mine])))),
-                     float(np.exp(np.mean(np.log([r.x_ceiling for r in mine])))))
-            for kernel, mine in by_kernel.items()}
+    means = {}
+    for kernel, mine in by_kernel.items():
+        same = [x for x in (r.x_same_shape for r in mine) if x is not None]
+        means[kernel] = (_geomean([r.x_torch for r in mine]), _geomean([r.x_ceiling for r in mine]),
+                         _geomean(same) if same else None)
+    return means
 
 
 COLUMNS = ("kernel", "shape", "M x N x K, E", "TFLOP/s", "torch path", "TFLOP/s", "x torch path", "bf16 ceiling",
-           "x ceiling")
+           "x ceiling", "bf16 same shape", "x same shape")
+
+
+def _optional(value: float | None, form: str) -> str:
+    return "" if value is None else format(value, form)
 
 
 def _cells(rows: list[Speedup]) -> list[list[str]]:
     """The table's cells, shared by the terminal and the Markdown form: a row per Speedup, then
     each kernel's geometric means."""
     cells = [[r.kernel, r.shape["name"], shape_label(r.shape), f"{r.tflops:,.1f}", r.torch_path,
-              f"{r.torch_tflops:,.1f}", f"{r.x_torch:.2f}", f"{r.ceiling_tflops:,.1f}", f"{r.x_ceiling:.2f}"]
+              f"{r.torch_tflops:,.1f}", f"{r.x_torch:.2f}", f"{r.ceiling_tflops:,.1f}", f"{r.x_ceiling:.2f}",
+              _optional(r.same_shape_tflops, ",.1f"), _optional(r.x_same_shape, ".2f")]
              for r in rows]
-    for kernel, (x_torch, x_ceiling) in geomeans(rows).items():
+    for kernel, (x_torch, x_ceiling, x_same) in geomeans(rows).items():
         n = sum(r.kernel == kernel for r in rows)
         cells.append([kernel, f"geometric mean ({n} row{'s' * (n != 1)})", "", "", "", "", f"{x_torch:.2f}", "",
-                      f"{x_ceiling:.2f}"])
+                      f"{x_ceiling:.2f}", "", _optional(x_same, ".2f")])
     return cells
 
 
