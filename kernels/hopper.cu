@@ -38,7 +38,10 @@
 // peer's copies count their bytes), empty[s] (both CTAs' consumers arrive). No barrier operation
 // has cluster-scope release or acquire: those compile to a GPU-wide MEMBAR and an L1 invalidation
 // per use, which made a first cluster version 1.8x slower. Epilogue: round to nearest even bf16,
-// stage in shared memory, store whole rows with 16-byte stores.
+// stage in shared memory, store whole rows with 16-byte stores. It costs 8.7% of the time at 8k, as
+// the energy of writing 1 GiB under the board's power cap: spreading the stores over the next
+// tile took 1.1% more time, storing from the accumulators without staging 15% more
+// (hopper-notes.md, version 23).
 //
 // Launch (kernels/hopper.yaml, grid: units): one CTA of 384 threads per SM, at most one per tile,
 // an even number (cluster dims (2, 1, 1) are compiled in); 198,736 bytes of dynamic shared memory
