@@ -28,6 +28,7 @@ from wgrad_cli.launch import DeviceProblem, Kernel, prepare, upload
 from wgrad_cli.measure import Flush, Measurement, measure
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.problem import generate
+from wgrad_cli.report import cell
 from wgrad_cli.results import order, shape_label
 from wgrad_cli.routing import Routing
 from wgrad_cli.session import Record, Session
@@ -171,9 +172,7 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
         table.add_row(r["kernel"], d["name"], shape_label(d), d["routing"],
                       str(r["run"]), cache, str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
                       f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%", *rates,
-                      "" if r["pct_peak"] is None else f"{r['pct_peak']:.2f}",
-                      "" if r["clock_mhz"] is None else str(r["clock_mhz"]),
-                      "" if r.get("power_w") is None else f"{r['power_w']:.0f}", _energy(r),
+                      cell(r["pct_peak"], ".2f"), cell(r["clock_mhz"], ""), cell(r.get("power_w"), ".0f"), _energy(r),
                       "" if r.get("power_capped") is None else f"{100 * r['power_capped']:.0f}%", stop)
     return table
 

@@ -25,6 +25,11 @@ out = Console(width=None if Console().is_terminal else 200)  # pipes and CI logs
 err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 200)
 
 
+def cell(value: float | None, form: str) -> str:
+    """A table cell for an optional number: blank where it was not measured."""
+    return "" if value is None else format(value, form)
+
+
 def progress(what: str, total: int) -> Progress:
     """A transient progress bar on stderr with one task of `total` steps (progress.task_ids[0])."""
     bar = Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from wgrad_cli.baselines import CEILING, SAME_SHAPE, TORCH_PATHS
 from wgrad_cli.errors import WgradError
+from wgrad_cli.report import cell
 from wgrad_cli.results import load, shape_label
 
 
@@ -96,21 +97,18 @@ COLUMNS = ("kernel", "shape", "M x N x K, E", "TFLOP/s", "torch path", "TFLOP/s"
            "x ceiling", "bf16 same shape", "x same shape")
 
 
-def _optional(value: float | None, form: str) -> str:
-    return "" if value is None else format(value, form)
-
 
 def _cells(rows: list[Speedup]) -> list[list[str]]:
     """The table's cells, shared by the terminal and the Markdown form: a row per Speedup, then
     each kernel's geometric means."""
     cells = [[r.kernel, r.shape["name"], shape_label(r.shape), f"{r.tflops:,.1f}", r.torch_path,
               f"{r.torch_tflops:,.1f}", f"{r.x_torch:.2f}", f"{r.ceiling_tflops:,.1f}", f"{r.x_ceiling:.2f}",
-              _optional(r.same_shape_tflops, ",.1f"), _optional(r.x_same_shape, ".2f")]
+              cell(r.same_shape_tflops, ",.1f"), cell(r.x_same_shape, ".2f")]
              for r in rows]
     for kernel, (x_torch, x_ceiling, x_same) in geomeans(rows).items():
         n = sum(r.kernel == kernel for r in rows)
         cells.append([kernel, f"geometric mean ({n} row{'s' * (n != 1)})", "", "", "", "", f"{x_torch:.2f}", "",
-                      f"{x_ceiling:.2f}", "", _optional(x_same, ".2f")])
+                      f"{x_ceiling:.2f}", "", cell(x_same, ".2f")])
     return cells
 
 
