@@ -8,9 +8,11 @@
 // 32-token block with the scales applied to each partial sum, costs two fp32 operations per
 // accumulator per 32 tokens (the per-row times per-column scale, then the add): 128 of each per
 // thread per m64n256k32, twice the tensor cores' 128 cycles for it on the fp32 pipes, so it is
-// bound by promotion at half the fp8 rate, no faster than the bf16 rate. Dequantizing costs about
-// 3 instructions per fp8 element, which a cluster's 256 x 256 outputs amortize over 128
-// multiply-adds each. Numbers: results/h200/hopper-notes.md.
+// bound by promotion at half the fp8 rate, no faster than the bf16 rate. Dequantizing costs 2.5
+// instructions per fp8 element (5 a pair: e4m3 -> f16 -> two f32 -> bf16, exact, then one bf16x2
+// multiply by the scale; two fp32 multiplies before the bf16 conversion took 1.4 to 2.1% more
+// time at 8k), which a cluster's 256 x 256 outputs amortize over 128 multiply-adds each. Numbers:
+// results/h200/hopper-notes.md.
 //
 // Structure: persistent clusters of two CTAs, one CTA per SM. A tile is 128 rows of N x 256 columns
 // of K of one expert; a cluster's two CTAs take N tiles 2j and 2j + 1 of the same expert and k0, so
@@ -140,19 +142,23 @@ WGRAD_DEVICE unsigned peer_address(unsigned addr, unsigned peer) {
 WGRAD_DEVICE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 WGRAD_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
-// 2^(s - 127) as fp32; e8m0 255 is NaN.
-WGRAD_DEVICE float e8m0(unsigned s) {
-    return __uint_as_float(s == 255 ? 0x7FC00000u : s == 0 ? 0x00400000u : s << 23);
+// 2^(s - 127) as a pair of bf16 (e8m0 0 is the bf16 subnormal 2^-127; 255 is NaN).
+WGRAD_DEVICE unsigned e8m0(unsigned s) {
+    const unsigned b = s == 255 ? 0x7FC0u : s == 0 ? 0x0040u : s << 7;
+    return b | b << 16;
 }
 
-// Two e4m3 bytes (low half of `pair`) times `scale` -> two bf16 (low = first byte), exactly.
-WGRAD_DEVICE unsigned dequant2(unsigned short pair, float scale) {
+// Two e4m3 bytes (low half of `pair`) times `scale` (a bf16 pair) -> two bf16 (low = first byte),
+// exactly: e4m3 -> f16 -> f32 -> bf16 are exact (4 significant bits), and the bf16 product rounds
+// once, as the fp32 product's conversion did.
+WGRAD_DEVICE unsigned dequant2(unsigned short pair, unsigned scale) {
     unsigned h2;
     asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(pair));
     float lo, hi;
     asm("{.reg .f16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;\n}" : "=f"(lo), "=f"(hi) : "r"(h2));
-    unsigned out;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi * scale), "f"(lo * scale));
+    unsigned v, out;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(v) : "f"(hi), "f"(lo));
+    asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(out) : "r"(v), "r"(scale));
     return out;
 }
 
@@ -170,7 +176,7 @@ WGRAD_DEVICE void st_global(void* p, uint4 v) {
 // 16 fp8 (one 16-byte load: tokens 16 part .. +15) -> 16 bf16 of a 128-byte swizzled row at shared
 // address `row`, in the stage's token order (fragment()): word i's two token pairs go to word
 // `part` of 16-byte chunks 2i and 2i + 1. A warp's 8 rows x 4 parts hit 32 banks per store.
-WGRAD_DEVICE void store_row_part(unsigned row, int row_index, int part, uint4 q, float scale) {
+WGRAD_DEVICE void store_row_part(unsigned row, int row_index, int part, uint4 q, unsigned scale) {
     const unsigned w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i)
@@ -184,7 +190,7 @@ WGRAD_DEVICE void store_row_part(unsigned row, int row_index, int part, uint4 q,
 // The A operand of wgmma_m64n256k16 for k-step i of a stage, from one thread's two rows (r and r + 8
 // of its warp's 16) of 16 tokens each (tokens 16 part .. +15): slots 16 i + 2 part + {0, 1} hold
 // tokens 16 part + 4 i + {0, 1}, slots + 8 tokens + {2, 3}. The producer stores B in the same order.
-WGRAD_DEVICE void fragment(unsigned (&f)[4], uint4 lo_row, uint4 hi_row, int i, float lo_scale, float hi_scale) {
+WGRAD_DEVICE void fragment(unsigned (&f)[4], uint4 lo_row, uint4 hi_row, int i, unsigned lo_scale, unsigned hi_scale) {
     const unsigned lo[4] = {lo_row.x, lo_row.y, lo_row.z, lo_row.w}, hi[4] = {hi_row.x, hi_row.y, hi_row.z, hi_row.w};
     const unsigned a = lo[i], b = hi[i];
     f[0] = dequant2((unsigned short)(a & 0xFFFF), lo_scale);
@@ -300,7 +306,7 @@ struct Rows {
     // A consumer's rows r and r + 8: the A operands of the stage's four k-steps.
     WGRAD_DEVICE void fragments(unsigned (&f)[STEP / 16][4]) const {
         static_assert(CHUNKS == 2 && STRIDE == 8, "a warp's 16 rows of wgmma's A fragment");
-        const float lo = e8m0(s[0]), hi = e8m0(s[1]);
+        const unsigned lo = e8m0(s[0]), hi = e8m0(s[1]);
 #pragma unroll
         for (int i = 0; i < STEP / 16; ++i) fragment(f[i], q[0], q[1], i, lo, hi);
     }
