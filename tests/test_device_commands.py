@@ -107,5 +107,5 @@ def test_bench_baselines(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
     rows = doc(tmp_path / "b.json")["records"]
     assert [(x["kernel"], x["baseline"]) for x in rows[1:]] == [
         ("reference", False), ("torch-grouped", True), ("torch-loop", True), ("bf16-ceiling", True),
-        ("bf16-grouped", True), ("bf16-loop", True)]
+        ("bf16-grouped", True), ("bf16-loop", True), ("fp8-ceiling", True)]
     assert all(x["tflops"] > 0 and x["flops"] == rows[1]["flops"] for x in rows[1:])

@@ -12,6 +12,9 @@ baselines load only where it imports with a CUDA or ROCm device.
 - bf16-grouped and bf16-loop: torch-grouped's and torch-loop's GEMMs on operands dequantized
   beforehand (not timed). The bf16 rate on this problem's own shape: E N K outputs, each over one
   expert's tokens, which the ceiling's single GEMM (N K outputs over all tokens) does not pay for.
+- fp8-ceiling: one cuBLAS fp8 GEMM (torch._scaled_mm, per-tensor scales of 1, fast accumulation,
+  bf16 out) of the same FLOPs on the e4m3 bytes as they are: the block scales are ignored, so its
+  output is not the answer. The rate of the fp8 tensor cores, the most an fp8 design could reach.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from wgrad_cli.abi import BLOCK
 from wgrad_cli.errors import WgradError
 from wgrad_cli.problem import Problem
 
-NAMES = ("torch-grouped", "torch-loop", "bf16-ceiling", "bf16-grouped", "bf16-loop")
-TORCH_PATHS, CEILING, SAME_SHAPE = NAMES[:2], NAMES[2], NAMES[3:]  # dequantization timed; the one GEMM; not timed
+NAMES = ("torch-grouped", "torch-loop", "bf16-ceiling", "bf16-grouped", "bf16-loop", "fp8-ceiling")
+TORCH_PATHS, CEILING, SAME_SHAPE = NAMES[:2], NAMES[2], NAMES[3:5]  # dequantization timed; the one GEMM; not timed
 
 
 def require_torch() -> Any:
@@ -76,7 +79,14 @@ def baselines(p: Problem) -> dict[str, Callable[[], None]]:
                 out[e].zero_()
 
     a_bf16, b_bf16 = (x.contiguous() for x in operands())
+    a_fp8, b_fp8 = (q[:, lo:hi].contiguous().view(torch.float8_e4m3fn) for q in (qa, qb))
+    one = torch.ones((), dtype=torch.float32, device="cuda")
+
+    def fp8_mm() -> None:
+        if hi > lo:  # no tokens: no GEMM to time (the other baselines time empty torch calls)
+            torch._scaled_mm(a_fp8, b_fp8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True)
+
     runs: tuple[Callable[[], None], ...] = (lambda: grouped(*operands()), lambda: loop(*operands()),
                                              lambda: torch.mm(a_bf16, b_bf16.t()), lambda: grouped(a_bf16, b_bf16),
-                                             lambda: loop(a_bf16, b_bf16))
+                                             lambda: loop(a_bf16, b_bf16), fp8_mm)
     return dict(zip(NAMES, runs))

@@ -166,7 +166,8 @@ def verify(**kw: Any) -> None:
 @click.option("--baselines", is_flag=True,
               help="Also time, per shape, torch's path (dequantize + _grouped_mm, or a matmul per expert), a "
                    "cuBLAS bf16 GEMM of the same FLOPs, and torch's GEMMs on already dequantized operands "
-                   "(the bf16 rate on the same shape; needs torch with a GPU).")
+                   "(the bf16 rate on the same shape), and a cuBLAS fp8 GEMM of the same FLOPs on the e4m3 bytes, "
+                   "block scales ignored (the fp8 rate; needs torch with a GPU).")
 def bench(**kw: Any) -> None:
     """Time kernels on fresh random problems (cold cache by default): TFLOP/s, GB/s, % of peak."""
     from wgrad_cli.device_commands import bench_command
