@@ -10,7 +10,7 @@
 // thread per m64n256k32, twice the tensor cores' 128 cycles for it on the fp32 pipes, so it is
 // bound by promotion at half the fp8 rate, no faster than the bf16 rate. Measured: without loads
 // or stores, a skeleton of it ran at 384 TFLOP/s at 8k and this kernel's at 788; and the fp8
-// tensor cores' sum over a block drops products more than 2^-13 below its largest, which fp32 sums
+// tensor cores' sum over a block drops products 2^-14 or more below its largest, which fp32 sums
 // keep. Dequantizing costs 2.5 instructions per fp8 element (5 a pair: e4m3 -> f16 -> two f32 ->
 // bf16, exact, then one bf16x2 multiply by the scale; two fp32 multiplies before the bf16
 // conversion took 1.4 to 2.1% more time at 8k), which a cluster's 256 x 256 outputs amortize over
