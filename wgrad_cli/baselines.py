@@ -14,7 +14,7 @@ baselines load only where it imports with a CUDA or ROCm device.
   expert's tokens, which the ceiling's single GEMM (N K outputs over all tokens) does not pay for.
 - fp8-ceiling: one cuBLAS fp8 GEMM (torch._scaled_mm, per-tensor scales of 1, fast accumulation,
   bf16 out) of the same FLOPs on the e4m3 bytes as they are: the block scales are ignored, so its
-  output is not the answer. The rate of the fp8 tensor cores, the most an fp8 design could reach.
+  output is not the answer. cuBLAS's rate on the fp8 tensor cores, what an fp8 design is held to.
 """
 
 from __future__ import annotations
