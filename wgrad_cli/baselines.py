@@ -43,8 +43,27 @@ def require_torch() -> Any:
     return torch
 
 
+def guarded(name: str, run: Callable[[], None]) -> Callable[[], None]:
+    """`run`, with torch's failures (RuntimeError and its kin: out of memory, an operation this build
+    or GPU lacks) as one line naming the baseline instead of a traceback."""
+    def call() -> None:
+        try:
+            run()
+        except RuntimeError as exc:
+            why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise WgradError(f"--baselines: {name} failed in torch ({why}); leave --baselines out, or use a "
+                             "torch build and GPU that run it") from None
+    return call
+
+
 def baselines(p: Problem) -> dict[str, Callable[[], None]]:
     """name -> a callable that runs that baseline once on `p`, asynchronously."""
+    made: dict[str, Callable[[], None]] = {}
+    guarded("the set-up", lambda: made.update(_baselines(p)))()
+    return {name: guarded(name, run) for name, run in made.items()}
+
+
+def _baselines(p: Problem) -> dict[str, Callable[[], None]]:
     torch = require_torch()
     d, off = p.dims, p.offsets.tolist()
     lo, hi = off[0], off[-1]
