@@ -43,23 +43,30 @@ def require_torch() -> Any:
     return torch
 
 
+def _torch_failure(name: str, exc: RuntimeError) -> WgradError:
+    """torch's failure (RuntimeError and its kin: out of memory, an operation this build or GPU
+    lacks) as one line naming the baseline, in place of a traceback."""
+    why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return WgradError(f"--baselines: {name} failed in torch ({why}); leave --baselines out, or use a torch build "
+                      "and GPU that run it")
+
+
 def guarded(name: str, run: Callable[[], None]) -> Callable[[], None]:
-    """`run`, with torch's failures (RuntimeError and its kin: out of memory, an operation this build
-    or GPU lacks) as one line naming the baseline instead of a traceback."""
+    """`run`, with torch's failures as one line naming the baseline."""
     def call() -> None:
         try:
             run()
         except RuntimeError as exc:
-            why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise WgradError(f"--baselines: {name} failed in torch ({why}); leave --baselines out, or use a "
-                             "torch build and GPU that run it") from None
+            raise _torch_failure(name, exc) from None
     return call
 
 
 def baselines(p: Problem) -> dict[str, Callable[[], None]]:
     """name -> a callable that runs that baseline once on `p`, asynchronously."""
-    made: dict[str, Callable[[], None]] = {}
-    guarded("the set-up", lambda: made.update(_baselines(p)))()
+    try:
+        made = _baselines(p)
+    except RuntimeError as exc:
+        raise _torch_failure("the set-up", exc) from None
     return {name: guarded(name, run) for name, run in made.items()}
 
 
