@@ -101,11 +101,26 @@ def test_hopper_kernel_verifies(gpu: Runtime, repo: Path, tmp_path: Path) -> Non
 
 def test_bench_baselines(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    r = run("bench", "--config", repo / "configs/ci.yaml", "--shape", "e8-empty", "--baselines", *FAST,
-            "--cache-dir", tmp_path / "cache", "--json", tmp_path / "b.json")
+    r = run("bench", "--config", repo / "configs/ci.yaml", "--shape", "e8-empty", "--shape", "gaps", "--baselines",
+            *FAST, "--cache-dir", tmp_path / "cache", "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
     rows = doc(tmp_path / "b.json")["records"]
-    assert [(x["kernel"], x["baseline"]) for x in rows[1:]] == [
-        ("reference", False), ("torch-grouped", True), ("torch-loop", True), ("bf16-ceiling", True),
-        ("bf16-grouped", True), ("bf16-loop", True), ("fp8-ceiling", True)]
-    assert all(x["tflops"] > 0 and x["flops"] == rows[1]["flops"] for x in rows[1:])
+    names = ["torch-grouped", "torch-loop", "compiled-grouped", "compiled-loop", "bf16-ceiling", "bf16-grouped",
+             "bf16-loop", "fp8-ceiling"]
+    for shape in ("e8-empty", "gaps"):  # gaps: tokens before the first expert and after the last
+        mine = [x for x in rows[1:] if x["shape"]["name"] == shape]
+        assert [(x["kernel"], x["baseline"]) for x in mine] == [("reference", False)] + [(n, True) for n in names]
+        assert all(x["tflops"] > 0 and x["flops"] == mine[0]["flops"] for x in mine)
+
+
+def test_bench_baselines_with_no_tokens(gpu: Runtime, tmp_path: Path) -> None:
+    """Every expert empty: the torch paths (the compiled one too) run on zero tokens and time empty calls."""
+    pytest.importorskip("torch")
+    config = tmp_path / "none.yaml"
+    config.write_text("kernels: [reference]\nshapes:\n  - {name: none, M: 512, N: 256, K: 512, E: 2, "
+                      "offsets: [256, 256, 256]}\n")
+    r = run("bench", "--config", config, "--baselines", *FAST, "--cache-dir", tmp_path / "cache",
+            "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    rows = doc(tmp_path / "b.json")["records"][1:]
+    assert len(rows) == 9 and all(x["flops"] == 0 and x["median_ms"] > 0 for x in rows)
