@@ -164,10 +164,10 @@ def verify(**kw: Any) -> None:
 @click.option("--timeout", type=click.FloatRange(min=0), default=15.0, show_default=True,
               help="Seconds of wall time per shape after which sampling stops regardless (the table says so).")
 @click.option("--baselines", is_flag=True,
-              help="Also time, per shape, torch's path (dequantize + _grouped_mm, or a matmul per expert), a "
-                   "cuBLAS bf16 GEMM of the same FLOPs, and torch's GEMMs on already dequantized operands "
-                   "(the bf16 rate on the same shape), and a cuBLAS fp8 GEMM of the same FLOPs on the e4m3 bytes, "
-                   "block scales ignored (the fp8 rate; needs torch with a GPU).")
+              help="Also time, per shape, torch's paths (dequantize, eager or under torch.compile, then "
+                   "_grouped_mm or a matmul per expert), a cuBLAS bf16 GEMM of the same FLOPs, torch's GEMMs on "
+                   "already dequantized operands (the bf16 rate on the same shape), and a cuBLAS fp8 GEMM of the "
+                   "same FLOPs on the e4m3 bytes, block scales ignored (the fp8 rate; needs torch with a GPU).")
 def bench(**kw: Any) -> None:
     """Time kernels on fresh random problems (cold cache by default): TFLOP/s, GB/s, % of peak."""
     from wgrad_cli.device_commands import bench_command

@@ -1,5 +1,6 @@
-"""Speed-ups over the baselines: a kernel's TFLOP/s against the torch path (the faster of
-torch-grouped and torch-loop), the bf16 ceiling and, where it was timed, bf16 on the same shape
+"""Speed-ups over the baselines: a kernel's TFLOP/s against the torch path (the fastest of the
+torch paths timed beside it: eager and, in files since 2026-12-03, compiled dequantization, each
+with a grouped GEMM or a loop), the bf16 ceiling and, where it was timed, bf16 on the same shape
 (the faster of bf16-grouped and bf16-loop), all on the same shape in the same run, with geometric
 means. `bench --baselines` prints them for its run; `wgrad speedup` for several results
 files at once, so a table spanning configs (the README's) comes from the tool, not by hand.
