@@ -6,7 +6,7 @@ metadata, infers M, N, K and E from the buffers' sizes, and does what the kernel
 symbol does: the reference kernel's arithmetic through numpy (exact sums, rounded once to bf16),
 or nothing for the empty kernel. Events read the host clock. It proves the pipeline (argument
 packing, poisoning, download, comparison, timing, records), not any kernel. `watts` and `capped` stand
-in for the power sensors. `hung` makes every launch look deadlocked, which a real GPU cannot do and recover
+in for the power sensors; `max_alloc` makes larger allocations fail, as a full device's do. `hung` makes every launch look deadlocked, which a real GPU cannot do and recover
 from within one test process.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 from wgrad_cli.abi import Dims
 from wgrad_cli.problem import Problem
 from wgrad_cli.reference import grad_w
-from wgrad_cli.runtime import DeviceInfo, Reading
+from wgrad_cli.runtime import DeviceInfo, DriverError, Reading
 
 
 class HostDevice:
@@ -33,11 +33,15 @@ class HostDevice:
         self.hung = False  # set: launches never finish, as a deadlocked kernel's (done() stays False)
         self.hang_at_n: int | None = None  # a launch on a problem with this N sets `hung`
         self.abandoned = False
+        self.max_alloc: int | None = None  # a larger allocation fails, as out of device memory does
         self.watts: list[float] = []  # power readings the stand-in reports in turn (none: not reported)
         self.capped: list[bool] = []  # power-limit readings reported in turn (none: not reported)
         self.readings: list[Reading] = []  # what its sensors reported, in order
 
     def alloc(self, nbytes: int) -> int:
+        if self.max_alloc is not None and nbytes > self.max_alloc:
+            raise DriverError("hipMalloc failed: hipErrorOutOfMemory (out of memory); free device memory or use "
+                              "smaller shapes")
         buf = np.zeros(max(nbytes, 1), dtype=np.uint8)
         self.buffers[buf.ctypes.data] = buf
         return int(buf.ctypes.data)

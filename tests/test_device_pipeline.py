@@ -111,6 +111,20 @@ def test_bench_keeps_the_rows_finished_before_a_hang(host: HostDevice, repo: Pat
     assert d["records"][1]["samples"] >= 3 and host.abandoned
 
 
+def test_bench_keeps_the_rows_finished_before_a_failure(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    """Out of device memory on the second shape (as a torch baseline's failure would be): exit 2 with
+    the driver's line, and the first shape's rows are saved, marked incomplete with that line."""
+    host.max_alloc = 300_000  # one-expert's output is 128 KiB, four-one-empty's 1 MiB (hot: no flush buffer)
+    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", "--shape",
+            "four-one-empty", "--hot", *FAST, "--json", tmp_path / "b.json")
+    assert r.exit_code == 2, r.output
+    assert "hipMalloc failed: hipErrorOutOfMemory" in r.output and "Traceback" not in r.output
+    d = doc(tmp_path / "b.json")
+    assert d["incomplete"].startswith("hipMalloc failed: hipErrorOutOfMemory")
+    assert [(rec["kernel"], rec["shape"]["name"]) for rec in d["records"]] == \
+        [("empty", "calibration"), ("reference", "one-expert")]
+
+
 def test_bench_records_the_median_power_read_while_launches_run(host: HostDevice, repo: Path, tmp_path: Path) -> None:
     """One reading per sample, in order: each record's power is the median of its own samples' readings."""
     host.watts = [310.0, 720.0, 455.0, 505.0, 600.0]

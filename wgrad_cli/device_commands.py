@@ -86,13 +86,13 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
                                 description=f"{r['kernel']} {r['shape']['name']} {r['median_ms'] * 1e3:,.1f} us")
 
             records = bench(s, criterion, hot, repeat, warmup, baselines, done)
-    except KernelHang as exc:  # the rows measured before the hang are still measurements: keep them
+    except WgradError as exc:  # a hang, a baseline's failure, out of memory: the rows measured before it are kept
         if any(not r["calibration"] for r in finished):
             try:
                 _save(s, "bench", sorted(finished, key=order), json_path, csv_path, no_save, shard, **details,
                       incomplete=exc.lines[0])
-            except WgradError as unsaved:  # still a hang: exit 3 without clean-up, saying both
-                raise KernelHang(exc.lines + unsaved.lines) from None
+            except WgradError as unsaved:  # say both; a hang still exits 3, without clean-up
+                raise (KernelHang if isinstance(exc, KernelHang) else WgradError)(exc.lines + unsaved.lines) from None
         raise
     finally:
         s.rt.close()
