@@ -6,8 +6,9 @@ metadata, infers M, N, K and E from the buffers' sizes, and does what the kernel
 symbol does: the reference kernel's arithmetic through numpy (exact sums, rounded once to bf16),
 or nothing for the empty kernel. Events read the host clock. It proves the pipeline (argument
 packing, poisoning, download, comparison, timing, records), not any kernel. `watts` and `capped` stand
-in for the power sensors; `max_alloc` makes larger allocations fail, as a full device's do. `hung` makes every launch look deadlocked, which a real GPU cannot do and recover
-from within one test process.
+in for the power sensors; `max_alloc` makes larger allocations fail, as a full device's do. `hung`
+makes every launch look deadlocked, which a real GPU cannot do and recover from within one test
+process.
 """
 
 from __future__ import annotations
