@@ -125,6 +125,24 @@ def test_bench_keeps_the_rows_finished_before_a_failure(host: HostDevice, repo: 
         [("empty", "calibration"), ("reference", "one-expert")]
 
 
+def test_bench_says_each_step_as_it_starts(host: HostDevice, repo: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The progress bar names what runs now (a long measurement, the baselines' compile), not what ended."""
+    from wgrad_cli import device_commands
+    steps: list[str] = []
+    real = device_commands.bench
+
+    def bench(*args: Any) -> Any:
+        *rest, on_step, on_done = args
+        return real(*rest, lambda what: (steps.append(what), on_step(what)), on_done)
+
+    monkeypatch.setattr(device_commands, "bench", bench)
+    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", "--shape", "gaps",
+            "--repeat", "2", *FAST, "--no-save")
+    assert r.exit_code == 0, r.output
+    assert steps == ["calibration: the empty kernel", "reference on one-expert", "reference on gaps"]  # runs 1 and 2
+
+
 def test_bench_records_the_median_power_read_while_launches_run(host: HostDevice, repo: Path, tmp_path: Path) -> None:
     """One reading per sample, in order: each record's power is the median of its own samples' readings."""
     host.watts = [310.0, 720.0, 455.0, 505.0, 600.0]

@@ -94,9 +94,10 @@ def _head(s: Session, rec: Record, kernel: Kernel) -> dict[str, Any]:
 
 
 def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int, with_baselines: bool,
-          on_done: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+          on_step: Callable[[str], None], on_done: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
     """The calibration row, then `repeat` measured runs of every record (and of the baselines on its
-    shape, with_baselines), in `order`."""
+    shape, with_baselines), in `order`. on_step says what starts (a measurement, or the baselines'
+    set-up, whose first torch.compile takes a while); on_done gets each finished row."""
     rows = []
     mode = "hot" if hot else "cold"
     flush = None if hot else Flush(s.rt.alloc(flush_bytes(s.rt.device)), flush_bytes(s.rt.device))
@@ -104,6 +105,7 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
         empty = BuildJob(s.specs["empty"], s.target.name, CALIBRATION.dims)
         dev = upload(s.rt, generate(CALIBRATION.dims, CALIBRATION.routing, s.seed, s.config.quantization))
         try:
+            on_step("calibration: the empty kernel")
             kernel = _kernel(s, empty, dev)
             batch = launches_per_sample(s, kernel, hot, empty.label)
             m = measure(s.rt, s.events, kernel, replace(criterion, max_samples=CALIBRATION_SAMPLES), flush, warmup, batch,
@@ -122,11 +124,13 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
                 runs: list[tuple[dict[str, Any], Callable[[], None]]] = [
                     (_head(s, rec, kernel), kernel) for rec, kernel in zip(recs, kernels)]
                 if with_baselines:
+                    on_step(f"torch baselines on {shape.name}: setting up (the first compiles)")
                     runs += [({**recs[0].to_json(), "kernel": name, "baseline": True, "code_object_sha256": None,
                                "compiler": None, "flags": None, "build_errors": [], "grid": None}, fn)
                              for name, fn in baselines(p).items()]
                 for head, fn in runs:
                     what = f"{head['kernel']} on {shape.name}"
+                    on_step(what)
                     batch = launches_per_sample(s, fn, hot, what)
                     for run in range(1, repeat + 1):
                         m = measure(s.rt, s.events, fn, criterion, flush, warmup, batch, s.kernel_timeout, what)

@@ -80,12 +80,14 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
         _header(s)
         shapes = len({r.shape for r in s.records}) if baselines else 0
         with progress("benchmarking", 1 + (len(s.records) + len(BASELINES) * shapes) * repeat) as bar:
+            def step(what: str) -> None:
+                bar.update(bar.task_ids[0], description=escape(what))
+
             def done(r: dict[str, Any]) -> None:
                 finished.append(r)
-                bar.update(bar.task_ids[0], advance=1,
-                                description=f"{r['kernel']} {r['shape']['name']} {r['median_ms'] * 1e3:,.1f} us")
+                bar.update(bar.task_ids[0], advance=1)
 
-            records = bench(s, criterion, hot, repeat, warmup, baselines, done)
+            records = bench(s, criterion, hot, repeat, warmup, baselines, step, done)
     except WgradError as exc:  # a hang, a baseline's failure, out of memory: the rows measured before it are kept
         if any(not r["calibration"] for r in finished):
             try:
