@@ -177,6 +177,6 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Table:
                       str(r["run"]), cache, str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
                       f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%", *rates,
                       cell(r["pct_peak"], ".2f"), cell(r["clock_mhz"], ""), cell(r.get("power_w"), ".0f"), _energy(r),
-                      "" if r.get("power_capped") is None else f"{100 * r['power_capped']:.0f}%", stop)
+                      cell(r.get("power_capped"), ".0%"), stop)
     return table
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.baselines import require_torch
 from wgrad_cli.bench import CALIBRATION, bench, bench_table
-from wgrad_cli.errors import KernelHang, WgradError
+from wgrad_cli.errors import WgradError
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.report import err, out, progress
 from wgrad_cli.results import default_path, order, save
@@ -93,8 +93,8 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
             try:
                 _save(s, "bench", sorted(finished, key=order), json_path, csv_path, no_save, shard, **details,
                       incomplete=exc.lines[0])
-            except WgradError as unsaved:  # say both; a hang still exits 3, without clean-up
-                raise (KernelHang if isinstance(exc, KernelHang) else WgradError)(exc.lines + unsaved.lines) from None
+            except WgradError as unsaved:  # say both, as the same kind of error (a hang still exits 3)
+                raise type(exc)(exc.lines + unsaved.lines) from None
         raise
     finally:
         s.rt.close()

@@ -98,7 +98,6 @@ COLUMNS = ("kernel", "shape", "M x N x K, E", "TFLOP/s", "torch path", "TFLOP/s"
            "x ceiling", "bf16 same shape", "x same shape")
 
 
-
 def _cells(rows: list[Speedup]) -> list[list[str]]:
     """The table's cells, shared by the terminal and the Markdown form: a row per Speedup, then
     each kernel's geometric means."""
