@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.cli import cli
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results import save
@@ -20,7 +21,7 @@ SHAPE = {"name": "a", "M": 1024, "N": 256, "K": 512, "E": 2, "routing": "uniform
 def record(index: int, kernel: str, tflops: float, run: int = 1, name: str = "a") -> dict[str, Any]:
     """The fields of a bench record that the speed-ups read."""
     return {"index": index, "kernel": kernel, "shape": {**SHAPE, "name": name}, "run": run, "tflops": tflops,
-            "calibration": kernel == "empty", "baseline": kernel.startswith(("torch", "bf16"))}
+            "calibration": kernel == "empty", "baseline": kernel in BASELINES}
 
 
 def run_of(index: int, name: str, mine: float, grouped: float, loop: float, ceiling: float,
@@ -41,6 +42,14 @@ def test_faster_torch_path_and_ceiling_of_the_same_shape() -> None:
     x_torch, x_ceiling, x_same = geomeans(rows)["hopper"]
     assert x_torch == pytest.approx(math.sqrt(1.2 * 0.8)) and x_ceiling == pytest.approx(0.5) and x_same is None
     assert all(r.same_shape_tflops is None and r.x_same_shape is None for r in rows)
+
+
+def test_the_torch_path_is_the_fastest_of_eager_and_compiled() -> None:
+    """compiled-grouped and compiled-loop count as torch paths (the dequantization timed)."""
+    records = [*run_of(0, "a", 300.0, 200.0, 250.0, 600.0), record(0, "compiled-grouped", 400.0),
+               record(0, "compiled-loop", 350.0)]
+    (row,) = speedups(records)
+    assert (row.torch_path, row.torch_tflops, row.x_torch) == ("compiled-grouped", 400.0, 0.75)
 
 
 def test_same_shape_is_the_faster_bf16_gemm_of_the_shape() -> None:
