@@ -7,8 +7,8 @@ Forms, each on both operands of a wgrad problem (values (rows, M) e4m3, scales (
   one bf16 multiply, which rounds the exact product once, as the fp32 form's final conversion does;
 - compiled: torch.compile of the fp32 form (one fused kernel), where inductor runs.
 Each form is checked bit for bit against fp32 on the problem's data and on every e4m3 code times
-every e8m0 scale, then timed alone and inside the torch-grouped path, cold (a write of twice the
-L2 before each sample), median of 25 samples after 3 warm-up runs.
+every e8m0 scale, then timed alone and inside the torch-grouped path, cold (a write of 240 MiB, four
+times the 60 MiB L2, before each sample), median of 25 samples after 3 warm-up runs.
 Run from the repository root on an NVIDIA GPU with torch: python3 results/h200/dequant_probe.py.
 """
 
