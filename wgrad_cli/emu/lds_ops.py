@@ -1,0 +1,113 @@
+"""LDS instructions (DS): reads and writes of the workgroup's local data share.
+
+Addressing per the CDNA4 ISA reference ("Local Data Share Operations"): a 32-bit VGPR address
+plus a 16-bit instruction offset (offset1:offset0), or two 8-bit offsets scaled by the element
+size (by 64 elements for the ST64 forms) for the READ2/WRITE2 forms. An access beyond the
+workgroup's LDS allocation stops the run with the lane and address.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from wgrad_cli.emu.machine import Batch, EmuFault, Op
+from wgrad_cli.emu.memory_ops import where
+
+U32 = np.uint32
+
+READS = {"DS_READ_B32": (4, False), "DS_READ_B64": (8, False), "DS_READ_B96": (12, False),
+         "DS_READ_B128": (16, False), "DS_READ_U8": (1, False), "DS_READ_I8": (1, True),
+         "DS_READ_U16": (2, False), "DS_READ_I16": (2, True)}
+WRITES = {"DS_WRITE_B32": 4, "DS_WRITE_B64": 8, "DS_WRITE_B96": 12, "DS_WRITE_B128": 16, "DS_WRITE_B8": 1,
+          "DS_WRITE_B16": 2}
+READ2 = {"DS_READ2_B32": (4, 1), "DS_READ2_B64": (8, 1), "DS_READ2ST64_B32": (4, 64), "DS_READ2ST64_B64": (8, 64)}
+WRITE2 = {"DS_WRITE2_B32": (4, 1), "DS_WRITE2_B64": (8, 1), "DS_WRITE2ST64_B32": (4, 64), "DS_WRITE2ST64_B64": (8, 64)}
+
+
+def lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
+    """Flat indices into the batch's LDS of nbytes at each lane's address; EmuFault if beyond its group's LDS."""
+    bad = addr.astype(np.int64) + nbytes > b.lds_bytes
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise EmuFault(f"{what} of {nbytes} bytes at LDS address {int(addr[i]):#x}, beyond the workgroup's "
+                       f"{b.lds_bytes} bytes ({where(b, int(waves[i]), int(lanes[i]))})")
+    start = b.group[waves].astype(np.int64) * b.lds_bytes + addr.astype(np.int64)
+    return start[:, None] + np.arange(nbytes)
+
+
+def read_into(b: Batch, vdst: int, regs: np.ndarray, data: np.ndarray, signed: bool, waves: np.ndarray,
+              lanes: np.ndarray) -> None:
+    n = data.shape[1]
+    if n >= 4:
+        words = np.ascontiguousarray(data).view("<u4")
+        for k in range(n // 4):
+            regs[vdst + k][waves, lanes] = words[:, k]
+        return
+    raw = data[:, 0].astype(U32) if n == 1 else np.ascontiguousarray(data).view("<u2")[:, 0].astype(U32)
+    if signed:
+        raw = np.where(raw >> U32(8 * n - 1), raw | U32((0xFFFFFFFF << (8 * n)) & 0xFFFFFFFF), raw).astype(U32)
+    regs[vdst][waves, lanes] = raw
+
+
+def words_of(regs: np.ndarray, first: int, nbytes: int, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    if nbytes >= 4:
+        return np.stack([regs[first + k][waves, lanes] for k in range(nbytes // 4)], axis=1).astype("<u4").view(np.uint8)
+    return np.ascontiguousarray(regs[first][waves, lanes].astype("<u4")).view(np.uint8).reshape(-1, 4)[:, :nbytes]
+
+
+def compile_ds(inst: Any, pc: int, size: int) -> Op:
+    name = inst.op.name
+    what = name.lower()
+    vaddr = int(inst.addr.offset) - 256
+    off0, off1 = int(inst.offset0), int(inst.offset1)
+    offset = off0 | (off1 << 8)
+    acc = bool(getattr(inst, "acc", 0))
+    vdst = int(inst.vdst.offset) - 256
+    data0, data1 = int(inst.data0.offset) - 256, int(inst.data1.offset) - 256
+    if bool(getattr(inst, "gds", 0)):
+        raise KeyError(name + "_GDS")
+
+    def address(b: Batch, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        return b.v[vaddr][waves, lanes].astype(np.int64)
+
+    if name in READS:
+        n, signed = READS[name]
+
+        def read(b: Batch) -> None:
+            waves, lanes = np.nonzero(b.lanes())
+            idx = lds_index(b, address(b, waves, lanes) + offset, n, waves, lanes, what)
+            read_into(b, vdst, b.a if acc else b.v, b.lds[idx], signed, waves, lanes)
+        return Op(pc, size, what, "lds", read)
+    if name in WRITES:
+        n = WRITES[name]
+
+        def write(b: Batch) -> None:
+            waves, lanes = np.nonzero(b.lanes())
+            idx = lds_index(b, address(b, waves, lanes) + offset, n, waves, lanes, what)
+            b.lds[idx] = words_of(b.a if acc else b.v, data0, n, waves, lanes)
+        return Op(pc, size, what, "lds", write)
+    if name in READ2:
+        n, scale = READ2[name]
+
+        def read2(b: Batch) -> None:
+            waves, lanes = np.nonzero(b.lanes())
+            base = address(b, waves, lanes)
+            regs = b.a if acc else b.v
+            first = [b.lds[lds_index(b, base + off0 * n * scale, n, waves, lanes, what)],
+                     b.lds[lds_index(b, base + off1 * n * scale, n, waves, lanes, what)]]
+            read_into(b, vdst, regs, first[0], False, waves, lanes)
+            read_into(b, vdst + n // 4, regs, first[1], False, waves, lanes)
+        return Op(pc, size, what, "lds", read2)
+    if name in WRITE2:
+        n, scale = WRITE2[name]
+
+        def write2(b: Batch) -> None:
+            waves, lanes = np.nonzero(b.lanes())
+            base = address(b, waves, lanes)
+            regs = b.a if acc else b.v
+            b.lds[lds_index(b, base + off0 * n * scale, n, waves, lanes, what)] = words_of(regs, data0, n, waves, lanes)
+            b.lds[lds_index(b, base + off1 * n * scale, n, waves, lanes, what)] = words_of(regs, data1, n, waves, lanes)
+        return Op(pc, size, what, "lds", write2)
+    raise KeyError(name)

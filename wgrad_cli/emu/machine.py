@@ -1,0 +1,184 @@
+"""Waves in lock-step: the register state of many waves and the loop that runs them.
+
+Every wave of a batch (whole workgroups, possibly many) lives in the same numpy arrays: VGPRs as
+(register, wave, lane), SGPRs as (register, wave). Each step runs the instruction at the lowest
+program counter among the waves that can run, for every wave at that counter at once, so waves
+that follow the same path (the usual case) cost one numpy operation per instruction for all of
+them. Waves that diverge wait at higher counters until the others catch up (min-PC scheduling,
+which also reconverges loops). A wave at `s_barrier` waits until every live wave of its workgroup
+has reached one. Memory is synchronous, so `s_waitcnt` has nothing to wait for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from wgrad_cli.emu.memory import Heap
+
+EXEC, VCC, M0 = 126, 106, 124
+SGPR_FILE = 128  # s0..s105, flat_scratch, xnack_mask, vcc, ttmp0..15, m0, null, exec: the 7-bit SGPR space
+
+
+class EmuFault(Exception):
+    """The program did something the emulator will not do or the hardware would fault on; the
+    message names the instruction and, for memory, the workgroup, lane and address."""
+
+
+@dataclass
+class Stats:
+    """What one launch executed: wave-instructions by class and bytes moved. A lane-instruction is
+    one wave-instruction times the wave's 64 lanes, active or not (the unit emulators are rated in)."""
+
+    waves: int = 0
+    by_class: dict[str, int] = field(default_factory=dict)
+    bytes_loaded: int = 0
+    bytes_stored: int = 0
+
+    def add(self, other: Stats) -> None:
+        self.waves += other.waves
+        for k, n in other.by_class.items():
+            self.by_class[k] = self.by_class.get(k, 0) + n
+        self.bytes_loaded += other.bytes_loaded
+        self.bytes_stored += other.bytes_stored
+
+    @property
+    def instructions(self) -> int:
+        return sum(self.by_class.values())
+
+    @property
+    def lane_instructions(self) -> int:
+        return 64 * self.instructions
+
+    def to_json(self) -> dict[str, object]:
+        return {"waves": self.waves, "instructions": dict(sorted(self.by_class.items())),
+                "lane_instructions": self.lane_instructions, "bytes_loaded": self.bytes_loaded,
+                "bytes_stored": self.bytes_stored}
+
+
+class Batch:
+    """The state of `waves` wave64s: whole workgroups of `waves_per_group` waves each."""
+
+    def __init__(self, waves: int, waves_per_group: int, vgprs: int, agprs: int, lds_bytes: int,
+                 heap: Heap) -> None:
+        self.W = waves
+        self.v = np.zeros((max(vgprs, 1), waves, 64), dtype=np.uint32)
+        self.a = np.zeros((max(agprs, 1), waves, 64), dtype=np.uint32)
+        self.s = np.zeros((SGPR_FILE, waves), dtype=np.uint32)
+        self.scc = np.zeros(waves, dtype=bool)
+        self.pc = np.zeros(waves, dtype=np.int64)
+        self.done = np.zeros(waves, dtype=bool)
+        self.at_barrier = np.zeros(waves, dtype=bool)
+        self.group = np.arange(waves) // waves_per_group  # workgroup of each wave, within the batch
+        self.groups = -(-waves // waves_per_group)
+        self.group_ids = np.zeros((self.groups, 3), dtype=np.int64)  # each workgroup's id in the grid
+        self.lds_bytes = lds_bytes
+        self.lds = np.zeros(self.groups * max(lds_bytes, 1), dtype=np.uint8)
+        self.heap = heap
+        self.wm = np.ones(waves, dtype=bool)  # waves that run the current instruction
+        self.all = True  # wm is every wave
+        self.pc_now = 0
+        self._exec: np.ndarray | None = None
+        self.stats = Stats(waves=waves)
+
+    # --- masks -----------------------------------------------------------------------------
+    def mask64(self, reg: int) -> np.ndarray:
+        """A 64-bit lane mask held in SGPRs reg, reg+1, as (wave, lane) booleans."""
+        words = np.ascontiguousarray(self.s[reg: reg + 2].T)
+        return np.unpackbits(words.view(np.uint8), axis=1, bitorder="little").astype(bool)
+
+    @property
+    def exec(self) -> np.ndarray:
+        if self._exec is None:
+            self._exec = self.mask64(EXEC)
+        return self._exec
+
+    def exec_changed(self) -> None:
+        self._exec = None
+
+    def lanes(self) -> np.ndarray:
+        """The lanes that execute a vector instruction now: EXEC, in the waves at this PC."""
+        return self.exec if self.all else self.exec & self.wm[:, None]
+
+    # --- writes ------------------------------------------------------------------------------
+    def write_s(self, reg: int, value: np.ndarray | np.integer | int) -> None:
+        if self.all:
+            self.s[reg] = value
+        else:
+            np.copyto(self.s[reg], np.broadcast_to(np.asarray(value, dtype=np.uint32), (self.W,)), where=self.wm)
+        if reg in (EXEC, EXEC + 1):
+            self._exec = None
+
+    def write_s64(self, reg: int, value: np.ndarray) -> None:
+        value = np.asarray(value, dtype=np.uint64)
+        self.write_s(reg, (value & 0xFFFFFFFF).astype(np.uint32))
+        self.write_s(reg + 1, (value >> np.uint64(32)).astype(np.uint32))
+
+    def write_scc(self, value: np.ndarray | bool) -> None:
+        if self.all:
+            self.scc[:] = value
+        else:
+            np.copyto(self.scc, np.broadcast_to(value, (self.W,)), where=self.wm)
+
+    def write_mask64(self, reg: int, lanes: np.ndarray) -> None:
+        """A (wave, lane) boolean mask into SGPRs reg, reg+1 of the waves at this PC."""
+        words = np.packbits(lanes, axis=1, bitorder="little").view(np.uint32)
+        self.write_s(reg, words[:, 0])
+        self.write_s(reg + 1, words[:, 1])
+
+    def write_v(self, regs: np.ndarray, reg: int, value: np.ndarray, lanes: np.ndarray | None = None) -> None:
+        """`value` into vector register `reg` of file `regs` (VGPRs or AGPRs) where `lanes` (default:
+        the executing lanes) are set."""
+        mask = self.lanes() if lanes is None else lanes
+        np.copyto(regs[reg], np.broadcast_to(value, (self.W, 64)), where=mask, casting="unsafe")
+
+
+Run = Callable[[Batch], None]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One decoded instruction, ready to run on a batch."""
+
+    pc: int
+    size: int
+    name: str  # LLVM-style mnemonic, lower case
+    klass: str  # salu, valu, mfma, lds, vmem, smem, branch, barrier, other
+    run: Run
+    jumps: bool = False  # sets the PC of the waves it runs itself
+
+
+def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]) -> None:
+    """Run every wave of the batch to `s_endpgm`."""
+    big = np.iinfo(np.int64).max
+    counts = batch.stats.by_class
+    while True:
+        runnable = ~(batch.done | batch.at_barrier)
+        if not runnable.any():
+            if not batch.at_barrier.any():
+                return
+            batch.at_barrier[:] = False  # every live wave of every group waits: all barriers release
+            continue
+        pcs = np.where(runnable, batch.pc, big)
+        pc = int(pcs.min())
+        wm = pcs == pc
+        batch.wm = wm
+        batch.all = bool(wm.all())
+        batch.pc_now = pc
+        op = ops.get(pc)
+        if op is None:
+            raise EmuFault(describe(Op(pc, 4, "?", "other", lambda b: None), "jumped to an address that is not an "
+                                    "instruction of the kernel's code"))
+        n = batch.W if batch.all else int(np.count_nonzero(wm))
+        counts[op.klass] = counts.get(op.klass, 0) + n
+        try:
+            op.run(batch)
+        except EmuFault as exc:
+            raise EmuFault(describe(op, str(exc))) from None
+        if not op.jumps:
+            if batch.all:
+                batch.pc += op.size
+            else:
+                batch.pc[wm] += op.size

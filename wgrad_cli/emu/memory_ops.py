@@ -1,0 +1,193 @@
+"""Vector memory instructions: global, flat (to global memory) and buffer (MUBUF) loads and stores.
+
+Addresses follow the CDNA4 ISA reference ("Global, Scratch and Flat Address Space", "Buffer
+Instructions"): global is a 64-bit VGPR pair plus a signed 13-bit offset, or an SGPR pair base
+plus a 32-bit VGPR offset; buffer is the V# base plus SGPR, instruction and VGPR offsets, and a
+lane whose offset runs past the V#'s num_records reads 0 and writes nothing. Every access of an
+executing lane is checked against the heap's allocations; one outside all of them stops the run
+(a real GPU would fault or, worse, read another buffer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from wgrad_cli.emu.machine import Batch, EmuFault, Op
+
+U32, U64 = np.uint32, np.uint64
+OFF = 127  # saddr "off"
+
+# load name suffix -> (bytes, signed, d16 half: None, "lo" or "hi")
+LOADS: dict[str, tuple[int, bool, str | None]] = {
+    "UBYTE": (1, False, None), "SBYTE": (1, True, None), "USHORT": (2, False, None), "SSHORT": (2, True, None),
+    "DWORD": (4, False, None), "DWORDX2": (8, False, None), "DWORDX3": (12, False, None), "DWORDX4": (16, False, None),
+    "UBYTE_D16": (1, False, "lo"), "UBYTE_D16_HI": (1, False, "hi"), "SBYTE_D16": (1, True, "lo"),
+    "SBYTE_D16_HI": (1, True, "hi"), "SHORT_D16": (2, False, "lo"), "SHORT_D16_HI": (2, False, "hi"),
+}
+STORES: dict[str, tuple[int, bool]] = {  # bytes, from the high half
+    "BYTE": (1, False), "BYTE_D16_HI": (1, True), "SHORT": (2, False), "SHORT_D16_HI": (2, True),
+    "DWORD": (4, False), "DWORDX2": (8, False), "DWORDX3": (12, False), "DWORDX4": (16, False),
+}
+
+
+def where(b: Batch, wave: int, lane: int) -> str:
+    g = b.group_ids[b.group[wave]]
+    return f"workgroup ({g[0]}, {g[1]}, {g[2]}), wave {wave % max(1, int((b.group == b.group[wave]).sum()))}, lane {lane}"
+
+
+def gather(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
+    """The bytes at each address, (n, nbytes); EmuFault naming the first lane outside every allocation."""
+    fault = b.heap.check(addr, nbytes)
+    if fault is not None:
+        raise EmuFault(f"{what} of {nbytes} bytes at {fault.address:#x} outside every allocation "
+                       f"({where(b, int(waves[fault.lane]), int(lanes[fault.lane]))})")
+    offsets = b.heap.offsets(addr)
+    return b.heap.bytes[offsets[:, None] + np.arange(nbytes)]
+
+
+def scatter(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, what: str) -> None:
+    nbytes = data.shape[1]
+    fault = b.heap.check(addr, nbytes)
+    if fault is not None:
+        raise EmuFault(f"{what} of {nbytes} bytes at {fault.address:#x} outside every allocation "
+                       f"({where(b, int(waves[fault.lane]), int(lanes[fault.lane]))})")
+    b.heap.bytes[b.heap.offsets(addr)[:, None] + np.arange(nbytes)] = data
+
+
+def _to_regs(b: Batch, regs: np.ndarray, vdst: int, data: np.ndarray, size: int, signed: bool, d16: str | None,
+             waves: np.ndarray, lanes: np.ndarray) -> None:
+    """Loaded bytes (n, size) into VGPRs from vdst, as the load's type extends or places them."""
+    if size >= 4:
+        words = np.ascontiguousarray(data).view("<u4")
+        for k in range(size // 4):
+            regs[vdst + k][waves, lanes] = words[:, k]
+        return
+    raw = data[:, 0].astype(U32) if size == 1 else np.ascontiguousarray(data).view("<u2")[:, 0].astype(U32)
+    if signed:
+        bits = 8 * size
+        raw = np.where(raw >> U32(bits - 1), raw | U32((0xFFFFFFFF << bits) & 0xFFFFFFFF), raw).astype(U32)
+    if d16 is None:
+        regs[vdst][waves, lanes] = raw
+        return
+    old = regs[vdst][waves, lanes]
+    half = raw & U32(0xFFFF)
+    regs[vdst][waves, lanes] = (old & U32(0xFFFF0000)) | half if d16 == "lo" else (old & U32(0xFFFF)) | (half << U32(16))
+
+
+def _from_regs(regs: np.ndarray, vdata: int, size: int, hi: bool, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    if size >= 4:
+        return np.stack([regs[vdata + k][waves, lanes] for k in range(size // 4)], axis=1).astype("<u4").view(np.uint8)
+    word = regs[vdata][waves, lanes]
+    if hi:
+        word = word >> U32(16)
+    return np.ascontiguousarray(word.astype("<u4")).view(np.uint8).reshape(-1, 4)[:, :size]
+
+
+def _kind(name: str) -> tuple[str, str]:
+    """('LOAD' | 'STORE', type suffix) of e.g. GLOBAL_LOAD_DWORDX4."""
+    parts = name.split("_", 2)
+    return parts[1], parts[2]
+
+
+def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
+    name = inst.op.name
+    kind, suffix = _kind(name)
+    if kind not in ("LOAD", "STORE") or suffix.startswith("LDS") or (kind == "LOAD" and suffix not in LOADS) or \
+            (kind == "STORE" and suffix not in STORES):
+        raise KeyError(name)
+    vaddr = int(inst.addr.offset) - 256
+    saddr = int(inst.saddr.offset) if cls == "GLOBAL" else OFF
+    raw_offset = int(inst.offset)
+    offset = raw_offset - (1 << 13) if cls == "GLOBAL" and raw_offset & (1 << 12) else raw_offset
+    acc = bool(getattr(inst, "acc", 0))
+    what = name.lower()
+
+    def addresses(b: Batch, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        if saddr == OFF:
+            lo, hi = b.v[vaddr][waves, lanes], b.v[vaddr + 1][waves, lanes]
+            base = lo.astype(U64) | (hi.astype(U64) << U64(32))
+        else:
+            sbase = b.s[saddr][waves].astype(U64) | (b.s[saddr + 1][waves].astype(U64) << U64(32))
+            base = sbase + b.v[vaddr][waves, lanes].astype(U64)
+        return (base.astype(np.int64) + offset).astype(U64)
+
+    if kind == "LOAD":
+        nbytes, signed, d16 = LOADS[suffix]
+        vdst = int(inst.vdst.offset) - 256
+
+        def load(b: Batch) -> None:
+            waves, lanes = np.nonzero(b.lanes())
+            data = gather(b, addresses(b, waves, lanes), nbytes, waves, lanes, what)
+            _to_regs(b, b.a if acc else b.v, vdst, data, nbytes, signed, d16, waves, lanes)
+            b.stats.bytes_loaded += data.size
+        return Op(pc, size, what, "vmem", load)
+    nb, hi = STORES[suffix]
+    vdata = int(inst.data.offset) - 256
+
+    def store(b: Batch) -> None:
+        waves, lanes = np.nonzero(b.lanes())
+        data = _from_regs(b.a if acc else b.v, vdata, nb, hi, waves, lanes)
+        scatter(b, addresses(b, waves, lanes), data, waves, lanes, what)
+        b.stats.bytes_stored += data.size
+    return Op(pc, size, what, "vmem", store)
+
+
+def resource(b: Batch, srsrc: int, waves: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(base address, stride, num_records) of each wave's buffer resource (V#) in SGPRs srsrc..+3."""
+    w0, w1, w2 = b.s[srsrc][waves], b.s[srsrc + 1][waves], b.s[srsrc + 2][waves]
+    base = w0.astype(U64) | ((w1 & U32(0xFFFF)).astype(U64) << U64(32))
+    stride = ((w1 >> U32(16)) & U32(0x3FFF)).astype(U64)
+    return base, stride, w2.astype(U64)
+
+
+def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] | None = None) -> Op:
+    name = inst.op.name
+    kind, suffix = _kind(name)
+    if kind not in ("LOAD", "STORE") or bool(getattr(inst, "lds", 0)) or (kind == "LOAD" and suffix not in LOADS) or \
+            (kind == "STORE" and suffix not in STORES) or inst.idxen:
+        raise KeyError(name + ("_LDS" if getattr(inst, "lds", 0) else "") + ("_IDXEN" if inst.idxen else ""))
+    srsrc = int(inst.srsrc.offset)
+    soffset_src = int(inst.soffset.offset)
+    from wgrad_cli.emu import operands as opd
+
+    soffset = opd.scalar(soffset_src, 32)
+    vaddr = int(inst.vaddr.offset) - 256
+    offen = bool(inst.offen)
+    imm = int(inst.offset)
+    acc = bool(getattr(inst, "acc", 0))
+    what = name.lower()
+
+    def place(b: Batch, waves: np.ndarray, lanes: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each lane's address and whether it lies inside num_records."""
+        base, _, records = resource(b, srsrc, waves)
+        voff = b.v[vaddr][waves, lanes].astype(U64) if offen else np.zeros(len(waves), dtype=U64)
+        offset = voff + U64(imm)
+        inside = offset + U64(nbytes) <= records
+        return base + soffset(b)[waves].astype(U64) + offset, inside
+
+    if kind == "LOAD":
+        nbytes, signed, d16 = LOADS[suffix]
+        vdst = int(inst.vdata.offset) - 256
+
+        def load(b: Batch) -> None:
+            waves, lanes = np.nonzero(b.lanes())
+            addr, inside = place(b, waves, lanes, nbytes)
+            data = np.zeros((len(waves), nbytes), dtype=np.uint8)
+            if inside.any():
+                data[inside] = gather(b, addr[inside], nbytes, waves[inside], lanes[inside], what)
+            _to_regs(b, b.a if acc else b.v, vdst, data, nbytes, signed, d16, waves, lanes)
+            b.stats.bytes_loaded += int(inside.sum()) * nbytes
+        return Op(pc, size, what, "vmem", load)
+    nb, hi = STORES[suffix]
+    vdata = int(inst.vdata.offset) - 256
+
+    def store(b: Batch) -> None:
+        waves, lanes = np.nonzero(b.lanes())
+        addr, inside = place(b, waves, lanes, nb)
+        data = _from_regs(b.a if acc else b.v, vdata, nb, hi, waves, lanes)
+        scatter(b, addr[inside], data[inside], waves[inside], lanes[inside], what)
+        b.stats.bytes_stored += int(inside.sum()) * nb
+    return Op(pc, size, what, "vmem", store)

@@ -1,0 +1,96 @@
+"""A kernel's machine code, decoded and turned into runnable ops.
+
+Decoding is tinygrad's CDNA decoder (a pinned library generated from AMD's machine-readable ISA);
+the semantics are this package's own. An instruction the emulator does not implement still
+decodes: it becomes an op that stops the run with its name and offset if a wave reaches it, and
+`unsupported()` lists such instructions before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tinygrad.renderer.amd import decode_inst
+
+from wgrad_cli.emu.lds_ops import compile_ds
+from wgrad_cli.emu.loader import Image
+from wgrad_cli.emu.machine import Batch, EmuFault, Op
+from wgrad_cli.emu.memory_ops import compile_buffer, compile_global
+from wgrad_cli.emu.scalar_ops import compile_scalar
+from wgrad_cli.emu.vector_ops import compile_valu
+
+SCALAR = {"SOP1", "SOP1_LIT", "SOP2", "SOP2_LIT", "SOPC", "SOPC_LIT", "SOPK", "SOPK_LIT", "SOPP", "SMEM"}
+VECTOR = {"VOP1", "VOP1_LIT", "VOP1_SDWA", "VOP1_DPP16", "VOP2", "VOP2_LIT", "VOP2_SDWA", "VOP2_DPP16", "VOP3",
+          "VOP3_SDST", "VOP3SD", "VOPC", "VOPC_SDWA_SDST"}
+
+
+@dataclass(frozen=True)
+class Decoded:
+    pc: int
+    size: int
+    cls: str
+    mnemonic: str  # LLVM's spelling
+    inst: Any
+
+
+def mnemonic(inst: Any) -> str:
+    """LLVM's mnemonic for a decoded instruction (tinygrad names the opcode, not the encoding form)."""
+    cls = type(inst).__name__
+    name: str = inst.op.name.lower()
+    if cls.endswith("SDWA") or cls.endswith("SDWA_SDST"):
+        return name.removesuffix("_e32") + "_sdwa"
+    if cls.endswith("DPP16"):
+        return name.removesuffix("_e32") + "_dpp"
+    return name
+
+
+def decode(code: bytes, start: int, end: int) -> Iterator[Decoded]:
+    pc = start
+    while pc < end:
+        try:
+            inst = decode_inst(code[pc: pc + 16], arch="cdna")
+        except (ValueError, AssertionError, KeyError) as exc:
+            raise EmuFault(f"cannot decode the instruction at {pc:#x}: {exc}") from None
+        size = inst.size()
+        yield Decoded(pc, size, type(inst).__name__, mnemonic(inst), inst)
+        pc += size
+
+
+def _unsupported(d: Decoded, why: str) -> Op:
+    def stop(b: Batch) -> None:
+        raise EmuFault(f"{d.mnemonic} is not implemented by the emulator{why}")
+    return Op(d.pc, d.size, d.mnemonic, "unsupported", stop, jumps=True)
+
+
+def compile_one(d: Decoded) -> Op:
+    cls, inst = d.cls, d.inst
+    try:
+        if cls in SCALAR:
+            op = compile_scalar(cls.removesuffix("_LIT"), inst, inst.op.name, d.pc, d.size)
+        elif cls in VECTOR:
+            op = compile_valu(cls, inst, d.pc, d.size)
+        elif cls in ("GLOBAL", "FLAT"):
+            op = compile_global(cls, inst, d.pc, d.size)
+        elif cls == "MUBUF":
+            op = compile_buffer(inst, d.pc, d.size)
+        elif cls == "DS":
+            op = compile_ds(inst, d.pc, d.size)
+        else:
+            return _unsupported(d, "")
+    except KeyError:
+        return _unsupported(d, "")
+    return Op(op.pc, op.size, d.mnemonic, op.klass, op.run, op.jumps)
+
+
+class Program:
+    """Every instruction of a code object's text, ready to run."""
+
+    def __init__(self, image: Image) -> None:
+        self.image = image
+        self.decoded = list(decode(image.code, image.text_start, image.text_end))
+        self.ops = {d.pc: compile_one(d) for d in self.decoded}
+
+    def unsupported(self) -> list[Op]:
+        return [op for op in self.ops.values() if op.klass == "unsupported"]

@@ -1,0 +1,627 @@
+"""Vector ALU instructions: VOP1, VOP2, VOP3, VOP3SD, VOPC and their SDWA forms.
+
+Each opcode is a row of `VOPS`: the destination type, the source types and a numpy function of
+the typed sources; the encoding's modifiers (abs, neg, clamp, omod, op_sel, SDWA selects) are
+applied around it, as the CDNA4 ISA reference's "Vector ALU Operations" chapter and each
+opcode's pseudo-code define them. Lanes outside EXEC keep their old values (VOPC writes 0 for
+them into its mask). Float arithmetic is IEEE round-to-nearest-even as numpy does it; fused
+multiply-adds are rounded once (see `fma32`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from wgrad_cli.emu import operands as opd
+from wgrad_cli.emu.machine import EXEC, VCC, Batch, EmuFault, Op, Run
+
+U16, U32, U64 = np.uint16, np.uint32, np.uint64
+F16, F32, F64 = np.float16, np.float32, np.float64
+BITS = {"b16": 16, "u16": 16, "i16": 16, "f16": 16, "b32": 32, "u32": 32, "i32": 32, "f32": 32,
+        "b64": 64, "u64": 64, "i64": 64, "f64": 64}
+VIEW = {"b16": U16, "u16": U16, "i16": np.int16, "f16": F16, "b32": U32, "u32": U32, "i32": np.int32, "f32": F32,
+        "b64": U64, "u64": U64, "i64": np.int64, "f64": F64}
+
+
+def typed(bits: np.ndarray, t: str, hi: bool = False) -> np.ndarray:
+    """Register bits (uint32 or uint64) as values of type t; 16-bit types take the low or high half."""
+    if BITS[t] == 16:
+        half = (bits >> U32(16)) if hi else bits
+        return np.asarray(half).astype(U16).view(VIEW[t])
+    return np.asarray(bits).astype(U64 if BITS[t] == 64 else U32, copy=False).view(VIEW[t])
+
+
+def to_bits(value: np.ndarray, t: str) -> np.ndarray:
+    """Values of type t back to register bits: uint32 (16-bit types zero-extended) or uint64."""
+    arr = np.asarray(value)
+    if BITS[t] == 16:
+        return arr.astype(VIEW[t]).view(U16).astype(U32)
+    if BITS[t] == 64:
+        return arr.astype(VIEW[t]).view(U64)
+    return arr.astype(VIEW[t]).view(U32)
+
+
+def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once to fp32. The product is exact in fp64 and TwoSum gives the exact
+    error of the fp64 sum; an fp64 sum that lands exactly between two fp32 values is moved off
+    the tie toward the true value, so the second rounding cannot go the wrong way."""
+    with np.errstate(all="ignore"):
+        p = a.astype(F64) * b.astype(F64)
+        c64 = np.asarray(c).astype(F64)
+        s = p + c64
+        bb = s - p
+        e = (p - (s - bb)) + (c64 - bb)
+        r = s.astype(F32)
+        other = np.nextafter(r, np.where(s > r.astype(F64), F32(np.inf), F32(-np.inf)).astype(F32))
+        tie = (r.astype(F64) != s) & ((r.astype(F64) + other.astype(F64)) / 2 == s) & (e != 0) & np.isfinite(s)
+        if tie.any():
+            s = np.where(tie, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+            r = s.astype(F32)
+    return r
+
+
+def _shift(t: type, mask: int) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda x: (x.astype(np.uint64) & mask).astype(t)
+
+
+def _cvt_int(x: np.ndarray, lo: int, hi: int, dtype: type) -> np.ndarray:
+    """fp -> int conversion: truncate toward zero, clamp to range, NaN -> 0."""
+    with np.errstate(all="ignore"):
+        v = np.trunc(x.astype(F64))
+        v = np.where(np.isnan(v), 0, np.clip(v, lo, hi))
+    return v.astype(dtype)
+
+
+def _minmax(fn: Callable[..., np.ndarray], nan_fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    # IEEE minNum/maxNum: a NaN operand yields the other operand
+    return lambda a, b: nan_fn(a, b)
+
+
+def _ldexp(x: np.ndarray, e: np.ndarray, t: type) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.ldexp(x.astype(F64), np.clip(e.astype(np.int64), -2000, 2000)).astype(t)
+
+
+def _bfe(a: np.ndarray, off: np.ndarray, width: np.ndarray, signed: bool) -> np.ndarray:
+    o = (off & U32(31)).astype(U64)
+    w = (width & U32(31)).astype(U64)
+    field = (a.astype(U64) >> o) & ((U64(1) << w) - U64(1))
+    if signed:
+        sign = np.where(w > 0, (field >> np.maximum(w, U64(1)) - U64(1)) & U64(1), U64(0))
+        field = np.where(sign == 1, field | ~((U64(1) << w) - U64(1)), field)
+    return np.where(w == 0, U64(0), field).astype(U32)
+
+
+def _perm(a: np.ndarray, b: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """V_PERM_B32: each result byte picks a byte of {a, b} (b is bytes 0-3) by a selector byte."""
+    data = b.astype(U64) | (a.astype(U64) << U64(32))
+    out = np.zeros(np.broadcast(a, b, sel).shape, dtype=U32)
+    for k in range(4):
+        s = ((sel >> U32(8 * k)) & U32(0xFF)).astype(U64)
+        byte = (data >> (np.minimum(s, U64(7)) * U64(8))) & U64(0xFF)
+        sign_of = lambda i: ((data >> (U64(i) * U64(8) + U64(7))) & U64(1)) * U64(0xFF)  # noqa: E731
+        byte = np.where(s == 8, sign_of(1), byte)
+        byte = np.where(s == 9, sign_of(3), byte)
+        byte = np.where(s == 10, sign_of(5), byte)
+        byte = np.where(s == 11, sign_of(7), byte)
+        byte = np.where(s == 12, U64(0), byte)
+        byte = np.where(s >= 13, U64(0xFF), byte)
+        out |= (byte.astype(U32) << U32(8 * k))
+    return out
+
+
+def _fp8_table(fmt: str) -> np.ndarray:
+    """fp32 values of every fp8 byte: OCP E4M3FN (fp8) or E5M2 (bf8), as gfx950 converts them."""
+    import ml_dtypes
+
+    dtype = ml_dtypes.float8_e4m3fn if fmt == "fp8" else ml_dtypes.float8_e5m2
+    return np.arange(256, dtype=np.uint8).view(dtype).astype(F32)
+
+
+FP8 = {"fp8": _fp8_table("fp8"), "bf8": _fp8_table("bf8")}
+
+
+def _bf16_to_f32(x: np.ndarray) -> np.ndarray:
+    return (x.astype(U32) << U32(16)).view(F32)
+
+
+def _f32_to_bf16_rne(x: np.ndarray) -> np.ndarray:
+    bits = x.astype(F32).view(U32)
+    rounded = ((bits.astype(U64) + U64(0x7FFF) + ((bits >> U32(16)) & U32(1)).astype(U64)) >> U64(16)).astype(U32)
+    return np.where(np.isnan(x), (bits >> U32(16)) | U32(0x40), rounded) & U32(0xFFFF)
+
+
+Fn = Callable[..., np.ndarray]
+# name -> (destination type, source types, function)
+VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
+    "V_MOV_B32": ("b32", ("b32",), lambda a: a),
+    "V_NOT_B32": ("b32", ("b32",), lambda a: ~a),
+    "V_BFREV_B32": ("b32", ("b32",), lambda a: np.packbits(np.unpackbits(np.ascontiguousarray(a, dtype="<u4")[..., None].view(np.uint8), axis=-1, bitorder="little")[..., ::-1], axis=-1, bitorder="little").view("<u4")[..., 0]),
+    "V_CVT_F32_I32": ("f32", ("i32",), lambda a: a.astype(F32)),
+    "V_CVT_F32_U32": ("f32", ("u32",), lambda a: a.astype(F32)),
+    "V_CVT_U32_F32": ("u32", ("f32",), lambda a: _cvt_int(a, 0, 2**32 - 1, U32)),
+    "V_CVT_I32_F32": ("i32", ("f32",), lambda a: _cvt_int(a, -(2**31), 2**31 - 1, np.int32)),
+    "V_CVT_F16_F32": ("f16", ("f32",), lambda a: a.astype(F16)),
+    "V_CVT_F32_F16": ("f32", ("f16",), lambda a: a.astype(F32)),
+    "V_CVT_F32_F64": ("f32", ("f64",), lambda a: a.astype(F32)),
+    "V_CVT_F64_F32": ("f64", ("f32",), lambda a: a.astype(F64)),
+    "V_CVT_F64_I32": ("f64", ("i32",), lambda a: a.astype(F64)),
+    "V_CVT_F64_U32": ("f64", ("u32",), lambda a: a.astype(F64)),
+    "V_CVT_I32_F64": ("i32", ("f64",), lambda a: _cvt_int(a, -(2**31), 2**31 - 1, np.int32)),
+    "V_CVT_U32_F64": ("u32", ("f64",), lambda a: _cvt_int(a, 0, 2**32 - 1, U32)),
+    "V_CVT_F32_UBYTE0": ("f32", ("u32",), lambda a: (a & U32(0xFF)).astype(F32)),
+    "V_CVT_F32_UBYTE1": ("f32", ("u32",), lambda a: ((a >> U32(8)) & U32(0xFF)).astype(F32)),
+    "V_CVT_F32_UBYTE2": ("f32", ("u32",), lambda a: ((a >> U32(16)) & U32(0xFF)).astype(F32)),
+    "V_CVT_F32_UBYTE3": ("f32", ("u32",), lambda a: (a >> U32(24)).astype(F32)),
+    "V_CVT_F32_BF16": ("f32", ("b16",), lambda a: _bf16_to_f32(a)),
+    "V_TRUNC_F32": ("f32", ("f32",), np.trunc), "V_CEIL_F32": ("f32", ("f32",), np.ceil),
+    "V_FLOOR_F32": ("f32", ("f32",), np.floor), "V_RNDNE_F32": ("f32", ("f32",), np.rint),
+    "V_FRACT_F32": ("f32", ("f32",), lambda a: np.minimum(a - np.floor(a), F32(np.nextafter(F32(1), F32(0))))),
+    "V_SQRT_F32": ("f32", ("f32",), np.sqrt), "V_SQRT_F64": ("f64", ("f64",), np.sqrt),
+    "V_RCP_F32": ("f32", ("f32",), lambda a: (1.0 / a.astype(F64)).astype(F32)),
+    "V_RCP_F64": ("f64", ("f64",), lambda a: 1.0 / a),
+    "V_RSQ_F32": ("f32", ("f32",), lambda a: (1.0 / np.sqrt(a.astype(F64))).astype(F32)),
+    "V_EXP_F32": ("f32", ("f32",), lambda a: np.exp2(a.astype(F64)).astype(F32)),
+    "V_LOG_F32": ("f32", ("f32",), lambda a: np.log2(a.astype(F64)).astype(F32)),
+    "V_FFBH_U32": ("u32", ("u32",), lambda a: np.where(a == 0, U32(0xFFFFFFFF), U32(31) - np.floor(np.log2(np.maximum(a, U32(1)).astype(F64))).astype(U32))),
+    "V_FFBL_B32": ("u32", ("u32",), lambda a: np.where(a == 0, U32(0xFFFFFFFF), np.log2((a & (~a + U32(1))).astype(F64)).astype(U32))),
+    "V_FREXP_EXP_I32_F32": ("i32", ("f32",), lambda a: np.where(np.isfinite(a), np.frexp(a)[1], 0).astype(np.int32)),
+    "V_FREXP_MANT_F32": ("f32", ("f32",), lambda a: np.where(np.isfinite(a), np.frexp(a)[0], a).astype(F32)),
+    "V_CVT_F32_FP8": ("f32", ("b32",), lambda a: FP8["fp8"][a & U32(0xFF)]),
+    "V_CVT_F32_BF8": ("f32", ("b32",), lambda a: FP8["bf8"][a & U32(0xFF)]),
+    # VOP2
+    "V_ADD_F32": ("f32", ("f32", "f32"), np.add), "V_SUB_F32": ("f32", ("f32", "f32"), np.subtract),
+    "V_SUBREV_F32": ("f32", ("f32", "f32"), lambda a, b: b - a), "V_MUL_F32": ("f32", ("f32", "f32"), np.multiply),
+    "V_MUL_LEGACY_F32": ("f32", ("f32", "f32"), lambda a, b: np.where((a == 0) | (b == 0), F32(0), a * b)),
+    "V_MIN_F32": ("f32", ("f32", "f32"), np.fmin), "V_MAX_F32": ("f32", ("f32", "f32"), np.fmax),
+    "V_ADD_F64": ("f64", ("f64", "f64"), np.add), "V_MUL_F64": ("f64", ("f64", "f64"), np.multiply),
+    "V_MIN_F64": ("f64", ("f64", "f64"), np.fmin), "V_MAX_F64": ("f64", ("f64", "f64"), np.fmax),
+    "V_ADD_F16": ("f16", ("f16", "f16"), np.add), "V_SUB_F16": ("f16", ("f16", "f16"), np.subtract),
+    "V_MUL_F16": ("f16", ("f16", "f16"), np.multiply),
+    "V_MIN_F16": ("f16", ("f16", "f16"), np.fmin), "V_MAX_F16": ("f16", ("f16", "f16"), np.fmax),
+    "V_MIN_I32": ("i32", ("i32", "i32"), np.minimum), "V_MAX_I32": ("i32", ("i32", "i32"), np.maximum),
+    "V_MIN_U32": ("u32", ("u32", "u32"), np.minimum), "V_MAX_U32": ("u32", ("u32", "u32"), np.maximum),
+    "V_LSHRREV_B32": ("b32", ("u32", "b32"), lambda a, b: b >> (a & U32(31))),
+    "V_ASHRREV_I32": ("i32", ("u32", "i32"), lambda a, b: b >> (a & U32(31)).astype(np.int32)),
+    "V_LSHLREV_B32": ("b32", ("u32", "b32"), lambda a, b: b << (a & U32(31))),
+    "V_LSHRREV_B16": ("b16", ("u16", "u16"), lambda a, b: b >> (a & U16(15))),
+    "V_ASHRREV_I16": ("i16", ("u16", "i16"), lambda a, b: b >> (a & U16(15)).astype(np.int16)),
+    "V_LSHLREV_B16": ("b16", ("u16", "u16"), lambda a, b: b << (a & U16(15))),
+    "V_LSHRREV_B64": ("b64", ("u32", "b64"), lambda a, b: b >> (a & U32(63)).astype(U64)),
+    "V_LSHLREV_B64": ("b64", ("u32", "b64"), lambda a, b: b << (a & U32(63)).astype(U64)),
+    "V_ASHRREV_I64": ("i64", ("u32", "i64"), lambda a, b: b >> (a & U32(63)).astype(np.int64)),
+    "V_AND_B32": ("b32", ("b32", "b32"), np.bitwise_and), "V_OR_B32": ("b32", ("b32", "b32"), np.bitwise_or),
+    "V_XOR_B32": ("b32", ("b32", "b32"), np.bitwise_xor), "V_XNOR_B32": ("b32", ("b32", "b32"), lambda a, b: ~(a ^ b)),
+    "V_ADD_U32": ("u32", ("u32", "u32"), np.add), "V_SUB_U32": ("u32", ("u32", "u32"), np.subtract),
+    "V_SUBREV_U32": ("u32", ("u32", "u32"), lambda a, b: b - a),
+    "V_ADD_U16": ("u16", ("u16", "u16"), np.add), "V_SUB_U16": ("u16", ("u16", "u16"), np.subtract),
+    "V_SUBREV_U16": ("u16", ("u16", "u16"), lambda a, b: b - a), "V_MUL_LO_U16": ("u16", ("u16", "u16"), np.multiply),
+    "V_MAX_U16": ("u16", ("u16", "u16"), np.maximum), "V_MIN_U16": ("u16", ("u16", "u16"), np.minimum),
+    "V_MAX_I16": ("i16", ("i16", "i16"), np.maximum), "V_MIN_I16": ("i16", ("i16", "i16"), np.minimum),
+    "V_MUL_U32_U24": ("u32", ("u32", "u32"), lambda a, b: (a & U32(0xFFFFFF)) * (b & U32(0xFFFFFF))),
+    "V_MUL_HI_U32_U24": ("u32", ("u32", "u32"), lambda a, b: (((a & U32(0xFFFFFF)).astype(U64) * (b & U32(0xFFFFFF))) >> U64(32)).astype(U32)),
+    "V_MUL_I32_I24": ("i32", ("i32", "i32"), lambda a, b: ((a << 8) >> 8).astype(np.int64) * ((b << 8) >> 8)),
+    "V_MUL_HI_I32_I24": ("i32", ("i32", "i32"), lambda a, b: ((((a << 8) >> 8).astype(np.int64) * ((b << 8) >> 8)) >> 32)),
+    "V_LDEXP_F32": ("f32", ("f32", "i32"), lambda a, b: _ldexp(a, b, F32)),
+    "V_LDEXP_F64": ("f64", ("f64", "i32"), lambda a, b: _ldexp(a, b, F64)),
+    "V_LDEXP_F16": ("f16", ("f16", "i16"), lambda a, b: _ldexp(a, b, F16)),
+    "V_FMAC_F32": ("f32", ("f32", "f32", "f32"), fma32),
+    "V_FMA_F32": ("f32", ("f32", "f32", "f32"), fma32),
+    "V_FMA_F64": ("f64", ("f64", "f64", "f64"), lambda a, b, c: a * b + c),
+    "V_FMAMK_F32": ("f32", ("f32", "f32", "f32"), fma32),  # operands reordered at compile time
+    "V_FMAAK_F32": ("f32", ("f32", "f32", "f32"), fma32),
+    # VOP3-only
+    "V_MUL_LO_U32": ("u32", ("u32", "u32"), lambda a, b: (a.astype(U64) * b).astype(U32)),
+    "V_MUL_HI_U32": ("u32", ("u32", "u32"), lambda a, b: ((a.astype(U64) * b) >> U64(32)).astype(U32)),
+    "V_MUL_HI_I32": ("i32", ("i32", "i32"), lambda a, b: ((a.astype(np.int64) * b) >> 32).astype(np.int32)),
+    "V_ADD3_U32": ("u32", ("u32", "u32", "u32"), lambda a, b, c: a + b + c),
+    "V_LSHL_ADD_U32": ("u32", ("u32", "u32", "u32"), lambda a, b, c: (a << (b & U32(31))) + c),
+    "V_ADD_LSHL_U32": ("u32", ("u32", "u32", "u32"), lambda a, b, c: (a + b) << (c & U32(31))),
+    "V_LSHL_OR_B32": ("b32", ("b32", "u32", "b32"), lambda a, b, c: (a << (b & U32(31))) | c),
+    "V_AND_OR_B32": ("b32", ("b32", "b32", "b32"), lambda a, b, c: (a & b) | c),
+    "V_OR3_B32": ("b32", ("b32", "b32", "b32"), lambda a, b, c: a | b | c),
+    "V_XAD_U32": ("u32", ("u32", "u32", "u32"), lambda a, b, c: (a ^ b) + c),
+    "V_BFE_U32": ("u32", ("u32", "u32", "u32"), lambda a, b, c: _bfe(a, b, c, False)),
+    "V_BFE_I32": ("u32", ("u32", "u32", "u32"), lambda a, b, c: _bfe(a, b, c, True)),
+    "V_BFI_B32": ("b32", ("b32", "b32", "b32"), lambda a, b, c: (a & b) | (~a & c)),
+    "V_BFM_B32": ("b32", ("u32", "u32"), lambda a, b: (((U64(1) << (a & U32(31)).astype(U64)) - U64(1)) << (b & U32(31)).astype(U64)).astype(U32)),
+    "V_ALIGNBIT_B32": ("b32", ("b32", "b32", "u32"), lambda a, b, c: (((a.astype(U64) << U64(32)) | b) >> (c & U32(31)).astype(U64)).astype(U32)),
+    "V_ALIGNBYTE_B32": ("b32", ("b32", "b32", "u32"), lambda a, b, c: (((a.astype(U64) << U64(32)) | b) >> ((c & U32(3)) * U32(8)).astype(U64)).astype(U32)),
+    "V_PERM_B32": ("b32", ("b32", "b32", "b32"), _perm),
+    "V_MIN3_I32": ("i32", ("i32",) * 3, lambda a, b, c: np.minimum(np.minimum(a, b), c)),
+    "V_MAX3_I32": ("i32", ("i32",) * 3, lambda a, b, c: np.maximum(np.maximum(a, b), c)),
+    "V_MIN3_U32": ("u32", ("u32",) * 3, lambda a, b, c: np.minimum(np.minimum(a, b), c)),
+    "V_MAX3_U32": ("u32", ("u32",) * 3, lambda a, b, c: np.maximum(np.maximum(a, b), c)),
+    "V_MIN3_F32": ("f32", ("f32",) * 3, lambda a, b, c: np.fmin(np.fmin(a, b), c)),
+    "V_MAX3_F32": ("f32", ("f32",) * 3, lambda a, b, c: np.fmax(np.fmax(a, b), c)),
+    "V_MED3_I32": ("i32", ("i32",) * 3, lambda a, b, c: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))),
+    "V_MED3_U32": ("u32", ("u32",) * 3, lambda a, b, c: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))),
+    "V_MAD_U32_U24": ("u32", ("u32",) * 3, lambda a, b, c: (a & U32(0xFFFFFF)) * (b & U32(0xFFFFFF)) + c),
+    "V_MAD_I32_I24": ("i32", ("i32",) * 3, lambda a, b, c: ((a << 8) >> 8) * ((b << 8) >> 8) + c),
+    "V_LSHL_ADD_U64": ("u64", ("u64", "u32", "u64"), lambda a, b, c: (a << (b & U32(7)).astype(U64)) + c),
+    "V_CVT_PK_U16_U32": ("b32", ("u32", "u32"), lambda a, b: (a & U32(0xFFFF)) | (b << U32(16))),
+    "V_PACK_B32_F16": ("b32", ("b16", "b16"), lambda a, b: a.astype(U32) | (b.astype(U32) << U32(16))),
+    "V_CVT_PKRTZ_F16_F32": ("b32", ("f32", "f32"), lambda a, b: _f16_rtz(a) | (_f16_rtz(b) << U32(16))),
+    "V_CVT_PK_BF16_F32": ("b32", ("f32", "f32"), lambda a, b: _f32_to_bf16_rne(a) | (_f32_to_bf16_rne(b) << U32(16))),
+    "V_BCNT_U32_B32": ("u32", ("b32", "u32"), lambda a, b: np.unpackbits(np.ascontiguousarray(np.broadcast_to(a, np.broadcast(a, b).shape), dtype="<u4")[..., None].view(np.uint8), axis=-1).sum(axis=-1).astype(U32) + b),
+}
+
+
+def _f16_rtz(x: np.ndarray) -> np.ndarray:
+    """fp32 -> fp16 rounded toward zero, as bits."""
+    h = x.astype(F16)
+    with np.errstate(all="ignore"):
+        over = np.abs(h.astype(F64)) > np.abs(x.astype(F64))
+        h = np.where(over & np.isfinite(x), np.nextafter(h, F16(0)), h)
+    return h.view(U16).astype(U32)
+
+
+CMP_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "F": lambda a, b: np.zeros(np.broadcast(a, b).shape, dtype=bool),
+    "LT": np.less, "EQ": np.equal, "LE": np.less_equal, "GT": np.greater, "NE": np.not_equal,
+    "LG": lambda a, b: (a < b) | (a > b), "GE": np.greater_equal,
+    "O": lambda a, b: ~(np.isnan(a) | np.isnan(b)), "U": lambda a, b: np.isnan(a) | np.isnan(b),
+    "NGE": lambda a, b: ~(a >= b), "NLG": lambda a, b: ~((a < b) | (a > b)), "NGT": lambda a, b: ~(a > b),
+    "NLE": lambda a, b: ~(a <= b), "NEQ": lambda a, b: ~(a == b), "NLT": lambda a, b: ~(a < b),
+    "TRU": lambda a, b: np.ones(np.broadcast(a, b).shape, dtype=bool), "T": lambda a, b: np.ones(np.broadcast(a, b).shape, dtype=bool),
+}
+
+
+def _class(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """V_CMP_CLASS: bit k of the mask tests class k (sNaN, qNaN, -inf, -normal, -denormal, -0,
+    +0, +denormal, +normal, +inf)."""
+    f = x.astype(F64)
+    tiny = np.finfo(x.dtype).tiny
+    neg = np.signbit(f)
+    nan = np.isnan(f)
+    quiet = nan & (((x.view(U16 if x.dtype == F16 else (U32 if x.dtype == F32 else U64)) >> (9 if x.dtype == F16 else (22 if x.dtype == F32 else 51))) & 1) == 1)
+    kinds = [nan & ~quiet, quiet, np.isneginf(f), neg & (np.abs(f) >= tiny) & np.isfinite(f),
+             neg & (f != 0) & (np.abs(f) < tiny), neg & (f == 0), ~neg & (f == 0),
+             ~neg & (f != 0) & (np.abs(f) < tiny), ~neg & (f >= tiny) & np.isfinite(f), np.isposinf(f)]
+    out = np.zeros(np.broadcast(x, mask).shape, dtype=bool)
+    for k, is_kind in enumerate(kinds):
+        out |= is_kind & (((mask >> U32(k)) & U32(1)) == 1)
+    return out
+
+
+class Ctx:
+    """What compiling one vector instruction needs to know about its encoding."""
+
+    def __init__(self, inst: Any, cls: str) -> None:
+        self.inst = inst
+        self.cls = cls
+        self.literal = getattr(inst, "literal", None)
+        self.vop3 = cls.startswith("VOP3")
+        self.sdwa = cls.endswith("SDWA") or cls.endswith("SDWA_SDST")
+
+    def field(self, name: str, default: int = 0) -> int:
+        value = getattr(self.inst, name, default)
+        return int(value) if value is not None else default
+
+    def src_number(self, k: int) -> int:
+        inst = self.inst
+        if self.sdwa:
+            return (inst.vsrc0.offset if k == 0 else inst.vsrc1.offset) if k < 2 else -1
+        if self.cls in ("VOP2", "VOP2_LIT", "VOPC") and k == 1:
+            return int(inst.vsrc1.offset)
+        return int(getattr(inst, f"src{k}").offset)
+
+    def read(self, k: int, t: str) -> Callable[[Batch], np.ndarray]:
+        """Source k as typed values, with abs/neg/op_sel/SDWA applied."""
+        src = self.src_number(k)
+        if self.sdwa and src < 256 and k < 2:
+            s0 = self.field("s0" if k == 0 else "s1")
+            if s0:
+                src = src - 256 if src >= 256 else src  # SGPR source in SDWA
+        bits = 64 if BITS[t] == 64 else 32
+        raw = opd.vector(src, bits, self.literal, t.startswith("f"))
+        hi = bool((self.field("opsel") >> k) & 1) if self.vop3 and BITS[t] == 16 else False
+        if self.sdwa:
+            sel = self.field("src0_sel" if k == 0 else "src1_sel", 6)
+            sext = self.field("src0_sext" if k == 0 else "src1_sext")
+            absf = self.field("src0_abs" if k == 0 else "src1_abs")
+            negf = self.field("src0_neg" if k == 0 else "src1_neg")
+            inner = raw
+            raw = lambda b: _sdwa_select(inner(b), sel, bool(sext))  # noqa: E731
+        else:
+            absf = (self.field("abs") >> k) & 1 if self.vop3 and self.cls != "VOP3P" else 0
+            negf = (self.field("neg") >> k) & 1 if self.vop3 else 0
+        base = raw
+
+        def read(b: Batch) -> np.ndarray:
+            v = typed(base(b), t, hi)
+            if t.startswith("f"):
+                if absf:
+                    v = np.abs(v)
+                if negf:
+                    v = -v
+            elif absf or negf:  # untyped moves (v_cndmask_b32, v_mov_b32) take them as float sign-bit modifiers
+                sign = v.dtype.type(1 << (v.dtype.itemsize * 8 - 1))
+                v = v.view(np.dtype(f"u{v.dtype.itemsize}"))
+                sign = sign.astype(v.dtype) if hasattr(sign, "astype") else sign
+                if absf:
+                    v = v & ~v.dtype.type(sign)
+                if negf:
+                    v = v ^ v.dtype.type(sign)
+                v = v.view(VIEW[t])
+            return v
+        return read
+
+
+def _sdwa_select(x: np.ndarray, sel: int, sext: bool) -> np.ndarray:
+    """SDWA source select: BYTE_0..3 (0-3), WORD_0..1 (4-5), DWORD (6), sign- or zero-extended."""
+    if sel == 6:
+        return x
+    shift, width = (8 * sel, 8) if sel < 4 else (16 * (sel - 4), 16)
+    field = (x >> U32(shift)) & U32((1 << width) - 1)
+    if sext:
+        field = np.where(field >> U32(width - 1), field | U32((0xFFFFFFFF << width) & 0xFFFFFFFF), field)
+    return field.astype(U32)
+
+
+def _sdwa_write(old: np.ndarray, value: np.ndarray, sel: int, unused: int) -> np.ndarray:
+    """SDWA destination select: the result's low bits placed at the selected byte or word; other bits
+    padded with zeros (0), sign-extended (1) or preserved (2)."""
+    if sel == 6:
+        return value
+    shift, width = (8 * sel, 8) if sel < 4 else (16 * (sel - 4), 16)
+    mask = U32(((1 << width) - 1) << shift)
+    placed = (value << U32(shift)) & mask
+    if unused == 2:
+        return (old & ~mask) | placed
+    if unused == 1:
+        top = (placed >> U32(shift + width - 1)) & U32(1)
+        above = U32((0xFFFFFFFF << (shift + width)) & 0xFFFFFFFF)
+        return np.where(top == 1, placed | above, placed)
+    return placed
+
+
+def base_name(op: Any) -> str:
+    name: str = op.name
+    for suffix in ("_E32", "_E64"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _finish(ctx: Ctx, t: str, result: np.ndarray) -> np.ndarray:
+    """omod and clamp of float results (VOP3 only)."""
+    if not ctx.vop3 or not t.startswith("f"):
+        return result
+    omod = ctx.field("omod")
+    if omod:
+        result = result * result.dtype.type((2.0, 4.0, 0.5)[omod - 1])
+    if ctx.field("clmp"):
+        result = np.clip(np.where(np.isnan(result), 0, result), 0, 1).astype(result.dtype)
+    return result
+
+
+def _write_dest(b: Batch, ctx: Ctx, reg: int, t: str, value: np.ndarray) -> None:
+    bits = to_bits(np.broadcast_to(value, (b.W, 64)), t)
+    if BITS[t] == 64:
+        b.write_v(b.v, reg, (bits & U64(0xFFFFFFFF)).astype(U32))
+        b.write_v(b.v, reg + 1, (bits >> U64(32)).astype(U32))
+        return
+    if BITS[t] == 16:
+        hi = ctx.vop3 and (ctx.field("opsel") >> 3) & 1
+        old = b.v[reg]
+        # 16-bit results on gfx9 zero the upper half unless op_sel writes it (then the low half stays)
+        bits = (old & U32(0xFFFF)) | (bits << U32(16)) if hi else bits
+    if ctx.sdwa:
+        bits = _sdwa_write(b.v[reg], bits, ctx.field("dst_sel", 6), ctx.field("dst_unused"))
+    b.write_v(b.v, reg, bits)
+
+
+def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
+    name = base_name(inst.op)
+    ctx = Ctx(inst, cls)
+    lower = inst.op.name.lower()
+    if cls in ("VOP1_DPP16", "VOP2_DPP16"):
+        raise KeyError(name)
+    if name.startswith("V_CMP") and cls in ("VOPC", "VOP3", "VOP3_SDST", "VOPC_SDWA_SDST"):
+        return Op(pc, size, lower, "valu", _compare(ctx, name))
+    special = _special(ctx, name, pc)
+    if special is not None:
+        return Op(pc, size, lower, "valu", special)
+    if name not in VOPS:
+        raise KeyError(name)
+    dt, sts, fn = VOPS[name]
+    order = [0, 1, 2]
+    if name == "V_FMAMK_F32":  # d = s0 * K + s1
+        reads = [ctx.read(0, "f32"), _lit_read(ctx), ctx.read(1, "f32")]
+    elif name == "V_FMAAK_F32":  # d = s0 * s1 + K
+        reads = [ctx.read(0, "f32"), ctx.read(1, "f32"), _lit_read(ctx)]
+    elif name == "V_FMAC_F32" and not ctx.vop3:
+        dst = inst.vdst.offset - 256
+        reads = [ctx.read(0, "f32"), ctx.read(1, "f32"), lambda b: b.v[dst].view(F32)]
+    elif name == "V_FMAC_F32":
+        dst = inst.vdst.offset - 256
+        reads = [ctx.read(0, "f32"), ctx.read(1, "f32"), lambda b: b.v[dst].view(F32)]
+    else:
+        reads = [ctx.read(k, t) for k, t in zip(order, sts)]
+    dst_reg = inst.vdst.offset - 256 if inst.vdst.offset >= 256 else inst.vdst.offset
+    if getattr(inst, "vdst", None) is not None and inst.vdst.offset < 256:
+        dst_reg = inst.vdst.offset  # VOP3 encodes the VGPR number in 8 bits
+
+    def run(b: Batch) -> None:
+        with np.errstate(all="ignore"):
+            result = _finish(ctx, dt, np.asarray(fn(*(r(b) for r in reads))))
+        _write_dest(b, ctx, dst_reg, dt, result)
+    return Op(pc, size, lower, "valu", run)
+
+
+def _lit_read(ctx: Ctx) -> Callable[[Batch], np.ndarray]:
+    value = np.uint32(ctx.literal or 0).view(F32)
+    return lambda b: value
+
+
+def _vdst(inst: Any) -> int:
+    o = int(inst.vdst.offset)
+    return o - 256 if o >= 256 else o
+
+
+def _compare(ctx: Ctx, name: str) -> Run:
+    parts = name.split("_")  # V_CMP[X]_<REL>_<TYPE> or V_CMP[X]_CLASS_<TYPE>
+    x = parts[1] == "CMPX"
+    rel, t = parts[2], parts[3].lower()
+    a = ctx.read(0, t)
+    b_ = ctx.read(1, "u32" if rel == "CLASS" else t)
+    if ctx.cls == "VOPC":
+        dest = VCC
+    elif ctx.cls == "VOPC_SDWA_SDST":
+        dest = ctx.field("sdst") if ctx.field("sd") else VCC
+        dest = int(ctx.inst.sdst.offset) if ctx.field("sd") else VCC
+    else:
+        dest = int(ctx.inst.vdst.offset)
+    fn = _class if rel == "CLASS" else CMP_OPS[rel]
+
+    def run(b: Batch) -> None:
+        lanes = b.lanes()
+        with np.errstate(all="ignore"):
+            result = np.broadcast_to(fn(a(b), b_(b)), (b.W, 64)) & lanes
+        if x:
+            b.write_mask64(EXEC, result)
+        if dest < 128 and not (x and ctx.cls == "VOPC"):
+            b.write_mask64(dest, result)
+    return run
+
+
+def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
+    inst = ctx.inst
+    if name == "V_NOP":
+        return lambda b: None
+    if name == "V_CNDMASK_B32":
+        a, c = ctx.read(0, "b32"), ctx.read(1, "b32")
+        sel = VCC if not ctx.vop3 else int(inst.src2.offset)
+        d = _vdst(inst)
+        return lambda b: _write_dest(b, ctx, d, "b32", np.where(b.mask64(sel), c(b), a(b)))
+    if name == "V_MOV_B64":
+        src = opd.vector(ctx.src_number(0), 64, ctx.literal)
+        d = _vdst(inst)
+        return lambda b: _write_dest(b, ctx, d, "b64", np.broadcast_to(src(b), (b.W, 64)))
+    if name in ("V_ADD_CO_U32", "V_SUB_CO_U32", "V_SUBREV_CO_U32", "V_ADDC_CO_U32", "V_SUBB_CO_U32",
+                "V_SUBBREV_CO_U32"):
+        a, c = ctx.read(0, "u32"), ctx.read(1, "u32")
+        carry_out = int(inst.sdst.offset) if ctx.vop3 else VCC
+        carry_in = int(inst.src2.offset) if ctx.vop3 else VCC
+        uses_in = name in ("V_ADDC_CO_U32", "V_SUBB_CO_U32", "V_SUBBREV_CO_U32")
+        rev = "SUBREV" in name or "SUBBREV" in name
+        add = "ADD" in name
+        d = _vdst(inst)
+
+        def carry(b: Batch) -> None:
+            x, y = a(b).astype(np.int64), c(b).astype(np.int64)
+            if rev:
+                x, y = y, x
+            cin = b.mask64(carry_in).astype(np.int64) if uses_in else 0
+            total = x + y + cin if add else x - y - cin
+            out = (total > 0xFFFFFFFF) if add else (total < 0)
+            lanes = b.lanes()
+            _write_dest(b, ctx, d, "u32", (total & 0xFFFFFFFF).astype(U32))
+            b.write_mask64(carry_out, np.broadcast_to(out, (b.W, 64)) & lanes)
+        return carry
+    if name in ("V_MAD_U64_U32", "V_MAD_I64_I32"):
+        signed = name == "V_MAD_I64_I32"
+        a, c = ctx.read(0, "i32" if signed else "u32"), ctx.read(1, "i32" if signed else "u32")
+        s2 = opd.vector(int(inst.src2.offset), 64, ctx.literal)
+        sd = int(inst.sdst.offset)
+        d = _vdst(inst)
+
+        def mad64(b: Batch) -> None:
+            if signed:
+                prod = a(b).astype(np.int64) * c(b).astype(np.int64)
+                total = prod.astype(U64) + s2(b)
+                over = np.zeros((b.W, 64), dtype=bool)
+            else:
+                prod = a(b).astype(U64) * c(b).astype(U64)
+                addend = s2(b)
+                total = prod + addend
+                over = np.broadcast_to(total < prod, (b.W, 64))
+            _write_dest(b, ctx, d, "b64", np.broadcast_to(total, (b.W, 64)))
+            if sd < 128:
+                b.write_mask64(sd, over & b.lanes())
+        return mad64
+    if name == "V_READFIRSTLANE_B32":
+        src = opd.vector(ctx.src_number(0), 32, ctx.literal)
+        d = int(inst.vdst.offset)
+
+        def first(b: Batch) -> None:
+            ex = b.exec
+            lane = np.where(ex.any(axis=1), ex.argmax(axis=1), 0)
+            value = np.broadcast_to(src(b), (b.W, 64))[np.arange(b.W), lane]
+            b.write_s(d, value.astype(U32))
+        return first
+    if name == "V_READLANE_B32":
+        src = opd.vector(ctx.src_number(0), 32)
+        lane_of = opd.scalar(int(inst.src1.offset), 32, ctx.literal)
+        d = _sdst_of_vop3(inst)
+        return lambda b: b.write_s(d, np.broadcast_to(src(b), (b.W, 64))[np.arange(b.W), lane_of(b) & U32(63)].astype(U32))
+    if name == "V_WRITELANE_B32":
+        val = opd.scalar(int(inst.src0.offset), 32, ctx.literal)
+        lane_of = opd.scalar(int(inst.src1.offset), 32, ctx.literal)
+        d = _vdst(inst)
+
+        def writelane(b: Batch) -> None:
+            mask = np.zeros((b.W, 64), dtype=bool)
+            mask[np.arange(b.W), lane_of(b) & U32(63)] = True
+            b.write_v(b.v, d, val(b)[:, None], mask & b.wm[:, None])
+        return writelane
+    if name in ("V_MBCNT_LO_U32_B32", "V_MBCNT_HI_U32_B32"):
+        a, c = ctx.read(0, "u32"), ctx.read(1, "u32")
+        hi = name == "V_MBCNT_HI_U32_B32"
+        lane = np.arange(64, dtype=np.uint64)
+        below = np.where(lane < 32, (U64(1) << lane) - U64(1), U64(0xFFFFFFFF)) if not hi else \
+            np.where(lane < 32, U64(0), (U64(1) << (lane - U64(32))) - U64(1))
+        d = _vdst(inst)
+
+        def mbcnt(b: Batch) -> None:
+            bits = np.broadcast_to(a(b), (b.W, 64)).astype(U64) & below
+            count = np.unpackbits(np.ascontiguousarray(bits.astype("<u4"))[..., None].view(np.uint8), axis=-1).sum(axis=-1)
+            _write_dest(b, ctx, d, "u32", count.astype(U32) + c(b))
+        return mbcnt
+    if name == "V_SWAP_B32":
+        s0 = ctx.src_number(0) - 256
+        d = _vdst(inst)
+
+        def swap(b: Batch) -> None:
+            x, y = b.v[s0].copy(), b.v[d].copy()
+            b.write_v(b.v, d, x)
+            b.write_v(b.v, s0, y)
+        return swap
+    if name == "V_CVT_PK_F32_FP8" or name == "V_CVT_PK_F32_BF8":
+        table = FP8["fp8" if name.endswith("FP8") else "bf8"]
+        src = ctx.read(0, "b32")
+        hi = bool(ctx.field("opsel") & 1) if ctx.vop3 else (ctx.sdwa and ctx.field("src0_sel", 6) in (5,))
+        d = _vdst(inst)
+
+        def pk(b: Batch) -> None:
+            word = src(b) >> U32(16) if hi else src(b)
+            _write_dest(b, ctx, d, "f32", table[word & U32(0xFF)])
+            _write_dest(b, ctx, d + 1, "f32", table[(word >> U32(8)) & U32(0xFF)])
+        return pk
+    if name in ("V_ACCVGPR_READ", "V_ACCVGPR_WRITE", "V_ACCVGPR_MOV_B32"):
+        src_n = ctx.src_number(0)
+        d = _vdst(inst)
+        if name == "V_ACCVGPR_READ":
+            r = src_n - 256
+            return lambda b: b.write_v(b.v, d, b.a[r])
+        if name == "V_ACCVGPR_MOV_B32":
+            r = src_n - 256
+            return lambda b: b.write_v(b.a, d, b.a[r])
+        src = opd.vector(src_n, 32, ctx.literal)
+        return lambda b: b.write_v(b.a, d, src(b))
+    return None
+
+
+def _sdst_of_vop3(inst: Any) -> int:
+    return int(inst.vdst.offset) if int(inst.vdst.offset) < 256 else int(inst.vdst.offset) - 256
+
+
+def check_supported(name: str) -> bool:
+    return name in VOPS
+
+
+__all__ = ["compile_valu", "EmuFault", "EXEC"]
