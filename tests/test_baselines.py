@@ -15,11 +15,12 @@ from wgrad_cli.cli import cli
 from wgrad_cli.errors import WgradError
 from wgrad_cli.mxfp8 import dequantize, pack_scales
 from wgrad_cli.runtime import Runtime
+from wgrad_cli.shipped import CONFIGS_DIR
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed here")
 def test_baselines_without_torch(repo: Path, tmp_path: Path) -> None:
-    r = CliRunner().invoke(cli, ["bench", "--config", str(repo / "configs/smoke.yaml"), "--baselines",
+    r = CliRunner().invoke(cli, ["bench", "--config", str(CONFIGS_DIR / "smoke.yaml"), "--baselines",
                                  "--cache-dir", str(tmp_path / "cache"), "--no-save"])
     assert r.exit_code == 2
     assert r.stderr.splitlines() == ["--baselines: torch is not importable (No module named 'torch'); install torch "

@@ -17,6 +17,7 @@ from wgrad_cli.cache import Cache
 from wgrad_cli.codeobject import amd_metadata
 from wgrad_cli.config import load_config
 from wgrad_cli.kernelspec import KernelSpec
+from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.toolchain import Compiler, Toolchains
 
 SMALL = Dims(256, 256, 256, 2)
@@ -65,7 +66,7 @@ def test_hopper_builds_clean_for_every_shipped_shape(nvcc: Compiler, specs: dict
     """Its register budget is tight (168 per thread, 128 of them accumulators) and ptxas allocates per
     define set: K = 768 and 1280 once spilled 16 bytes while 8192 did not. Every shape any shipped
     config names must build with no spills, no scratch and one 384-thread CTA per SM."""
-    dims = sorted({s.dims for c in (repo / "configs").glob("*.yaml") for s in load_config(c, specs).shapes},
+    dims = sorted({s.dims for c in CONFIGS_DIR.glob("*.yaml") for s in load_config(c, specs).shapes},
                   key=lambda d: (d.M, d.N, d.K, d.E))
     jobs = [BuildJob(specs["hopper"], "sm_90a", d) for d in dims]
     results = run_builds(jobs, Toolchains(tmp_path / "shim"), Cache(tmp_path / "c"), {"spills": 0, "scratch_bytes": 0},
@@ -157,7 +158,7 @@ def test_isa_files(target_compiler: tuple[str, Compiler], specs: dict[str, Kerne
 
 
 def test_concurrent_builds_share_one_cache(amd_compiler: Compiler, nvcc: Compiler, tmp_path: Path, repo: Path) -> None:
-    command = [sys.executable, "-m", "wgrad_cli", "build", "--config", str(repo / "configs" / "smoke.yaml"),
+    command = [sys.executable, "-m", "wgrad_cli", "build", "--config", str(CONFIGS_DIR / "smoke.yaml"),
                "--cache-dir", str(tmp_path / "cache"), "-j", "2"]
     procs = [subprocess.Popen([*command, "--json", str(tmp_path / f"{i}.json")], stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE) for i in range(3)]

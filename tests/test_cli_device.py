@@ -11,6 +11,7 @@ from test_compare import BENCH, VERIFY, bench_record, shard, verify_record, writ
 
 from wgrad_cli.cli import cli
 from wgrad_cli.runtime import DriverError, open_runtime
+from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.targets import TARGETS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -135,7 +136,7 @@ def driver_missing(target: str) -> None:
 def test_no_driver_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, target: str) -> None:
     driver_missing(target)
     monkeypatch.chdir(tmp_path)
-    line = user_error(run(command, "--config", REPO / "configs" / "smoke.yaml", "--target", target, "--no-save",
+    line = user_error(run(command, "--config", CONFIGS_DIR / "smoke.yaml", "--target", target, "--no-save",
                           "--cache-dir", tmp_path / "cache"))
     assert line.startswith(f"{target}: no ") and f" found no {LIBRARY[target]}; install " in line
     assert list(tmp_path.iterdir()) == []  # no results/, no cache
@@ -145,7 +146,7 @@ def test_no_driver_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, comm
 def test_no_driver_one_line_per_target(command: str) -> None:
     for target in LIBRARY:
         driver_missing(target)
-    result = run(command, "--config", REPO / "configs" / "smoke.yaml", "--no-save")
+    result = run(command, "--config", CONFIGS_DIR / "smoke.yaml", "--no-save")
     assert result.exit_code == 2 and result.stdout == "" and "Traceback" not in result.output
     lines = result.stderr.splitlines()
     assert [line.split(":")[0] for line in lines] == ["gfx950", "sm_90a"]  # the config's order
@@ -155,6 +156,6 @@ def test_no_driver_one_line_per_target(command: str) -> None:
 def test_only_targets_with_work_are_probed(repo: Path) -> None:
     """hopper builds for sm_90a only: the gfx950 driver is never looked for."""
     driver_missing("sm_90a")
-    result = run("verify", "--config", repo / "configs/smoke.yaml", "--kernel", "hopper", "--no-save")
+    result = run("verify", "--config", CONFIGS_DIR / "smoke.yaml", "--kernel", "hopper", "--no-save")
     assert result.exit_code == 2
     assert [line.split(":")[0] for line in result.stderr.splitlines()] == ["sm_90a"]

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
-from rich.table import Table
 
 from wgrad_cli.check import Comparison
 from wgrad_cli.compare import compare_docs, merge_docs
 from wgrad_cli.errors import WgradError
+from wgrad_cli.grid import Grid
 from wgrad_cli.results import load, save
 from wgrad_cli.stats import summarize
 
@@ -58,10 +56,8 @@ def shard(path: Path, i: int, n: int, records: list[dict[str, Any]], sha: str = 
                  seed=1, shard=[i, n])
 
 
-def text(table: Table) -> str:
-    buffer = io.StringIO()
-    Console(file=buffer, width=250).print(table)
-    return buffer.getvalue()
+def text(table: Grid) -> str:
+    return table.markdown(wide=True)
 
 
 BENCH = [bench_record(-1, "calibration", 0.004), bench_record(0, "a", 1.0), bench_record(1, "b", 2.0)]

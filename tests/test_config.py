@@ -10,11 +10,12 @@ import pytest
 from wgrad_cli.abi import Dims
 from wgrad_cli.config import Config, Shape, load_config
 from wgrad_cli.errors import ConfigError
-from wgrad_cli.kernelspec import KERNELS_DIR, load_specs
+from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.routing import Routing
+from wgrad_cli.shipped import CONFIGS_DIR
 
 SPECS = load_specs()
-CONFIGS = sorted((KERNELS_DIR.parent / "configs").glob("*.yaml"))
+CONFIGS = sorted(CONFIGS_DIR.glob("*.yaml"))
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from wgrad_cli.cli import cli
 from wgrad_cli.runtime import Runtime
+from wgrad_cli.shipped import CONFIGS_DIR
 
 pytestmark = pytest.mark.gpu
 FAST = ["--min-samples", "5", "--min-time", "0.01", "--timeout", "2", "--warmup", "1"]
@@ -26,7 +27,7 @@ def doc(path: Path) -> dict[str, Any]:
 
 
 def test_verify_smoke(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
-    r = run("verify", "--config", repo / "configs/smoke.yaml", "--edge-cases", "--json", tmp_path / "v.json",
+    r = run("verify", "--config", CONFIGS_DIR / "smoke.yaml", "--edge-cases", "--json", tmp_path / "v.json",
             "--csv", tmp_path / "v.csv", "--cache-dir", tmp_path / "cache")
     assert r.exit_code == 0, r.output
     d = doc(tmp_path / "v.json")
@@ -39,7 +40,7 @@ def test_verify_smoke(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
 
 
 def test_verify_fails_the_empty_kernel(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
-    r = run("verify", "--config", repo / "configs/smoke.yaml", "--kernel", "empty", "--shape", "gaps",
+    r = run("verify", "--config", CONFIGS_DIR / "smoke.yaml", "--kernel", "empty", "--shape", "gaps",
             "--json", tmp_path / "v.json", "--cache-dir", tmp_path / "cache")
     assert r.exit_code == 1
     (rec,) = doc(tmp_path / "v.json")["records"]
@@ -48,7 +49,7 @@ def test_verify_fails_the_empty_kernel(gpu: Runtime, repo: Path, tmp_path: Path)
 
 
 def test_verify_device_reference_samples_rows(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
-    r = run("verify", "--config", repo / "configs/smoke.yaml", "--shape", "two-zipf", "--reference", "device",
+    r = run("verify", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "two-zipf", "--reference", "device",
             "--rows", "8", "--json", tmp_path / "v.json", "--cache-dir", tmp_path / "cache")
     assert r.exit_code == 0, r.output
     (rec,) = doc(tmp_path / "v.json")["records"]
@@ -56,7 +57,7 @@ def test_verify_device_reference_samples_rows(gpu: Runtime, repo: Path, tmp_path
 
 
 def test_bench_shards_merge_and_compare(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
-    common = ["--config", repo / "configs/smoke.yaml", "--cache-dir", tmp_path / "cache", *FAST]
+    common = ["--config", CONFIGS_DIR / "smoke.yaml", "--cache-dir", tmp_path / "cache", *FAST]
     whole = run("bench", *common, "--repeat", "2", "--json", tmp_path / "all.json")
     assert whole.exit_code == 0, whole.output
     for i in (1, 2):
@@ -75,12 +76,12 @@ def test_bench_shards_merge_and_compare(gpu: Runtime, repo: Path, tmp_path: Path
 
 
 def test_device_out_of_range(gpu: Runtime, repo: Path) -> None:
-    r = run("verify", "--config", repo / "configs/smoke.yaml", "--device", "99", "--no-save")
+    r = run("verify", "--config", CONFIGS_DIR / "smoke.yaml", "--device", "99", "--no-save")
     assert r.exit_code == 2 and "--device 99: the" in r.output and "Traceback" not in r.output
 
 
 def test_bench_hot_launches_back_to_back(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
-    r = run("bench", "--config", repo / "configs/smoke.yaml", "--shape", "gaps", "--hot", *FAST,
+    r = run("bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "gaps", "--hot", *FAST,
             "--cache-dir", tmp_path / "cache", "--json", tmp_path / "hot.json")
     assert r.exit_code == 0, r.output
     calibration, gaps = doc(tmp_path / "hot.json")["records"]
@@ -92,7 +93,7 @@ def test_bench_hot_launches_back_to_back(gpu: Runtime, repo: Path, tmp_path: Pat
 def test_hopper_kernel_verifies(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
     if gpu.device.arch != "sm_90":
         pytest.skip("the hopper kernel runs on sm_90 devices only")
-    r = run("verify", "--config", repo / "configs/ci.yaml", "--kernel", "hopper", "--edge-cases", "--shape", "m128-e1",
+    r = run("verify", "--config", CONFIGS_DIR / "ci.yaml", "--kernel", "hopper", "--edge-cases", "--shape", "m128-e1",
             "--shape", "e8-zipf", "--shape", "e8-empty", "--json", tmp_path / "ci.json", "--cache-dir", tmp_path / "cache")
     assert r.exit_code == 0, r.output
     records = doc(tmp_path / "ci.json")["records"]
@@ -101,7 +102,7 @@ def test_hopper_kernel_verifies(gpu: Runtime, repo: Path, tmp_path: Path) -> Non
 
 def test_bench_baselines(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    r = run("bench", "--config", repo / "configs/ci.yaml", "--shape", "e8-empty", "--shape", "gaps", "--baselines",
+    r = run("bench", "--config", CONFIGS_DIR / "ci.yaml", "--shape", "e8-empty", "--shape", "gaps", "--baselines",
             *FAST, "--cache-dir", tmp_path / "cache", "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
     rows = doc(tmp_path / "b.json")["records"]

@@ -15,6 +15,7 @@ from wgrad_cli.abi import Dims
 from wgrad_cli.cli import cli
 from wgrad_cli.kernelspec import KernelSpec
 from wgrad_cli.runtime import DriverError, Runtime
+from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.toolchain import Compiler
 
 FAST = ["--min-samples", "3", "--min-time", "0", "--timeout", "0.5", "--warmup", "1"]
@@ -43,7 +44,7 @@ def doc(path: Path) -> dict[str, Any]:
 
 
 def test_verify_passes_and_records(host: HostDevice, repo: Path, tmp_path: Path) -> None:
-    r = run(tmp_path, "verify", "--config", repo / "configs/smoke.yaml", "--edge-cases", "--json", tmp_path / "v.json")
+    r = run(tmp_path, "verify", "--config", CONFIGS_DIR / "smoke.yaml", "--edge-cases", "--json", tmp_path / "v.json")
     assert r.exit_code == 0, r.output
     d = doc(tmp_path / "v.json")
     assert d["target"] == "gfx950" and d["device"]["name"] == "host stand-in" and d["source_sha256"]
@@ -54,7 +55,7 @@ def test_verify_passes_and_records(host: HostDevice, repo: Path, tmp_path: Path)
 
 
 def test_verify_catches_unwritten_outputs(host: HostDevice, repo: Path, tmp_path: Path) -> None:
-    r = run(tmp_path, "verify", "--config", repo / "configs/smoke.yaml", "--kernel", "empty", "--json",
+    r = run(tmp_path, "verify", "--config", CONFIGS_DIR / "smoke.yaml", "--kernel", "empty", "--json",
             tmp_path / "v.json")
     assert r.exit_code == 1
     assert "0/4 shapes passed" in r.output and "per expert" in r.output
@@ -64,7 +65,7 @@ def test_verify_catches_unwritten_outputs(host: HostDevice, repo: Path, tmp_path
 
 def test_verify_device_reference(host: HostDevice, repo: Path, tmp_path: Path) -> None:
     """A kernel checked against the reference kernel on the same device, plus numpy on sampled rows."""
-    r = run(tmp_path, "verify", "--config", repo / "configs/smoke.yaml", "--kernel", "empty", "--shape", "two-zipf",
+    r = run(tmp_path, "verify", "--config", CONFIGS_DIR / "smoke.yaml", "--kernel", "empty", "--shape", "two-zipf",
             "--reference", "device", "--rows", "4", "--json", tmp_path / "v.json")
     assert r.exit_code == 1
     (rec,) = doc(tmp_path / "v.json")["records"]
@@ -89,7 +90,7 @@ def test_hung_kernel_exits_3_and_writes_nothing(host: HostDevice, repo: Path, tm
     no results file (bench has measured nothing but its calibration)."""
     host.hung = True
     for command in ("verify", "bench"):
-        r = run(tmp_path, command, "--config", repo / "configs/smoke.yaml", "--shape", "one-expert",
+        r = run(tmp_path, command, "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert",
                 "--kernel-timeout", "0.05", "--json", tmp_path / f"{command}.json", *(FAST if command == "bench" else []))
         assert r.exit_code == 3, r.output
         assert "did not finish within 0.05 s: the kernel looks deadlocked" in r.output
@@ -101,7 +102,7 @@ def test_bench_keeps_the_rows_finished_before_a_hang(host: HostDevice, repo: Pat
     """A kernel that hangs on the second shape: exit 3 as before, but the first shape's rows, already
     measured, are saved, and the file says the run is incomplete and why."""
     host.hang_at_n = 512  # four-one-empty (N = 512); one-expert has N = 256
-    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", "--shape",
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", "--shape",
             "four-one-empty", "--kernel-timeout", "0.05", *FAST, "--json", tmp_path / "b.json")
     assert r.exit_code == 3, r.output
     d = doc(tmp_path / "b.json")
@@ -115,7 +116,7 @@ def test_bench_keeps_the_rows_finished_before_a_failure(host: HostDevice, repo: 
     """Out of device memory on the second shape (as a torch baseline's failure would be): exit 2 with
     the driver's line, and the first shape's rows are saved, marked incomplete with that line."""
     host.max_alloc = 300_000  # one-expert's output is 128 KiB, four-one-empty's 1 MiB (hot: no flush buffer)
-    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", "--shape",
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", "--shape",
             "four-one-empty", "--hot", *FAST, "--json", tmp_path / "b.json")
     assert r.exit_code == 2, r.output
     assert "hipMalloc failed: hipErrorOutOfMemory" in r.output and "Traceback" not in r.output
@@ -137,7 +138,7 @@ def test_bench_says_each_step_as_it_starts(host: HostDevice, repo: Path, tmp_pat
         return real(*rest, lambda what: (steps.append(what), on_step(what)), on_done)
 
     monkeypatch.setattr(device_commands, "bench", bench)
-    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", "--shape", "gaps",
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", "--shape", "gaps",
             "--repeat", "2", *FAST, "--no-save")
     assert r.exit_code == 0, r.output
     assert steps == ["calibration: the empty kernel", "reference on one-expert", "reference on gaps"]  # runs 1 and 2
@@ -146,7 +147,7 @@ def test_bench_says_each_step_as_it_starts(host: HostDevice, repo: Path, tmp_pat
 def test_bench_records_the_median_power_read_while_launches_run(host: HostDevice, repo: Path, tmp_path: Path) -> None:
     """One reading per sample, in order: each record's power is the median of its own samples' readings."""
     host.watts = [310.0, 720.0, 455.0, 505.0, 600.0]
-    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", *FAST,
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
             "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
     records = doc(tmp_path / "b.json")["records"]
@@ -161,8 +162,8 @@ def test_bench_records_the_median_power_read_while_launches_run(host: HostDevice
 
 def test_bench_records_the_share_of_samples_the_power_limit_held(host: HostDevice, repo: Path, tmp_path: Path) -> None:
     host.capped = [True, False, True, True, False, False, True]
-    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", *FAST,
-            "--json", tmp_path / "b.json")
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
+            "--json", tmp_path / "b.json", "--wide")
     assert r.exit_code == 0, r.output
     records = doc(tmp_path / "b.json")["records"]
     reads = [x.power_capped for x in host.readings]
@@ -174,14 +175,14 @@ def test_bench_records_the_share_of_samples_the_power_limit_held(host: HostDevic
 
 
 def test_bench_without_power_sensors_records_none(host: HostDevice, repo: Path, tmp_path: Path) -> None:
-    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", *FAST,
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
             "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
     assert all(rec["power_w"] is None and rec["power_capped"] is None for rec in doc(tmp_path / "b.json")["records"])
 
 
 def test_bench_shards_merge_compare(host: HostDevice, repo: Path, tmp_path: Path) -> None:
-    common = ["bench", "--config", repo / "configs/smoke.yaml", "--hot", "--repeat", "2", *FAST]
+    common = ["bench", "--config", CONFIGS_DIR / "smoke.yaml", "--hot", "--repeat", "2", *FAST]
     assert run(tmp_path, *common, "--json", tmp_path / "all.json", "--csv", tmp_path / "all.csv").exit_code == 0
     for i in (1, 2):
         r = run(tmp_path, *common, "--shard", f"{i}/2", "--json", tmp_path / f"s{i}.json")
@@ -201,7 +202,7 @@ def test_bench_shards_merge_compare(host: HostDevice, repo: Path, tmp_path: Path
 
 def test_bench_cold_flushes_twice_the_last_level_cache(host: HostDevice, repo: Path, tmp_path: Path,
                                                       specs: dict[str, KernelSpec]) -> None:
-    r = run(tmp_path, "bench", "--config", repo / "configs/smoke.yaml", "--shape", "one-expert", *FAST,
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
             "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
     calibration, one = doc(tmp_path / "b.json")["records"]
@@ -215,6 +216,6 @@ def test_device_of_another_architecture_is_refused(monkeypatch: pytest.MonkeyPat
     """A gfx942 device is not launched on with gfx950 code: one line, exit 2, nothing built or run."""
     device = HostDevice(arch="gfx942")
     monkeypatch.setattr("wgrad_cli.session.open_runtime", lambda vendor, index: device)
-    r = run(tmp_path, "verify", "--config", repo / "configs/smoke.yaml", "--target", "gfx950", "--no-save")
+    r = run(tmp_path, "verify", "--config", CONFIGS_DIR / "smoke.yaml", "--target", "gfx950", "--no-save")
     assert r.exit_code == 2 and not device.launches and not (tmp_path / "cache").exists()
     assert r.stderr.splitlines() == ["gfx950: device 0 is host stand-in (gfx942); gfx950 code needs gfx950"]

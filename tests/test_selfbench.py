@@ -8,12 +8,13 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from wgrad_cli.cli import cli
+from wgrad_cli.shipped import CONFIGS_DIR
 
 
 def test_selfbench_small(repo: Path, tmp_path: Path, amd_compiler: object, nvcc: object) -> None:
     out = tmp_path / "bench.json"
     result = CliRunner().invoke(cli, ["selfbench", "--size", "512", "--experts", "2", "--build-config",
-                                      str(repo / "configs" / "smoke.yaml"), "--json", str(out)])
+                                      str(CONFIGS_DIR / "smoke.yaml"), "--json", str(out)])
     assert result.exit_code in (0, 1), result.output  # 1: a target missed (likely at this toy size)
     records = json.loads(out.read_text())["records"]
     assert [r["name"] for r in records] == [

@@ -12,6 +12,7 @@ from hostdevice import HostDevice
 
 from wgrad_cli.errors import KernelHang
 from wgrad_cli.runtime import Runtime
+from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.waiting import settle, wait
 
 
@@ -47,7 +48,7 @@ def test_a_deadlocked_kernel_on_the_gpu_ends_the_run(gpu: Runtime, repo: Path, t
     process, because only the end of its process stops it."""
     source, out = tmp_path / "hang.cu", tmp_path / "v.json"
     source.write_text(HANG.format(GLOBAL[gpu.device.vendor]))
-    r = subprocess.run([sys.executable, "-m", "wgrad_cli", "verify", "--config", str(repo / "configs/smoke.yaml"),
+    r = subprocess.run([sys.executable, "-m", "wgrad_cli", "verify", "--config", str(CONFIGS_DIR / "smoke.yaml"),
                         "--shape", "one-expert", "--kernel", "empty", "--kernel-source", str(source),
                         "--kernel-timeout", "2", "--cache-dir", str(tmp_path / "cache"), "--json", str(out)],
                        capture_output=True, text=True, timeout=600)

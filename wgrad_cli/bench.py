@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from rich.table import Table
 
 from wgrad_cli.abi import Dims, flops, min_bytes
 from wgrad_cli.baselines import baselines
@@ -28,6 +27,7 @@ from wgrad_cli.launch import DeviceProblem, Kernel, prepare, upload
 from wgrad_cli.measure import Flush, Measurement, measure
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.problem import generate
+from wgrad_cli.grid import Grid
 from wgrad_cli.report import cell
 from wgrad_cli.results import order, shape_label
 from wgrad_cli.routing import Routing
@@ -157,17 +157,19 @@ def _energy(r: dict[str, Any]) -> str:
     return f"{mj:,.0f}" if mj >= 10 else f"{mj:.2g}"
 
 
-def bench_table(records: list[dict[str, Any]], title: str) -> Table:
+def bench_table(records: list[dict[str, Any]], title: str) -> Grid:
     """One row per measured run, the calibration row first (from result records, also merged ones).
 
     A hot row's cache column shows its launches per sample (x24); its times are per launch. mJ is
     the board's energy per launch, estimated as the median power times the median time; capped is
     the share of samples during which the power limit held the clock down. On a device held at its
     power limit, energy per launch (not cycles) sets the time."""
-    table = Table(title=title, title_justify="left")
+    table = Grid(title)
+    essential = ("kernel", "shape", "run", "median us", "p20-p80 us", "TFLOP/s", "% peak", "W", "stop")
     for name in ("kernel", "shape", "M x N x K, E", "routing", "run", "cache", "samples", "median us", "min us",
                  "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "W", "mJ", "capped", "stop"):
-        table.add_column(name, justify="left" if name in ("kernel", "shape", "routing", "cache", "stop") else "right")
+        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "cache", "stop") else "right",
+                         detail=name not in essential)
     for r in records:
         d = r["shape"]
         stop = r["stop"] if r["stop"] == "converged" else f"[yellow]{r['stop']}[/]"

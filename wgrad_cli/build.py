@@ -17,7 +17,7 @@ from wgrad_cli.abi import Dims
 from wgrad_cli.atomic import write_text
 from wgrad_cli.cache import Cache, Entry, sha256_text
 from wgrad_cli.codeobject import CodeObjectError, Resources, amd_resources, nvidia_resources
-from wgrad_cli.errors import ToolchainError
+from wgrad_cli.errors import CompilerUnusable, ToolchainError
 from wgrad_cli.kernelspec import KernelSpec
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.toolchain import Compiler, Toolchains
@@ -157,17 +157,26 @@ def _write_isa(compiler: Compiler, code_object: Path, dest: Path, asm_argv: Call
     return []
 
 
-def run_builds(jobs: list[BuildJob], toolchains: Toolchains, cache: Cache, limits: dict[str, int], workers: int,
-               isa_dir: Path | None = None, on_done: Callable[[BuildResult], None] = lambda r: None) -> list[BuildResult]:
-    """Build every job with `workers` compiles at once; failures are results, never exceptions."""
+def resolve_compilers(jobs: list[BuildJob], toolchains: Toolchains) -> dict[tuple[str, bool], Compiler | ToolchainError]:
+    """The compiler of every (target, needs HIP headers) the jobs use, or why there is none."""
     compilers: dict[tuple[str, bool], Compiler | ToolchainError] = {}
     for job in jobs:
         key = (job.target, job.kernel.needs_hip_headers)
         if key not in compilers:
             try:
                 compilers[key] = toolchains.select(*key)
+            except CompilerUnusable:
+                raise
             except ToolchainError as exc:
                 compilers[key] = exc
+    return compilers
+
+
+def run_builds(jobs: list[BuildJob], toolchains: Toolchains, cache: Cache, limits: dict[str, int], workers: int,
+               isa_dir: Path | None = None, on_done: Callable[[BuildResult], None] = lambda r: None) -> list[BuildResult]:
+    """Build every job with `workers` compiles at once; failures are results, never exceptions
+    (except a compiler the user named that does not work: CompilerUnusable)."""
+    compilers = resolve_compilers(jobs, toolchains)
 
     def work(job: BuildJob) -> BuildResult:
         compiler = compilers[(job.target, job.kernel.needs_hip_headers)]

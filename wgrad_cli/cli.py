@@ -13,6 +13,7 @@ import click
 
 from wgrad_cli import __version__
 from wgrad_cli.errors import KernelHang, WgradError
+from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.waiting import KERNEL_TIMEOUT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,6 +49,18 @@ def parse_shard(_ctx: click.Context, _param: click.Parameter, value: str | None)
     return i, n
 
 
+def _wide(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    from wgrad_cli.grid import set_layout
+
+    set_layout("auto", value)
+
+
+def wide_option(f: F) -> F:
+    """--wide: tables with every column (by default they keep the essential ones, to fit 100 columns)."""
+    return click.option("--wide", is_flag=True, expose_value=False, is_eager=True, callback=_wide,
+                        help="Print every column of the tables (default: the essential ones).")(f)
+
+
 def toolchain_options(f: F) -> F:
     f = click.option("--rocm-path", type=click.Path(exists=True, file_okay=False), envvar="ROCM_PATH",
                      help="ROCm install whose HIP headers clang uses (default $ROCM_PATH).")(f)
@@ -67,7 +80,7 @@ def selection_options(f: F) -> F:
     f = click.option("--target", "targets", multiple=True, help="Only these targets (repeatable).")(f)
     f = click.option("--kernel", "kernels", multiple=True, help="Build these kernels instead of the config's.")(f)
     f = click.option("--config", "config_path", required=True, type=click.Path(path_type=Path),
-                     help="YAML shape config (see configs/).")(f)
+                     help="YAML shape config: a file, or a shipped config's name (`wgrad configs` lists them).")(f)
     return f
 
 
@@ -80,6 +93,7 @@ def cli() -> None:
 @cli.command()
 @selection_options
 @toolchain_options
+@wide_option
 @click.option("--shard", callback=parse_shard, help="Build only slice i of n of the build jobs (CI matrices).")
 @click.option("-j", "--jobs", "workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
               help="Compiles at once.")
@@ -105,6 +119,7 @@ def matrix(**kw: Any) -> None:
 
 @cli.command()
 @toolchain_options
+@wide_option
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
 def info(**kw: Any) -> None:
     """Show the compilers found for each target, in the order they are tried, and why any is skipped."""
@@ -115,6 +130,7 @@ def info(**kw: Any) -> None:
 
 def run_options(f: F) -> F:
     """Options of the commands that run kernels on a device (verify, bench)."""
+    f = wide_option(f)
     f = click.option("--no-save", is_flag=True, help="Write no results file.")(f)
     f = click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write the records as CSV here.")(f)
@@ -180,6 +196,7 @@ def bench(**kw: Any) -> None:
 @click.argument("new", type=click.Path(path_type=Path))
 @click.option("--threshold", type=click.FloatRange(min=0), default=0.05, show_default=True,
               help="Relative slow-down of the median that counts as a regression.")
+@wide_option
 def compare(base: Path, new: Path, threshold: float) -> None:
     """Per-shape deltas between two results files; exit 1 on any regression (CI gate)."""
     from rich.markup import escape
@@ -198,10 +215,12 @@ def compare(base: Path, new: Path, threshold: float) -> None:
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--kernel", "kernels", multiple=True, help="Only this kernel's rows (repeatable; default: every kernel).")
-@click.option("--markdown", is_flag=True, help="Print the table as Markdown (as in the README).")
+@click.option("--markdown", is_flag=True, help="Print the table as Markdown, every column (as in docs/).")
+@wide_option
 def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -> None:
     """Speed-ups over the baselines across bench results files (run with --baselines), with the
     geometric mean per kernel over every row given."""
+    from wgrad_cli.grid import plural
     from wgrad_cli.report import out
     from wgrad_cli.speedup import load_speedups, only, speedup_markdown, speedup_table
 
@@ -209,24 +228,28 @@ def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -
     if markdown:
         print(speedup_markdown(rows))
     else:
-        out.print(speedup_table(rows, f"speed-up over the baselines, {len(files)} results files (first run of each shape)"))
+        out.print(speedup_table(rows, f"speed-up over the baselines, {plural(len(files), 'results file')} "
+                                      "(first run of each shape)"))
 
 
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-def show(files: tuple[Path, ...]) -> None:
+@click.option("--format", "form", type=click.Choice(["table", "markdown", "csv", "json"]),
+              help="table: boxed; markdown: aligned Markdown; csv and json: every column "
+                   "(default: table on a terminal, markdown elsewhere).")
+@wide_option
+def show(files: tuple[Path, ...], form: str | None) -> None:
     """Print verify or bench results files as the tables the commands printed."""
-    from wgrad_cli.report import out
-    from wgrad_cli.show import show_tables
+    from wgrad_cli.show import show_command
 
-    for table in show_tables(list(files)):
-        out.print(table)
+    show_command(list(files), form)
 
 
 @cli.command()
 @click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Write the merged results here.")
+@wide_option
 def merge(shards: tuple[Path, ...], json_path: Path) -> None:
     """Join the --shard i/n results files of one run into one file and table."""
     from wgrad_cli.compare import merge_docs
@@ -247,7 +270,7 @@ def merge(shards: tuple[Path, ...], json_path: Path) -> None:
 @click.option("--size", type=click.IntRange(min=256), default=8192, show_default=True, help="M = N = K.")
 @click.option("--experts", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--build-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=Path(__file__).resolve().parent.parent / "configs" / "ci.yaml", show_default=True,
+              default=CONFIGS_DIR / "ci.yaml", show_default="the shipped ci config",
               help="Config whose cold and warm builds are timed.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
 def selfbench(**kw: Any) -> None:
@@ -255,6 +278,15 @@ def selfbench(**kw: Any) -> None:
     from wgrad_cli.selfbench import selfbench_command
 
     selfbench_command(**kw)
+
+
+@cli.command()
+@wide_option
+def configs() -> None:
+    """List the shipped configs: each can be given to --config by its name."""
+    from wgrad_cli.commands import configs_command
+
+    configs_command()
 
 
 def main() -> None:

@@ -7,19 +7,23 @@ from typing import Any
 
 from rich.markup import escape
 
-from wgrad_cli.build import BuildJob, BuildResult, result_json, run_builds
+from wgrad_cli.build import BuildJob, BuildResult, resolve_compilers, result_json, run_builds
 from wgrad_cli.cache import Cache, default_root
 from wgrad_cli.config import Config, Shape, load_config
-from wgrad_cli.errors import WgradError
+from wgrad_cli.errors import ToolchainError, WgradError
+from wgrad_cli.grid import Grid, plural
 from wgrad_cli.kernelspec import KernelSpec, load_specs
 from wgrad_cli.report import build_table, err, out, progress, toolchain_table, write_json
+from wgrad_cli.shipped import config_file, shipped_configs
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.toolchain import Toolchains
+from wgrad_cli.yamlsource import load
 
 
 def select(specs: dict[str, KernelSpec], config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
            kernel_source: Path | None, includes: tuple[Path, ...]) -> tuple[Config, list[tuple[BuildJob, Shape]]]:
     """Load the config (with the CLI's kernel choice) and list its (build job, shape) records."""
+    config_path = config_file(config_path)
     if (kernel_source or includes) and len(kernels) != 1:
         raise WgradError("--kernel-source/--include: name exactly one --kernel they belong to")
     missing = ([f"--kernel-source {kernel_source}: no such file; give the kernel's source file"]
@@ -39,12 +43,36 @@ def select(specs: dict[str, KernelSpec], config_path: Path, kernels: tuple[str, 
     return config, records
 
 
-def shard_jobs(jobs: list[BuildJob], shard: tuple[int, int] | None) -> list[BuildJob]:
-    """Slice i of n (1-based), round robin over the distinct build jobs in config order."""
+def shard_jobs(jobs: list[BuildJob], shard: tuple[int, int] | None, what: str = "build jobs") -> list[BuildJob]:
+    """Slice i of n (1-based), round robin over the distinct build jobs in config order; an empty
+    slice is an error (a CI matrix with more shards than jobs would pass while building nothing)."""
     if shard is None:
         return jobs
     i, n = shard
+    if i > len(jobs):
+        raise WgradError(f"--shard {i}/{n}: this selection has {plural(len(jobs), what[:-1], what)}, so slice {i} "
+                         f"would be empty; use at most {len(jobs)} shards")
     return jobs[i - 1::n]
+
+
+Skipped = dict[tuple[str, bool], tuple[ToolchainError, list[BuildJob]]]
+
+
+def skipped_lines(skipped: Skipped, targets: tuple[str, ...]) -> list[str]:
+    """One line per target (or per target's kernels that need HIP headers) that has no compiler:
+    what is missing, how to get it, and how to leave it out."""
+    lines = []
+    for (target, headers), (exc, jobs) in skipped.items():
+        kernels = sorted({j.kernel.name for j in jobs})
+        others = [t for t in targets if t != target]
+        if headers:
+            what, skip = f"{plural(len(jobs), 'build')} of {', '.join(kernels)}", "leave those kernels out"
+        else:
+            what = plural(len(jobs), "build")
+            skip = f"pass --target {' --target '.join(others)}" if others else "leave this target out"
+        lines.append(f"{target}: skipped {what}: {' '.join(exc.lines).removeprefix(target + ': ')}; "
+                     f"to build the rest only, {skip}")
+    return lines
 
 
 def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
@@ -56,27 +84,44 @@ def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[st
     cache = Cache(cache_dir or default_root())
     cache.check_writable()
     toolchains = Toolchains(cache.root / "zig-shim", hip_cc, nvcc, rocm_path)
-    with progress("compiling", len(jobs)) as bar:
+    compilers = resolve_compilers(jobs, toolchains)
+    skipped: Skipped = {}
+    for job in jobs:
+        key = (job.target, job.kernel.needs_hip_headers)
+        missing = compilers[key]
+        if isinstance(missing, ToolchainError):
+            skipped.setdefault(key, (missing, []))[1].append(job)
+    runnable = [job for job in jobs if (job.target, job.kernel.needs_hip_headers) not in skipped]
+    with progress("compiling", len(runnable)) as bar:
         def done(r: BuildResult) -> None:
             bar.update(bar.task_ids[0], advance=1, description=f"{r.job.label} {'ok' if r.ok else 'FAILED'}")
 
-        results = run_builds(jobs, toolchains, cache, config.limits, workers, isa_dir, done)
+        results = run_builds(runnable, toolchains, cache, config.limits, workers, isa_dir, done)
     by_job = {r.job: r for r in results}
     shapes_of = [[s.name for job, s in records if job == r.job] for r in results]
-    out.print(build_table(results, shapes_of))
+    if results:
+        out.print(build_table(results, shapes_of))
     for r in results:
         for line in r.errors:
-            err.print(f"[red]{r.job.label}:[/] {escape(line)}", highlight=False, soft_wrap=True)
+            err.print(f"[red]{r.job.label}:[/] {escape(line)}", highlight=False)
+    for line in skipped_lines(skipped, config.targets):
+        err.print(f"[yellow]{escape(line)}[/]", highlight=False)
     if json_path:
         write_json(json_path, "build", [
             {"shape": {"name": shape.name, "M": job.dims.M, "N": job.dims.N, "K": job.dims.K, "E": job.dims.E,
                        "routing": shape.routing.describe()},
-             **result_json(by_job[job])} for job, shape in records if job in by_job], config=str(config_path))
+             **result_json(by_job[job])} for job, shape in records if job in by_job], config=str(config_path),
+            skipped=[{"target": target, "kernels": sorted({j.kernel.name for j in skipped_jobs}), "builds": len(skipped_jobs),
+                      "reason": " ".join(exc.lines)} for (target, _), (exc, skipped_jobs) in skipped.items()])
     failed = sum(not r.ok for r in results)
     hits = sum(r.cache_hit for r in results)
     limits = ", ".join(f"{k} <= {v}" for k, v in sorted(config.limits.items())) or "none"
-    err.print(f"{len(results) - failed}/{len(results)} builds ok, {hits} from the cache; limits: {limits}")
-    if failed:
+    left_out = [job for _, skipped_jobs in skipped.values() for job in skipped_jobs]
+    skips = f", {plural(len(left_out), 'build')} skipped" if skipped else ""
+    err.print(f"{len(results) - failed}/{plural(len(results), 'build')} ok, {hits} from the cache{skips}; "
+              f"limits: {limits}", highlight=False)
+    asked = [j for j in left_out if j.target in targets or j.kernel.name in kernels]
+    if failed or asked or not results:
         raise SystemExit(1)
 
 
@@ -104,3 +149,20 @@ def info_command(cache_dir: Path | None, hip_cc: str | None, nvcc: str | None, r
             {"target": t, "candidate": c.name, "usable": c.compiler is not None, "chosen": chosen,
              "kind": c.compiler.kind if c.compiler else None, "version": c.compiler.version if c.compiler else None,
              "command": list(c.compiler.argv0) if c.compiler else None, "reason": c.reason} for t, c, chosen in rows])
+
+
+def configs_command() -> None:
+    """The shipped configs: name, shapes, kernels, description."""
+    table = Grid("wgrad configs: give one to --config by its name")
+    table.add_column("name")
+    table.add_column("shapes", justify="right")
+    table.add_column("kernels")
+    table.add_column("description")
+    table.add_column("file", detail=True)
+    specs = load_specs()
+    for name, path in shipped_configs().items():
+        config = load_config(path, specs)
+        description = load(path)[0].get("description", "")
+        table.add_row(name, str(len(config.shapes)), ", ".join(k.name for k in config.kernels),
+                      " ".join(str(description).split()), str(path))
+    out.print(table)

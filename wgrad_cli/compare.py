@@ -11,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-from rich.table import Table
 
 from wgrad_cli.errors import WgradError
+from wgrad_cli.grid import Grid
 from wgrad_cli.results import load, order
 
 Key = tuple[Any, ...]
@@ -36,7 +35,7 @@ def _pct(base: float, new: float) -> str:
     return f"{100 * (new / base - 1):+.1f}%" if base else ""
 
 
-def compare_docs(base_path: Path, new_path: Path, threshold: float) -> tuple[Table, list[str]]:
+def compare_docs(base_path: Path, new_path: Path, threshold: float) -> tuple[Grid, list[str]]:
     """The delta table and one line per regression."""
     base, new = load(base_path), load(new_path)
     if base["command"] != new["command"]:
@@ -44,11 +43,10 @@ def compare_docs(base_path: Path, new_path: Path, threshold: float) -> tuple[Tab
                          "compare two of the same command")
     b, n = _keyed(base, base_path), _keyed(new, new_path)
     bench = base["command"] == "bench"
-    table = Table(title=escape(f"wgrad compare: {base_path} -> {new_path} (threshold {100 * threshold:g}%)"),
-                  title_justify="left")
+    table = Grid(f"wgrad compare: {base_path} -> {new_path} (threshold {100 * threshold:g}%)")
     columns = (["median us", "delta", "TFLOP/s", "delta"] if bench else ["rel Frobenius", "mismatches"])
     for name in ("kernel", "shape", "cache/run", *columns, "verdict"):
-        table.add_column(name, justify="left" if name in ("kernel", "shape", "cache/run", "verdict") else "right")
+        table.add_column(name, "left" if name in ("kernel", "shape", "cache/run", "verdict") else "right")
     regressions = []
     try:
         for key in list(b) + [k for k in n if k not in b]:

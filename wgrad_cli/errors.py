@@ -21,6 +21,10 @@ class ToolchainError(WgradError):
     """A compiler or tool that a requested build needs is missing or unusable."""
 
 
+class CompilerUnusable(ToolchainError):
+    """A compiler the user named (--hip-cc, --nvcc or their variables) cannot be used."""
+
+
 class KernelHang(WgradError):
     """Work on the device did not finish in time (waiting.py); the process must exit without clean-up."""
 

@@ -1,4 +1,4 @@
-"""Kernel specs: what wgrad must know to build and launch a kernel, read from kernels/*.yaml.
+"""Kernel specs: what wgrad must know to build and launch a kernel, read from the package's kernels/*.yaml.
 
 A spec names its source, include dirs, per-target flags, the symbol (a base name, looked up in
 the code object, never a mangled string), and the launch geometry: `block` threads and
@@ -18,10 +18,10 @@ from typing import Any
 
 from wgrad_cli.abi import ALIGN, Dims
 from wgrad_cli.errors import ConfigError
+from wgrad_cli.shipped import KERNELS_DIR
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.yamlsource import Key, Problems, load
 
-KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 MAX_DYNAMIC_SHARED = 227 * 1024  # the most any target gives one workgroup (sm_90: 227 KiB; gfx950: 160 KiB)
 SPEC_KEYS = {"name", "description", "source", "include", "symbol", "launch", "targets", "needs_hip_headers"}
 

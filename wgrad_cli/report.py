@@ -6,23 +6,24 @@ import datetime
 import hashlib
 import json
 import platform
-import sys
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from wgrad_cli import __version__
 from wgrad_cli.atomic import write_text
 from wgrad_cli.build import BuildResult
 from wgrad_cli.errors import WgradError
+from wgrad_cli.grid import Grid, plural
 from wgrad_cli.toolchain import Candidate
 
-out = Console(width=None if Console().is_terminal else 200)  # pipes and CI logs get whole rows
-err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 200)
+# soft_wrap: lines go out whole; a terminal wraps them itself, and pipes and CI logs keep them intact
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def cell(value: float | None, form: str) -> str:
@@ -47,6 +48,8 @@ def git_commit() -> str | None:
             return None
         return proc.stdout.strip() if proc.returncode == 0 else None
 
+    if git("ls-files", "--error-unmatch", "__init__.py") is None:  # installed outside a checkout (a wheel in a venv)
+        return None
     head = git("rev-parse", "HEAD")
     return head and head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
@@ -54,9 +57,9 @@ def git_commit() -> str | None:
 def source_sha256() -> str:
     """One hash of the tool's own Python source and kernels: names the code that ran even where
     the checkout's git history is missing or stale (a copy sent to a GPU machine)."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted([*root.glob("wgrad_cli/**/*.py"), *root.glob("kernels/*")]):
+    for path in sorted([*root.glob("**/*.py"), *root.glob("kernels/*")]):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -79,8 +82,8 @@ def _occupancy(r: BuildResult) -> str:
         return ""
     o = r.resources.occupancy
     if o.waves_per_simd is not None:
-        return f"{o.groups_per_unit} WG/CU, {o.waves_per_simd} waves/SIMD ({o.limited_by})"
-    return f"{o.groups_per_unit} blocks/SM, {o.warps_per_sm} warps/SM ({o.limited_by})"
+        return f"{plural(o.groups_per_unit, 'WG')}/CU, {plural(o.waves_per_simd, 'wave')}/SIMD ({o.limited_by})"
+    return f"{plural(o.groups_per_unit, 'block')}/SM, {plural(o.warps_per_sm or 0, 'warp')}/SM ({o.limited_by})"
 
 
 def _registers(r: BuildResult) -> str:
@@ -90,13 +93,20 @@ def _registers(r: BuildResult) -> str:
     return f"{res.registers} v, {res.agprs} a, {res.sgprs} s" if res.sgprs is not None else str(res.registers)
 
 
-def build_table(results: list[BuildResult], shapes_of: list[list[str]]) -> Table:
+def build_table(results: list[BuildResult], shapes_of: list[list[str]]) -> Grid:
     """One row per build: registers (AMD: VGPR, AGPR, SGPR), LDS/shared and scratch bytes, spills, occupancy."""
-    table = Table(title="wgrad build", title_justify="left")
-    for name, justify in [("kernel", "left"), ("target", "left"), ("M x N x K, E", "right"), ("shapes", "left"),
-                          ("status", "left"), ("registers", "right"), ("LDS/smem B", "right"), ("scratch B", "right"),
-                          ("spills", "right"), ("occupancy", "left"), ("compile s", "right")]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = Grid("wgrad build")
+    table.add_column("kernel")
+    table.add_column("target")
+    table.add_column("M x N x K, E", "right", detail=True)
+    table.add_column("shapes")
+    table.add_column("status")
+    table.add_column("registers", "right")
+    table.add_column("LDS/smem B", "right")
+    table.add_column("scratch B", "right", detail=True)
+    table.add_column("spills", "right")
+    table.add_column("occupancy")
+    table.add_column("compile s", "right", detail=True)
     for r, shapes in zip(results, shapes_of):
         d, res = r.job.dims, r.resources
         status = "[green]ok[/]" if r.ok else "[red]FAILED[/]"
@@ -106,10 +116,10 @@ def build_table(results: list[BuildResult], shapes_of: list[list[str]]) -> Table
     return table
 
 
-def toolchain_table(rows: list[tuple[str, Candidate, bool]]) -> Table:
-    table = Table(title="wgrad info: compilers, in the order they are tried", title_justify="left")
+def toolchain_table(rows: list[tuple[str, Candidate, bool]]) -> Grid:
+    table = Grid("wgrad info: compilers, in the order they are tried")
     for name in ("target", "candidate", "kind", "version", "command", "status"):
-        table.add_column(name)
+        table.add_column(name, detail=name in ("kind", "command"))
     for target, c, chosen in rows:
         comp = c.compiler
         status = "[green]used[/]" if chosen else ("usable" if comp else f"[dim]{c.reason}[/]")

@@ -25,8 +25,9 @@ RESULTS_DIR = Path("results")
 
 def order(r: dict[str, Any]) -> tuple[int, int, int]:
     """Records in run order: bench's calibration (index -1) first, then by record and run, each
-    kernel before the baselines measured on its shape."""
-    return r["index"], r.get("run", 1), BASELINES.index(r["kernel"]) + 1 if r.get("baseline") else 0
+    kernel before the baselines measured on its shape (those today's code does not know last)."""
+    rank = BASELINES.index(r["kernel"]) + 1 if r["kernel"] in BASELINES else len(BASELINES) + 1
+    return r["index"], r.get("run", 1), rank if r.get("baseline") else 0
 
 
 def shape_label(shape: dict[str, Any]) -> str:

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from rich.table import Table
 
 from wgrad_cli.abi import Dims
 from wgrad_cli.build import BuildJob, run_builds
@@ -38,6 +37,7 @@ from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.mxfp8 import E4M3
 from wgrad_cli.problem import generate
 from wgrad_cli.reference import PRECISIONS, grad_w
+from wgrad_cli.grid import Grid, plural
 from wgrad_cli.report import err, out, write_json
 from wgrad_cli.routing import Routing
 from wgrad_cli.toolchain import Toolchains
@@ -148,9 +148,9 @@ def selfbench_command(size: int, experts: int, build_config: Path, json_path: Pa
         ratios = reference_ratios(size, experts)
     with err.status(f"timing cold and warm builds of {build_config}"):
         ratios += build_ratios(build_config)
-    table = Table(title=f"wgrad selfbench ({platform.node()}, {os.cpu_count()} cores)", title_justify="left")
-    for col in ("benchmark", "measured", "baseline", "ratio", "target", "", "what"):
-        table.add_column(col)
+    table = Grid(f"wgrad selfbench ({platform.node()}, {plural(os.cpu_count() or 1, 'core')})")
+    for col in ("benchmark", "measured", "baseline", "ratio", "target", "verdict", "what"):
+        table.add_column(col, detail=col == "what")
     for r in ratios:
         verdict = "[dim]info[/]" if r.informational else ("[green]met[/]" if r.ok else "[red]missed[/]")
         table.add_row(r.name, f"{r.measured:.4g} {r.unit}", f"{r.baseline:.4g} {r.unit}", f"{r.ratio:.4g}",

@@ -4,27 +4,28 @@ a device."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
 from wgrad_cli.bench import bench_table
 from wgrad_cli.errors import WgradError
+from wgrad_cli.grid import LAYOUT, Grid, set_layout
+from wgrad_cli.report import out
 from wgrad_cli.results import load
 from wgrad_cli.verify import verify_table
 
 
-def results_table(command: str, records: list[dict[str, Any]], title: str) -> Table:
+def results_table(command: str, records: list[dict[str, Any]], title: str) -> Grid:
     """The table `command` (bench or verify) prints for these records; KeyError or TypeError for a
     record that lacks a field the table shows."""
     return (bench_table if command == "bench" else verify_table)(records, title)
 
 
-def show_tables(paths: list[Path]) -> list[Table]:
+def show_tables(paths: list[Path]) -> list[Grid]:
     """One table per file, in the order given; every file that is not a verify or bench result
     wgrad wrote is one error line, and then no table is returned."""
-    tables: list[Table] = []
+    tables: list[Grid] = []
     problems: list[str] = []
     for path in paths:
         try:
@@ -41,3 +42,16 @@ def show_tables(paths: list[Path]) -> list[Table]:
     if problems:
         raise WgradError(problems)
     return tables
+
+
+def show_command(paths: list[Path], form: str | None) -> None:
+    """Print the files' tables in the chosen format; JSON is one array of every file's table."""
+    tables = show_tables(paths)
+    if form == "json":
+        print(json.dumps([t.to_json() for t in tables], indent=1))
+        return
+    set_layout(form or "auto", LAYOUT.wide)  # type: ignore[arg-type]
+    for i, table in enumerate(tables):
+        if i and form == "csv":
+            out.print()
+        out.print(table)

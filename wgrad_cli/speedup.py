@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 from rich.markup import escape
-from rich.table import Table
 
 from wgrad_cli.baselines import CEILING, SAME_SHAPE, TORCH_PATHS
 from wgrad_cli.errors import WgradError
+from wgrad_cli.grid import Grid
 from wgrad_cli.report import cell
 from wgrad_cli.results import load, shape_label
 
@@ -112,10 +112,11 @@ def _cells(rows: list[Speedup]) -> list[list[str]]:
     return cells
 
 
-def speedup_table(rows: list[Speedup], title: str) -> Table:
-    table = Table(title=escape(title), title_justify="left")
-    for name in COLUMNS:
-        table.add_column(name, justify="left" if name in ("kernel", "shape", "torch path") else "right")
+def speedup_table(rows: list[Speedup], title: str) -> Grid:
+    table = Grid(title)
+    for i, name in enumerate(COLUMNS):
+        table.add_column(name, "left" if name in ("kernel", "shape", "torch path") else "right",
+                         detail=i in (2, 5, 7, 9))  # dims and the baselines' own rates; their ratios stay
     for cells in _cells(rows):
         table.add_row(*map(escape, cells))
     return table

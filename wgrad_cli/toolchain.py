@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from wgrad_cli.errors import ToolchainError
+from wgrad_cli.errors import CompilerUnusable, ToolchainError
 from wgrad_cli.targets import TARGETS
 
 MIN_CLANG = 20
@@ -187,8 +187,30 @@ class Toolchains:
             return amd_candidates(self.hip_cc, self.rocm_path, self.shim_dir)
         return nvidia_candidates(self.nvcc)
 
+    def explicit(self, target: str) -> tuple[str, str] | None:
+        """(option or variable, value) when the user named this target's compiler."""
+        flag, var, value = (("--hip-cc", "WGRAD_HIP_CC", self.hip_cc) if TARGETS[target].vendor == "amd"
+                            else ("--nvcc", "WGRAD_NVCC", self.nvcc))
+        if value:
+            return flag, value
+        return (f"${var}", os.environ[var]) if os.environ.get(var) else None
+
     def select(self, target: str, needs_hip_headers: bool) -> Compiler:
-        """The first usable compiler for `target`; ToolchainError saying what is missing otherwise."""
+        """The first usable compiler for `target`; ToolchainError saying what is missing otherwise.
+
+        A compiler the user named is the only one tried: when it does not work, that is an error
+        (CompilerUnusable), never a quiet switch to another one."""
+        named = self.explicit(target)
+        if named:
+            where = f"{named[0]} {named[1]}"
+            found = next(self.candidates(target))
+            if found.compiler is None:
+                raise CompilerUnusable(f"{where}: {found.reason.removeprefix(named[1] + ' ')}; give a working "
+                                       f"compiler, or drop {named[0]} to let wgrad find one (`wgrad info`)")
+            if needs_hip_headers and not found.compiler.hip_headers:
+                raise CompilerUnusable(f"{where}: this kernel includes the ROCm 7 HIP headers and this compiler "
+                                       "has none; give hipcc, or add --rocm-path DIR")
+            return found.compiler
         tried = []
         for c in self.candidates(target):
             if c.compiler and (c.compiler.hip_headers or not needs_hip_headers):

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from rich.table import Table
 
 from wgrad_cli.abi import Dims, flops
 from wgrad_cli.build import BuildJob
 from wgrad_cli.check import BF16, POISON, Comparison, compare
 from wgrad_cli.errors import WgradError
+from wgrad_cli.grid import Grid
 from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
@@ -138,12 +138,14 @@ def _g(x: float) -> str:
     return f"{x:.3g}"
 
 
-def verify_table(records: list[dict[str, Any]], title: str) -> Table:
+def verify_table(records: list[dict[str, Any]], title: str) -> Grid:
     """One row per (kernel, shape) from result records (also merged or loaded ones)."""
-    table = Table(title=title, title_justify="left")
+    table = Grid(title)
+    essential = ("kernel", "shape", "max rel err", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status")
     for name in ("kernel", "shape", "M x N x K, E", "routing", "seed", "max abs err", "max rel err",
                  "rel Frobenius", "mismatches", "NaNs", "unwritten", "sampled rows", "status"):
-        table.add_column(name, justify="left" if name in ("kernel", "shape", "routing", "status") else "right")
+        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "status") else "right",
+                         detail=name not in essential)
     for r in records:
         d, c, sampled = r["shape"], r["overall"], r["sampled"]
         table.add_row(r["kernel"], d["name"], shape_label(d), d["routing"], str(r["seed"]),
@@ -154,12 +156,12 @@ def verify_table(records: list[dict[str, Any]], title: str) -> Table:
     return table
 
 
-def expert_table(record: dict[str, Any]) -> Table:
+def expert_table(record: dict[str, Any]) -> Grid:
     """Per-expert figures of one record (printed for failures, or for all with --per-expert)."""
     d = record["shape"]
-    table = Table(title=f"{record['kernel']} on {d['name']}: per expert ({record['reference']})", title_justify="left")
+    table = Grid(f"{record['kernel']} on {d['name']}: per expert ({record['reference']})")
     for name in ("expert", "max abs err", "max rel err", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status"):
-        table.add_column(name, justify="right")
+        table.add_column(name, "right")
     for e, c in enumerate(record["experts"]):
         table.add_row(str(e), _g(c["max_abs_error"]), _g(c["max_rel_row_error"]), _g(c["rel_frobenius"]),
                       str(c["mismatches"]), str(c["nans"]), str(c["unwritten"]), "ok" if c["ok"] else "[red]FAILED[/]")
