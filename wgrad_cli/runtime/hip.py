@@ -1,12 +1,19 @@
 """AMD through hip-python (hipInit, hipModuleLoadData, hipModuleLaunchKernel, ...).
 
-Mirrors cuda.py call for call. No AMD GPU is reachable from the project's machines: this file is
-checked by mypy against hip-python's type stubs (names and arities of every call), and its
-failure paths without ROCm are tested; its launches have not run on hardware.
+Mirrors cuda.py call for call. Supported: hip-python 7.0.x to 7.2.x (ROCm 7.0 to 7.2: match the
+first three numbers to the ROCm installed) and 10.x, a compatibility package over
+rocm-bindings-hip. They differ where this file touches them: 7.x takes a caller-allocated
+hipDeviceProp_t and returns C strings as bytes, and opens `libamdhip64.so` by its bare name (the
+loader path); 10.x returns the properties, gives str, and looks in $ROCM_PATH, $ROCM_HOME and
+/opt/rocm first. tests/test_hip_standin.py runs this file under both against a stand-in
+libamdhip64.so; no launch of it has run on an AMD GPU.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -14,18 +21,74 @@ from hip import hip
 
 from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Reading, c_text, checked
 
+HIP_PYTHON = importlib.metadata.version("hip-python")
+RETURNS_PROPS = int(HIP_PYTHON.split(".")[0]) >= 10  # hipGetDeviceProperties(deviceId) -> (status, props)
+
 HINTS = {
     "hipErrorOutOfMemory": "the problem does not fit in device memory: choose a smaller shape",
     "hipErrorNoBinaryForGpu": "the code object was built for another architecture: check --target",
     "hipErrorInvalidImage": "the code object is not an HSA code object for this device: rebuild it",
     "hipErrorIllegalAddress": "the kernel read or wrote out of bounds: run it with AMD_LOG_LEVEL=1",
-    "hipErrorLaunchFailure": "the kernel faulted: run it with AMD_LOG_LEVEL=1",
     "hipErrorInvalidDevice": "no such device: see amd-smi list for the devices there are",
+}
+# HIP refuses a launch this way before it runs, not only after a fault: a block above the kernel's
+# .max_flat_workgroup_size gives hipErrorLaunchFailure, dynamic LDS above the CU's gives
+# hipErrorInvalidValue (launch.prepare checks both first, from the code object's metadata).
+LAUNCH_HINTS = {
+    **HINTS,
+    "hipErrorLaunchFailure": "the block may exceed the kernel's launch bounds (.max_flat_workgroup_size), or the "
+                             "kernel faulted: run it with AMD_LOG_LEVEL=1",
+    "hipErrorInvalidValue": "the runtime refused the launch's geometry: dynamic LDS beyond the CU's 160 KiB, or a "
+                            "grid or block it cannot run",
 }
 
 
-def _ok(call: str, result: tuple[Any, ...]) -> Any:
-    return checked(call, result, hip.hipError_t.hipSuccess, hip.hipGetErrorString, HINTS, "HIP runtime API")
+def _ok(call: str, result: tuple[Any, ...], hints: dict[str, str] = HINTS) -> Any:
+    return checked(call, result, hip.hipError_t.hipSuccess, hip.hipGetErrorString, hints, "HIP runtime API")
+
+
+def no_device_hint() -> str:
+    """Why the HIP runtime sees no GPU, from what this process can see: the usual first-run causes."""
+    for variable in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
+        if variable in os.environ:
+            return (f"${variable}={os.environ[variable]!r} may hide every GPU: unset it, or list the devices "
+                    "(amd-smi list shows them)")
+    if not os.path.exists("/dev/kfd"):
+        return ("/dev/kfd does not exist: the amdgpu driver is not loaded (modprobe amdgpu), or this container was "
+                "started without --device=/dev/kfd --device=/dev/dri")
+    if not os.access("/dev/kfd", os.R_OK | os.W_OK):
+        return ("this user may not open /dev/kfd: add it to the render and video groups (sudo usermod -aG "
+                "render,video $USER, then log in again)")
+    return "check amd-smi list, and that /dev/dri/renderD* are readable by this user (render group)"
+
+
+def loader_reason(message: str) -> str:
+    """hip-python's "failed to dlopen 'b'NAME'': b'REASON'" as "NAME: REASON"."""
+    found = re.fullmatch(r"failed to dlopen '(?:b')?(.*?)'?': (?:b')?(.*?)'?", message)
+    return f"hip-python could not load {found.group(1)} ({found.group(2)})" if found else message
+
+
+def library_hint(reason: str) -> str:
+    """What to do when hip-python cannot load libamdhip64.so, from the loader's reason (which file is missing)."""
+    where = (f"put ROCm's lib directory on the loader path (LD_LIBRARY_PATH=/opt/rocm/lib: hip-python {HIP_PYTHON} "
+             "opens the bare name only)" if not RETURNS_PROPS else
+             f"set ROCM_PATH to the ROCm install (hip-python {HIP_PYTHON} looks in $ROCM_PATH/lib, $ROCM_HOME/lib and "
+             "/opt/rocm/lib, then the loader path)")
+    missing = re.search(r"([\w.+-]+\.so[\w.]*): cannot open shared object file", reason)
+    if missing is None:
+        return f"the HIP runtime could not be loaded: repair the ROCm install, or {where}"
+    if missing.group(1).startswith("libamdhip64"):
+        return f"install ROCm 7 (7.0 or later for gfx950), or {where}"
+    return (f"{missing.group(1)}, which libamdhip64.so needs, is not found: the ROCm install is incomplete, or its lib "
+            "directory is not on LD_LIBRARY_PATH")
+
+
+def amdsmi_version() -> str | None:
+    """The installed amdsmi package's version; None where it is not installed."""
+    try:
+        return importlib.metadata.version("amdsmi")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 POWER_THROTTLERS = 0xFFFF  # bits 0-15 of gpu_metrics' ASIC-independent throttle status (amdgpu's SMU_THROTTLER_*)
@@ -33,8 +96,10 @@ POWER_THROTTLERS = 0xFFFF  # bits 0-15 of gpu_metrics' ASIC-independent throttle
 
 def _amdsmi_sensors(bus_id: str) -> Callable[[], Reading]:
     """Read the device's GFX clock (MHz), socket power (W: amdsmi's current_socket_power, the instant
-    reading of MI300 and later) and whether a power throttler holds the clock down (gpu_metrics'
-    indep_throttle_status) through amdsmi (installed with ROCm); None where it cannot be used."""
+    reading of MI300 and later) and whether the package power limit holds the clock down through amdsmi
+    (installed with ROCm); None for any reading it cannot give. The limit: amdsmi's violation status
+    (active_ppt_pwr, MI300 and later), else gpu_metrics' indep_throttle_status, which only metrics
+    tables up to v1.3 carry (MI350 fills v1.8)."""
     try:
         import amdsmi
 
@@ -43,53 +108,74 @@ def _amdsmi_sensors(bus_id: str) -> Callable[[], Reading]:
     except Exception:  # amdsmi missing, or its own AmdSmiException: none is then reported
         return lambda: UNREPORTED
 
-    def power() -> float | None:
+    def read(get: Callable[[], object]) -> object:
         try:
-            watts = amdsmi.amdsmi_get_power_info(handle).get("current_socket_power")
-        except Exception:  # AmdSmiException where the driver cannot read the sensor
+            return get()
+        except Exception:  # AmdSmiException where the driver cannot read a sensor, KeyError where a field is absent
             return None
+
+    def power() -> float | None:
+        watts = read(lambda: amdsmi.amdsmi_get_power_info(handle)["current_socket_power"])
         return float(watts) if isinstance(watts, int | float) else None  # "N/A" where the card has no such sensor
 
     def capped() -> bool | None:
-        try:
-            status = amdsmi.amdsmi_get_gpu_metrics_info(handle).get("indep_throttle_status")
-        except Exception:  # AmdSmiException where the driver has no metrics table
-            return None
+        violation = read(lambda: amdsmi.amdsmi_get_violation_status(handle)["active_ppt_pwr"])
+        if isinstance(violation, bool | int):
+            return bool(violation)
+        status = read(lambda: amdsmi.amdsmi_get_gpu_metrics_info(handle)["indep_throttle_status"])
         return bool(status & POWER_THROTTLERS) if isinstance(status, int) else None  # "N/A": not reported
 
-    def clock() -> int:
-        return int(amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)["clk"])
+    def clock() -> int | None:
+        mhz = read(lambda: amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)["clk"])
+        return mhz if isinstance(mhz, int) else None
 
     return lambda: Reading(clock(), power(), capped())
 
 
 def open_device(index: int) -> HipRuntime:
     try:
-        _ok("hipInit", hip.hipInit(0))
-    except RuntimeError:  # hip-python could not dlopen libamdhip64.so
-        raise DriverError("no HIP runtime: hip-python found no libamdhip64.so; install ROCm 7 "
-                          "(amd-smi must list a GPU) or run on a machine with one") from None
-    count = _ok("hipGetDeviceCount", hip.hipGetDeviceCount())
+        _ok("hipInit", hip.hipInit(0), {"hipErrorNoDevice": no_device_hint()})
+    except RuntimeError as exc:  # hip-python could not dlopen libamdhip64.so (or a library it needs)
+        raise DriverError(f"no HIP runtime: {loader_reason(str(exc))}; {library_hint(str(exc))}") from None
+    count = _ok("hipGetDeviceCount", hip.hipGetDeviceCount(), {"hipErrorNoDevice": no_device_hint()})
     if not 0 <= index < count:
         raise DriverError(f"--device {index}: the HIP runtime sees {count} device(s); choose 0..{count - 1}"
-                          if count else "the HIP runtime sees no device; check amd-smi list")
+                          if count else f"the HIP runtime sees no device; {no_device_hint()}")
     return HipRuntime(index)
+
+
+def _device_props(index: int) -> Any:
+    """The device's hipDeviceProp_t: hip-python 10 returns it, 7.x fills one the caller allocates."""
+    if RETURNS_PROPS:
+        return _ok("hipGetDeviceProperties", hip.hipGetDeviceProperties(index))
+    props = hip.hipDeviceProp_t()
+    _ok("hipGetDeviceProperties", hip.hipGetDeviceProperties(props, index))  # type: ignore[call-arg]  # 7.x form
+    return props
+
+
+def _hip_version(encoded: int) -> str:
+    """HIP_VERSION's encoding, major * 10^7 + minor * 10^5 + patch, as major.minor.patch."""
+    return f"{encoded // 10_000_000}.{encoded // 100_000 % 100}.{encoded % 100_000}"
 
 
 class HipRuntime:
     def __init__(self, index: int) -> None:
         _ok("hipSetDevice", hip.hipSetDevice(index))
-        props = _ok("hipGetDeviceProperties", hip.hipGetDeviceProperties(index))
+        props = _device_props(index)
         self._modules: list[Any] = []
         self._abandoned = False
         driver = int(_ok("hipDriverGetVersion", hip.hipDriverGetVersion()))
         runtime = int(_ok("hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
+        smi = amdsmi_version()
         self._sensors = _amdsmi_sensors(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index))))
         self.device = DeviceInfo(
             vendor="amd", index=index, name=c_text(props.name), arch=c_text(props.gcnArchName).split(":")[0],
             units=int(props.multiProcessorCount), max_clock_mhz=int(props.clockRate) // 1000,
             memory_bytes=int(props.totalGlobalMem), l2_bytes=int(props.l2CacheSize),
-            driver=f"HIP driver {driver}", runtime=f"HIP runtime {runtime}")
+            driver=f"HIP driver {_hip_version(driver)}",
+            runtime=f"HIP runtime {_hip_version(runtime)}, hip-python {HIP_PYTHON}, " + (
+                f"amdsmi {smi}" if smi else "no amdsmi (no clock or power readings: pip install "
+                                            "/opt/rocm/share/amd_smi)"))
 
     def alloc(self, nbytes: int) -> int:
         return int(_ok("hipMalloc", hip.hipMalloc(nbytes)))
@@ -115,7 +201,8 @@ class HipRuntime:
 
     def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
         _ok("hipModuleLaunchKernel",
-            hip.hipModuleLaunchKernel(function, grid, 1, 1, block, 1, 1, dynamic_shared, None, kernel_params, None))
+            hip.hipModuleLaunchKernel(function, grid, 1, 1, block, 1, 1, dynamic_shared, None, kernel_params, None),
+            LAUNCH_HINTS)
 
     def resident(self, function: object, block: int, dynamic_shared: int, cluster: int) -> int:
         per_unit = _ok("hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
@@ -140,6 +227,9 @@ class HipRuntime:
 
     def sensors(self) -> Reading:
         return self._sensors()
+
+    def counters(self) -> dict[str, object] | None:
+        return None  # a GPU counts nothing here
 
     def abandon(self) -> None:
         self._abandoned = True

@@ -1,0 +1,159 @@
+"""wgrad verify and bench through the real hip.py and the real hip-python, against a stand-in
+libamdhip64.so (tests/hipstandin: a C test double, since no machine here has an AMD GPU).
+
+Each supported hip-python line runs in turn (7.x and 10.x differ in hipGetDeviceProperties, their
+strings and how they find the library); one missing here is installed into a venv kept in
+pytest's cache. $WGRAD_HIP_PYTHON lists the lines to run (default "7.1 10"). The stand-in's
+launches compute nothing, so verify fails every shape: what is checked is what crossed the
+boundary (grid, block, the buffers each argument points to), the device read back, and every
+error path as one line without a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hipstandin.build import Unavailable, compile_standin, python_with_hip_python
+
+REPO = Path(__file__).resolve().parent.parent
+SERIES = os.environ.get("WGRAD_HIP_PYTHON", "7.1 10").split()
+
+
+@dataclass(frozen=True)
+class HipPython:
+    python: Path
+    version: str
+    standin: Path  # a ROCm root: lib/libamdhip64.so
+    cache: Path  # code object cache shared by the runs
+
+    @property
+    def finds_standin(self) -> dict[str, str]:
+        """What this hip-python needs to find the stand-in: 7.x, the loader path; 10.x looks in $ROCM_PATH/lib,
+        then $ROCM_HOME/lib (the latter here: wgrad would also build with ROCM_PATH's headers, which the stand-in
+        has none of)."""
+        if self.version.startswith("7."):
+            return {"LD_LIBRARY_PATH": str(self.standin / "lib")}
+        return {"ROCM_HOME": str(self.standin)}
+
+    def wgrad(self, *args: str | Path, env: dict[str, str] | None = None,
+              finds: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(("ROCM_", "WGRAD_STANDIN", "HIP_"))
+                 and k != "LD_LIBRARY_PATH"}
+        return subprocess.run([str(self.python), "-m", "wgrad_cli", *map(str, args), "--cache-dir", str(self.cache)],
+                              env={**clean, **(self.finds_standin if finds is None else finds), **(env or {})},
+                              capture_output=True, text=True, timeout=300)
+
+
+def smoke_config() -> Path:
+    """The shipped smoke config, in the package or (older checkouts) at the top level."""
+    return next(p for p in (REPO / "wgrad_cli/configs/smoke.yaml", REPO / "configs/smoke.yaml") if p.exists())
+
+
+@pytest.fixture(scope="session")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    try:
+        return compile_standin(tmp_path_factory.mktemp("rocm"))
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session", params=SERIES)
+def hip_python(request: pytest.FixtureRequest, standin: Path, tmp_path_factory: pytest.TempPathFactory,
+               amd_compiler: object) -> HipPython:
+    try:
+        python, version = python_with_hip_python(request.param, request.config.cache.mkdir("hip-python"))
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    return HipPython(python, version, standin, tmp_path_factory.mktemp("cache"))
+
+
+def launches(log: Path) -> list[dict[str, object]]:
+    """The stand-in's log: per launch the symbol, grid x, block x, LDS and (offset, size) per argument."""
+    out = []
+    for line in log.read_text().splitlines():
+        m = re.fullmatch(r"launch (\S+) grid (\d+) 1 1 block (\d+) 1 1 lds (\d+) args (.*)", line)
+        assert m, line
+        out.append({"symbol": m[1], "grid": int(m[2]), "block": int(m[3]), "lds": int(m[4]),
+                    "args": [tuple(map(int, a.split("/"))) for a in m[5].split()]})
+    return out
+
+
+def test_verify_runs_the_real_shim(hip_python: HipPython, tmp_path: Path) -> None:
+    """Every shape of the smoke config launches once, with the ABI's six buffers, whole, in order."""
+    log, out = tmp_path / "launches.log", tmp_path / "v.json"
+    r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--json", out,
+                         env={"WGRAD_STANDIN_LOG": str(log)})
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr  # nothing computed: every output unwritten
+    assert "0/4 shapes passed" in r.stderr
+    doc = json.loads(out.read_text())
+    device = doc["device"]
+    assert device["name"] == "AMD Instinct MI355X (HIP stand-in)" and device["arch"] == "gfx950"
+    assert device["units"] == 256 and device["max_clock_mhz"] == 2400 and device["memory_bytes"] == 288 << 30
+    assert f"hip-python {hip_python.version}" in device["runtime"] and "amdsmi" in device["runtime"]
+    records = {rec["shape"]["name"]: rec for rec in doc["records"]}
+    assert all(rec["overall"]["unwritten"] == rec["overall"]["elements"] for rec in records.values())
+    seen = launches(log)
+    assert len(seen) == 4
+    for launch, rec in zip(seen, doc["records"]):
+        d = rec["shape"]
+        M, N, K, E = d["M"], d["N"], d["K"], d["E"]
+        assert str(launch["symbol"]).startswith("_Z26grouped_mxfp8_wgrad_kernel")
+        assert launch["grid"] == E * (N // 16) * (K // 16) and launch["block"] == 256 and launch["lds"] == 0
+        # C, A, B, scale_A, scale_B, expert_off: each argument is the start of a buffer of its ABI size
+        assert launch["args"] == [(0, 2 * E * N * K), (0, N * M), (0, K * M), (0, M // 128 * N * 4),
+                                  (0, M // 128 * K * 4), (0, 4 * (E + 1))]
+
+
+def test_bench_runs_the_real_shim(hip_python: HipPython, tmp_path: Path) -> None:
+    out = tmp_path / "b.json"
+    r = hip_python.wgrad("bench", "--config", smoke_config(), "--target", "gfx950", "--shape", "one-expert",
+                         "--min-samples", "3", "--min-time", "0", "--timeout", "0.5", "--warmup", "1", "--json", out)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    records = json.loads(out.read_text())["records"]
+    assert [(rec["kernel"], rec["grid"]) for rec in records] == [("empty", 1), ("reference", 256)]
+    assert all(rec["clock_mhz"] is None and rec["power_w"] is None for rec in records)  # no amdsmi here
+
+
+def test_a_refused_launch_is_one_line(hip_python: HipPython, tmp_path: Path) -> None:
+    r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--shape", "one-expert",
+                         "--no-save", env={"WGRAD_STANDIN_LAUNCH_ERROR": "719"})
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert ("hipModuleLaunchKernel failed: hipErrorLaunchFailure (unspecified launch failure); the block may exceed "
+            "the kernel's launch bounds") in r.stderr
+
+
+@pytest.mark.parametrize("env, cause", [({}, "/dev/kfd"), ({"HIP_VISIBLE_DEVICES": ""}, "$HIP_VISIBLE_DEVICES=''")])
+def test_no_device_names_the_cause(hip_python: HipPython, env: dict[str, str], cause: str) -> None:
+    r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--no-save",
+                         env={"WGRAD_STANDIN_DEVICES": "0", **env})
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = [line for line in r.stderr.splitlines() if line.startswith("gfx950: ")]
+    assert "hipErrorNoDevice" in line and cause in line
+
+
+def test_library_not_on_the_path_says_where_to_put_it(hip_python: HipPython, tmp_path: Path) -> None:
+    """The other hip-python line's way of finding the library: 7.x ignores ROCM_PATH, 10.x is told to use it."""
+    wrong = ({"ROCM_PATH": str(hip_python.standin)} if hip_python.version.startswith("7.")
+             else {"ROCM_HOME": str(tmp_path)})
+    r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--no-save", finds=wrong)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    line = next(line for line in r.stderr.splitlines() if line.startswith("gfx950: "))
+    assert "hip-python could not load" in line and "libamdhip64.so: cannot open shared object file" in line
+    assert ("LD_LIBRARY_PATH" if hip_python.version.startswith("7.") else "set ROCM_PATH") in line
+
+
+def test_a_library_the_runtime_needs_is_named(hip_python: HipPython, tmp_path: Path) -> None:
+    broken = compile_standin(tmp_path / "rocm", needs="libhsa-runtime64.so.1")
+    finds = ({"LD_LIBRARY_PATH": str(broken / "lib")} if hip_python.version.startswith("7.")
+             else {"ROCM_HOME": str(broken)})
+    r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--no-save", finds=finds)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    line = next(line for line in r.stderr.splitlines() if line.startswith("gfx950: "))
+    assert "libhsa-runtime64.so.1, which libamdhip64.so needs, is not found" in line
