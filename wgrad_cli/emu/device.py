@@ -43,7 +43,7 @@ class EmuRuntime:
         version = importlib.metadata.version("tinygrad")
         self.device = DeviceInfo("amd", 0, "emulated gfx950 (wgrad)", "gfx950", UNITS, 0,
                                  os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 0,
-                                 "wgrad emulator", f"tinygrad {version} decoder")
+                                 "wgrad emulator", f"tinygrad {version} decoder", emulated=True)
         self.heap = Heap()
         self.workers = workers or os.cpu_count() or 1
         self.stats: list[Stats] = []  # one per launch, in order
@@ -121,9 +121,12 @@ class EmuRuntime:
         segment = self.heap.span(address, max(k.kernarg_size, 4))
         segment[:] = 0
         explicit = [a for a in k.args if not a.kind.startswith("hidden_")]
-        pointers = (ctypes.c_void_p * max(len(explicit), 1)).from_address(kernel_params) if explicit else []
+        pointers = (ctypes.c_void_p * len(explicit)).from_address(kernel_params) if explicit else None
         for i, arg in enumerate(explicit):
-            ctypes.memmove(segment.ctypes.data + arg.offset, pointers[i], arg.size)
+            source = pointers[i] if pointers is not None else None
+            if source is None:
+                raise DriverError(f"launch of {k.name}: kernelParams holds no pointer for argument {i}")
+            ctypes.memmove(segment.ctypes.data + arg.offset, source, arg.size)
         hidden = {"hidden_block_count_x": grid, "hidden_block_count_y": 1, "hidden_block_count_z": 1,
                   "hidden_group_size_x": block, "hidden_group_size_y": 1, "hidden_group_size_z": 1,
                   "hidden_remainder_x": 0, "hidden_remainder_y": 0, "hidden_remainder_z": 0, "hidden_grid_dims": 1}
@@ -164,10 +167,13 @@ class EmuRuntime:
 
     def elapsed_ms(self, start: object, stop: object) -> float:
         assert isinstance(start, list) and isinstance(stop, list)
-        return (stop[0] - start[0]) * 1e3
+        return float(stop[0] - start[0]) * 1e3
 
     def sensors(self) -> Reading:
         return UNREPORTED
+
+    def counters(self) -> dict[str, object] | None:
+        return self.stats[-1].to_json() if self.stats else None
 
     def abandon(self) -> None:
         pass

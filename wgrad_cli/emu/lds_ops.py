@@ -34,7 +34,7 @@ def lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes:
         raise EmuFault(f"{what} of {nbytes} bytes at LDS address {int(addr[i]):#x}, beyond the workgroup's "
                        f"{b.lds_bytes} bytes ({where(b, int(waves[i]), int(lanes[i]))})")
     start = b.group[waves].astype(np.int64) * b.lds_bytes + addr.astype(np.int64)
-    return start[:, None] + np.arange(nbytes)
+    return np.asarray(start[:, None] + np.arange(nbytes))
 
 
 def read_into(b: Batch, vdst: int, regs: np.ndarray, data: np.ndarray, signed: bool, waves: np.ndarray,
@@ -70,7 +70,7 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
         raise KeyError(name + "_GDS")
 
     def address(b: Batch, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
-        return b.v[vaddr][waves, lanes].astype(np.int64)
+        return np.asarray(b.v[vaddr][waves, lanes], dtype=np.int64)
 
     if name in READS:
         n, signed = READS[name]

@@ -112,7 +112,7 @@ def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
         else:
             sbase = b.s[saddr][waves].astype(U64) | (b.s[saddr + 1][waves].astype(U64) << U64(32))
             base = sbase + b.v[vaddr][waves, lanes].astype(U64)
-        return (base.astype(np.int64) + offset).astype(U64)
+        return np.asarray((base.astype(np.int64) + offset).astype(U64))
 
     if kind == "LOAD":
         nbytes, signed, d16 = LOADS[suffix]

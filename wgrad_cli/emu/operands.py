@@ -54,14 +54,14 @@ def is_vgpr(src: int) -> bool:
 def scalar(src: int, bits: int = 32, literal: int | None = None, float_operand: bool = False) -> Read:
     """A scalar operand as one value per wave, shape (W,): uint32, or uint64 when bits == 64."""
     if (c := constant(src, bits, literal, float_operand)) is not None:
-        value = np.uint64(c) if bits == 64 else np.uint32(c & 0xFFFFFFFF)
-        return lambda b: np.full(b.W, value)
+        dtype = np.uint64 if bits == 64 else np.uint32
+        return lambda b: np.full(b.W, c, dtype=dtype)
     if src == 251:
-        return lambda b: (b.mask64(VCC).any(axis=1) == 0).astype(np.uint32)
+        return lambda b: np.asarray((b.s[VCC] | b.s[VCC + 1]) == 0, dtype=np.uint32)
     if src == 252:
-        return lambda b: (~b.exec.any(axis=1)).astype(np.uint32)
+        return lambda b: np.asarray((b.s[EXEC] | b.s[EXEC + 1]) == 0, dtype=np.uint32)
     if src == 253:
-        return lambda b: b.scc.astype(np.uint32)
+        return lambda b: np.asarray(b.scc, dtype=np.uint32)
     if src >= 256:
         raise EmuFault("a VGPR where the encoding takes a scalar")
     if src > 127:
@@ -82,8 +82,8 @@ def vector(src: int, bits: int = 32, literal: int | None = None, float_operand: 
                 else (lambda b: b.v[r].astype(np.uint64) | (b.v[r + 1].astype(np.uint64) << np.uint64(32)))
         return (lambda b: b.a[r]) if agpr else (lambda b: b.v[r])
     if (c := constant(src, bits, literal, float_operand)) is not None:
-        value = np.uint64(c) if bits == 64 else np.uint32(c & 0xFFFFFFFF)
-        return lambda b: value  # type: ignore[return-value]
+        const = np.asarray(c, dtype=np.uint64 if bits == 64 else np.uint32)  # 0-d: broadcasts over (W, 64)
+        return lambda b: const
     read = scalar(src, bits, literal, float_operand)
     return lambda b: read(b)[:, None]
 

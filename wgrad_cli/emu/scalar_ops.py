@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.emu import operands as opd
-from wgrad_cli.emu.machine import EXEC, M0, VCC, Batch, EmuFault, Op, Run
+from wgrad_cli.emu.machine import EXEC, VCC, Batch, EmuFault, Op, Run
 
 U32, U64 = np.uint32, np.uint64
 M32 = 0xFFFFFFFF
@@ -27,10 +27,6 @@ def _i64(x: np.ndarray) -> np.ndarray:
     return x.astype(U64).view(np.int64)
 
 
-def _u32(x: np.ndarray) -> np.ndarray:
-    return (np.asarray(x).astype(np.int64) & M32).astype(U32) if np.asarray(x).dtype.kind == "i" else np.asarray(x).astype(U32)
-
-
 def _lit(inst: Any) -> int | None:
     return getattr(inst, "literal", None)
 
@@ -41,7 +37,7 @@ Sop2 = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarr
 
 
 def _nz(d: np.ndarray) -> np.ndarray:
-    return d != 0
+    return np.asarray(d != 0)
 
 
 def _carry32(total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -131,7 +127,8 @@ def sop2(inst: Any, name: str) -> Run:
 
 # --- SOP1 -----------------------------------------------------------------------------------
 def _popcount64(x: np.ndarray) -> np.ndarray:
-    return np.unpackbits(np.ascontiguousarray(x.astype(U64)).view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1).astype(U32)
+    bits = np.unpackbits(np.ascontiguousarray(x.astype(U64)).view(np.uint8).reshape(-1, 8), axis=1)
+    return np.asarray(bits.sum(axis=1), dtype=U32)
 
 
 def _ff1(x: np.ndarray, bits: int) -> np.ndarray:
@@ -159,8 +156,6 @@ WREXEC = {"S_ANDN1_WREXEC_B64": lambda a, e: ~a & e, "S_ANDN2_WREXEC_B64": lambd
 SOP1_32: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]] = {
     "S_MOV_B32": lambda a, s: (a, None),
     "S_NOT_B32": lambda a, s: (lambda r: (r, _nz(r)))(~a),
-    "S_BREV_B32": lambda a, s: (np.unpackbits(a.astype(">u4").view(np.uint8).reshape(-1, 4), axis=1)
-                                .reshape(-1, 32)[:, ::-1].copy().reshape(-1, 4, 8).__array__(), None),
     "S_BCNT0_I32_B32": lambda a, s: (lambda r: (r, _nz(r)))(U32(32) - _popcount64(a)),
     "S_BCNT1_I32_B32": lambda a, s: (lambda r: (r, _nz(r)))(_popcount64(a)),
     "S_FF0_I32_B32": lambda a, s: (_ff1((~a).astype(U32), 32), None),
@@ -190,7 +185,7 @@ def _brev32(a: np.ndarray) -> np.ndarray:
     return np.packbits(bits[:, ::-1], axis=1, bitorder="little").view("<u4").reshape(-1).astype(U32)
 
 
-SOP1_32["S_BREV_B32"] = lambda a, s: (_brev32(a), None)
+SOP1_32["S_BREV_B32"] = lambda a, s: (_brev32(a), None)  # after _brev32's definition
 
 
 def sop1(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
@@ -198,10 +193,11 @@ def sop1(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
     src = inst.ssrc0.offset
     if name in SAVEEXEC or name in WREXEC:
         a = opd.scalar(src, 64, _lit(inst))
-        fn = SAVEEXEC.get(name) or WREXEC[name]
+        fn: Callable[[np.ndarray, np.ndarray], np.ndarray] = SAVEEXEC.get(name) or WREXEC[name]
+        exec64 = opd.scalar(EXEC, 64)
 
         def saveexec(bt: Batch) -> None:
-            old = opd.scalar(EXEC, 64)(bt)
+            old = exec64(bt)
             new = fn(a(bt), old)
             bt.write_s64(EXEC, new)
             bt.write_s64(d, new if name in WREXEC else old)
@@ -353,10 +349,11 @@ def smem(inst: Any, name: str) -> Run:
     n = counts[name]
     base = opd.scalar(inst.sbase.offset, 64)
     raw = inst.offset
-    if inst.imm:
-        offset: Callable[[Batch], np.ndarray] = lambda bt: np.full(bt.W, (raw - (1 << 21)) if raw & (1 << 20) else raw, dtype=np.int64)
-    else:
-        offset = lambda bt, r=opd.scalar(raw & 0x7F): r(bt).astype(np.int64)
+    register = opd.scalar(raw & 0x7F)
+    immediate = (raw - (1 << 21)) if raw & (1 << 20) else raw  # a signed 21-bit byte offset
+
+    def offset(bt: Batch) -> np.ndarray:
+        return np.full(bt.W, immediate, dtype=np.int64) if inst.imm else register(bt).astype(np.int64)
     extra = opd.scalar(inst.soffset.offset) if inst.soffset_en else None
     d = inst.sdata.offset
 
@@ -395,5 +392,3 @@ def compile_scalar(cls: str, inst: Any, name: str, pc: int, size: int) -> Op:
         return Op(pc, size, name.lower(), "smem", smem(inst, name))
     raise KeyError(name)
 
-
-__all__ = ["compile_scalar", "M0"]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.emu import operands as opd
-from wgrad_cli.emu.machine import EXEC, VCC, Batch, EmuFault, Op, Run
+from wgrad_cli.emu.machine import EXEC, VCC, Batch, Op, Run
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64
 F16, F32, F64 = np.float16, np.float32, np.float64
@@ -102,11 +102,9 @@ def _perm(a: np.ndarray, b: np.ndarray, sel: np.ndarray) -> np.ndarray:
     for k in range(4):
         s = ((sel >> U32(8 * k)) & U32(0xFF)).astype(U64)
         byte = (data >> (np.minimum(s, U64(7)) * U64(8))) & U64(0xFF)
-        sign_of = lambda i: ((data >> (U64(i) * U64(8) + U64(7))) & U64(1)) * U64(0xFF)  # noqa: E731
-        byte = np.where(s == 8, sign_of(1), byte)
-        byte = np.where(s == 9, sign_of(3), byte)
-        byte = np.where(s == 10, sign_of(5), byte)
-        byte = np.where(s == 11, sign_of(7), byte)
+        for selector, source_byte in ((8, 1), (9, 3), (10, 5), (11, 7)):  # the sign of byte 1, 3, 5 or 7, replicated
+            sign = ((data >> U64(8 * source_byte + 7)) & U64(1)) * U64(0xFF)
+            byte = np.where(s == selector, sign, byte)
         byte = np.where(s == 12, U64(0), byte)
         byte = np.where(s >= 13, U64(0xFF), byte)
         out |= (byte.astype(U32) << U32(8 * k))
@@ -118,7 +116,7 @@ def _fp8_table(fmt: str) -> np.ndarray:
     import ml_dtypes
 
     dtype = ml_dtypes.float8_e4m3fn if fmt == "fp8" else ml_dtypes.float8_e5m2
-    return np.arange(256, dtype=np.uint8).view(dtype).astype(F32)
+    return np.asarray(np.arange(256, dtype=np.uint8).view(dtype).astype(F32), dtype=F32)
 
 
 FP8 = {"fp8": _fp8_table("fp8"), "bf8": _fp8_table("bf8")}
@@ -168,8 +166,8 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_LOG_F32": ("f32", ("f32",), lambda a: np.log2(a.astype(F64)).astype(F32)),
     "V_FFBH_U32": ("u32", ("u32",), lambda a: np.where(a == 0, U32(0xFFFFFFFF), U32(31) - np.floor(np.log2(np.maximum(a, U32(1)).astype(F64))).astype(U32))),
     "V_FFBL_B32": ("u32", ("u32",), lambda a: np.where(a == 0, U32(0xFFFFFFFF), np.log2((a & (~a + U32(1))).astype(F64)).astype(U32))),
-    "V_FREXP_EXP_I32_F32": ("i32", ("f32",), lambda a: np.where(np.isfinite(a), np.frexp(a)[1], 0).astype(np.int32)),
-    "V_FREXP_MANT_F32": ("f32", ("f32",), lambda a: np.where(np.isfinite(a), np.frexp(a)[0], a).astype(F32)),
+    "V_FREXP_EXP_I32_F32": ("i32", ("f32",), lambda a: np.asarray(np.where(np.isfinite(a), np.frexp(a)[1], 0), dtype=np.int32)),
+    "V_FREXP_MANT_F32": ("f32", ("f32",), lambda a: np.asarray(np.where(np.isfinite(a), np.frexp(a)[0], a), dtype=F32)),
     "V_CVT_F32_FP8": ("f32", ("b32",), lambda a: FP8["fp8"][a & U32(0xFF)]),
     "V_CVT_F32_BF8": ("f32", ("b32",), lambda a: FP8["bf8"][a & U32(0xFF)]),
     # VOP2
@@ -277,7 +275,8 @@ def _class(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
     tiny = np.finfo(x.dtype).tiny
     neg = np.signbit(f)
     nan = np.isnan(f)
-    quiet = nan & (((x.view(U16 if x.dtype == F16 else (U32 if x.dtype == F32 else U64)) >> (9 if x.dtype == F16 else (22 if x.dtype == F32 else 51))) & 1) == 1)
+    bits = np.asarray(x.view(U16 if x.dtype == F16 else (U32 if x.dtype == F32 else U64))).astype(U64)
+    quiet = nan & (((bits >> U64(9 if x.dtype == F16 else (22 if x.dtype == F32 else 51))) & U64(1)) == 1)
     kinds = [nan & ~quiet, quiet, np.isneginf(f), neg & (np.abs(f) >= tiny) & np.isfinite(f),
              neg & (f != 0) & (np.abs(f) < tiny), neg & (f == 0), ~neg & (f == 0),
              ~neg & (f != 0) & (np.abs(f) < tiny), ~neg & (f >= tiny) & np.isfinite(f), np.isposinf(f)]
@@ -454,7 +453,7 @@ def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
 
 
 def _lit_read(ctx: Ctx) -> Callable[[Batch], np.ndarray]:
-    value = np.uint32(ctx.literal or 0).view(F32)
+    value = np.asarray(np.uint32(ctx.literal or 0)).view(F32)
     return lambda b: value
 
 
@@ -531,14 +530,15 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
         d = _vdst(inst)
 
         def mad64(b: Batch) -> None:
-            if signed:
-                prod = a(b).astype(np.int64) * c(b).astype(np.int64)
-                total = prod.astype(U64) + s2(b)
-                over = np.zeros((b.W, 64), dtype=bool)
+            if signed:  # the product fits in 63 bits; the carry out is the signed overflow of the add
+                sprod = a(b).astype(np.int64) * c(b).astype(np.int64)
+                addend = s2(b).view(np.int64)
+                total = (sprod.astype(U64) + addend.astype(U64))
+                result = total.view(np.int64)
+                over = np.broadcast_to(((sprod < 0) == (addend < 0)) & ((result < 0) != (sprod < 0)), (b.W, 64))
             else:
                 prod = a(b).astype(U64) * c(b).astype(U64)
-                addend = s2(b)
-                total = prod + addend
+                total = prod + s2(b)
                 over = np.broadcast_to(total < prod, (b.W, 64))
             _write_dest(b, ctx, d, "b64", np.broadcast_to(total, (b.W, 64)))
             if sd < 128:
@@ -619,9 +619,3 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
 def _sdst_of_vop3(inst: Any) -> int:
     return int(inst.vdst.offset) if int(inst.vdst.offset) < 256 else int(inst.vdst.offset) - 256
 
-
-def check_supported(name: str) -> bool:
-    return name in VOPS
-
-
-__all__ = ["compile_valu", "EmuFault", "EXEC"]
