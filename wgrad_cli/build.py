@@ -75,10 +75,11 @@ def _parse_depfile(text: str) -> list[Path]:
 def _run(command: list[str]) -> tuple[int, str]:
     """Exit status and combined output; a program that cannot start is exit status 127."""
     try:
-        proc = subprocess.run(command, capture_output=True, text=True)
+        proc = subprocess.run(command, capture_output=True)
     except OSError as exc:
         return 127, f"error: cannot run {command[0]}: {exc.strerror}"
-    return proc.returncode, proc.stdout + proc.stderr
+    # a compiler quotes the source in its messages, whatever its bytes
+    return proc.returncode, (proc.stdout + proc.stderr).decode(errors="replace")
 
 
 def _resources(job: BuildJob, code: bytes, log: str) -> Resources:
@@ -136,7 +137,7 @@ def _compile(job: BuildJob, source: Path, argv: Callable[[Path, Path], list[str]
             resources = _resources(job, code, log)
         except CodeObjectError as exc:
             return [str(exc)]
-        deps = [p if p.is_absolute() else Path(tmp, p) for p in _parse_depfile(dep.read_text())]
+        deps = [p if p.is_absolute() else Path(tmp, p) for p in _parse_depfile(os.fsdecode(dep.read_bytes()))]
         deps = [p for p in deps if p.is_file() and not p.is_relative_to(tmp)]
         return cache.store(base, [source, *deps], code, suffix, {
             "command": command, "compile_seconds": seconds, "resources": resources.to_json()})

@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from wgrad_cli.build import BuildJob, BuildResult, resolve_compilers, result_json, run_builds
 from wgrad_cli.cache import Cache, default_root
-from wgrad_cli.config import Config, Shape, load_config
+from wgrad_cli.config import Config, Shape, load_config, source_problem
 from wgrad_cli.errors import ToolchainError, WgradError
 from wgrad_cli.grid import Grid, plural
 from wgrad_cli.kernelspec import KernelSpec, load_specs
@@ -28,6 +28,9 @@ def select(specs: dict[str, KernelSpec], config_path: Path, kernels: tuple[str, 
         raise WgradError("--kernel-source/--include: name exactly one --kernel they belong to")
     missing = ([f"--kernel-source {kernel_source}: no such file; give the kernel's source file"]
                if kernel_source and not kernel_source.is_file() else [])
+    if kernel_source and not missing and source_problem(kernel_source):
+        missing.append(f"--kernel-source {kernel_source}: {source_problem(kernel_source)}; give the kernel's C++ "
+                       "source (UTF-8 text)")
     missing += [f"--include {d}: not a directory; give an existing include dir" for d in includes if not d.is_dir()]
     if missing:
         raise WgradError(missing)

@@ -14,7 +14,7 @@ from typing import Any
 
 from wgrad_cli.errors import WgradError
 from wgrad_cli.grid import Grid
-from wgrad_cli.results import load, order
+from wgrad_cli.results import BAD_RECORD, load, order, unreadable
 
 Key = tuple[Any, ...]
 
@@ -27,8 +27,8 @@ def _key(r: dict[str, Any]) -> Key:
 def _keyed(doc: dict[str, Any], path: Path) -> dict[Key, dict[str, Any]]:
     try:
         return {_key(r): r for r in doc["records"]}
-    except (KeyError, TypeError) as exc:
-        raise WgradError(f"{path}: a record lacks {exc}; give a results file wgrad wrote") from None
+    except BAD_RECORD as exc:
+        raise WgradError(f"{path}: a record {unreadable(exc)}; give a results file wgrad wrote") from None
 
 
 def _pct(base: float, new: float) -> str:
@@ -72,8 +72,8 @@ def compare_docs(base_path: Path, new_path: Path, threshold: float) -> tuple[Gri
             else:
                 cells = [f"{_frob(old)} -> {_frob(cur)}", f"{_mis(old)} -> {_mis(cur)}"]
             table.add_row(str(key[0]), str(key[1]), f"{key[6]}/{key[7]}" if bench else "", *cells, verdict)
-    except (KeyError, TypeError) as exc:
-        raise WgradError(f"a record of {base_path} or {new_path} lacks {exc}; give results files wgrad wrote") from None
+    except BAD_RECORD as exc:
+        raise WgradError(f"a record of {base_path} or {new_path} {unreadable(exc)}; give results files wgrad wrote") from None
     return table, regressions
 
 
@@ -129,8 +129,8 @@ def merge_docs(paths: list[Path]) -> dict[str, Any]:
                for doc in docs for r in doc["records"]]
     try:
         records.sort(key=order)
-    except (KeyError, TypeError) as exc:
-        raise WgradError(f"a record lacks {exc}; give results files wgrad wrote") from None
+    except BAD_RECORD as exc:
+        raise WgradError(f"a record {unreadable(exc)}; give results files wgrad wrote") from None
     per_run = ("records", "shard", "tool", "version", "commit", "source_sha256", "command", "argv", "host", "date")
     keep = {k: v for k, v in first.items() if k not in per_run}
     shards_json = [{"file": str(p), **{k: d.get(k) for k in ("shard", "host", "date", "commit", "source_sha256",

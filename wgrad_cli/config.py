@@ -15,7 +15,7 @@ from wgrad_cli.abi import Dims, dims_problems, offsets_problems
 from wgrad_cli.kernelspec import KernelSpec
 from wgrad_cli.routing import Routing
 from wgrad_cli.targets import TARGETS
-from wgrad_cli.yamlsource import Key, Problems, load
+from wgrad_cli.yamlsource import Key, Problems, load, not_text
 
 TOP_KEYS = {"description", "seed", "quantization", "kernels", "targets", "limits", "routing", "shapes"}
 SHAPE_KEYS = {"name", "M", "N", "K", "E", "routing", "offsets", "note"}
@@ -112,6 +112,8 @@ def _kernels(value: Any, specs: dict[str, KernelSpec], overrides: Overrides, bas
                   "set source: in the config or pass --kernel-source PATH (your checkout of its source file)")
         elif not spec.source.is_file():
             p.add(path + ("source",), f"{spec.source} does not exist", "source must name an existing file")
+        elif source_problem(spec.source):
+            p.add(path + ("source",), f"{spec.source}: {source_problem(spec.source)}", "a kernel source is UTF-8 text")
         for j, inc_dir in enumerate(spec.include):
             if not inc_dir.is_dir():
                 p.add(path + ("include", j), f"{inc_dir} is not a directory",
@@ -121,6 +123,15 @@ def _kernels(value: Any, specs: dict[str, KernelSpec], overrides: Overrides, bas
     for name in {n for n in names if names.count(n) > 1}:
         p.add(("kernels",), f"kernel {name!r} is listed twice", "list each kernel once")
     return tuple(out)
+
+
+def source_problem(source: Path) -> str | None:
+    """Why a kernel source cannot be compiled as text (a binary or Latin-1 file), or None."""
+    try:
+        bad = not_text(source.read_bytes())
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    return f"line {bad[0]}: {bad[1]}" if bad else None
 
 
 def _path(value: Any, path: Key, base: Path, p: Problems) -> Path | None:

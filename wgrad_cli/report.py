@@ -64,9 +64,12 @@ def source_sha256() -> str:
     return digest.hexdigest()
 
 
+SCHEMA = 1  # of the documents below; results.load refuses newer ones
+
+
 def write_json(path: Path, command: str, records: list[dict[str, Any]], **extra: Any) -> None:
     """One document per run: tool, version, commit, source hash, date, then one record per result."""
-    doc = {"tool": "wgrad", "version": __version__, "commit": git_commit(), "source_sha256": source_sha256(),
+    doc = {"tool": "wgrad", "schema": SCHEMA, "version": __version__, "commit": git_commit(), "source_sha256": source_sha256(),
            "command": command,
            "argv": ["wgrad", *sys.argv[1:]], "host": platform.node(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **extra,

@@ -18,9 +18,18 @@ from wgrad_cli.abi import Dims
 from wgrad_cli.atomic import write_text
 from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.errors import WgradError
-from wgrad_cli.report import write_json
+from wgrad_cli.report import SCHEMA, write_json
 
 RESULTS_DIR = Path("results")
+
+
+# what reading a record of another schema (or a hand-edited one) raises: a field missing or of another kind
+BAD_RECORD = (KeyError, TypeError, AttributeError, ValueError, IndexError)
+
+
+def unreadable(exc: Exception) -> str:
+    """What is wrong with a record, from the BAD_RECORD exception reading it raised."""
+    return f"lacks {exc}" if isinstance(exc, KeyError) else f"has a field wgrad cannot read ({exc})"
 
 
 def order(r: dict[str, Any]) -> tuple[int, int, int]:
@@ -80,6 +89,10 @@ def load(path: Path, commands: tuple[str, ...] = ("verify", "bench")) -> dict[st
         raise WgradError(f"{path}: not JSON ({exc}); give a results file wgrad wrote")
     if not (isinstance(doc, dict) and doc.get("tool") == "wgrad" and isinstance(doc.get("records"), list)):
         raise WgradError(f"{path}: not a wgrad results document (no tool: wgrad and records list)")
+    schema = doc.get("schema", 1)
+    if type(schema) is not int or schema > SCHEMA:
+        raise WgradError(f"{path}: results schema {schema!r}, newer than this wgrad reads ({SCHEMA}); "
+                         "upgrade wgrad to read it")
     if doc.get("command") not in commands:
         raise WgradError(f"{path}: a {doc.get('command')!r} document; this needs one of {', '.join(commands)}")
     return doc

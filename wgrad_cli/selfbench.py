@@ -33,13 +33,14 @@ from wgrad_cli.abi import Dims
 from wgrad_cli.build import BuildJob, run_builds
 from wgrad_cli.cache import Cache
 from wgrad_cli.config import load_config
+from wgrad_cli.grid import Grid, plural
 from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.mxfp8 import E4M3
 from wgrad_cli.problem import generate
 from wgrad_cli.reference import PRECISIONS, grad_w
-from wgrad_cli.grid import Grid, plural
 from wgrad_cli.report import err, out, write_json
 from wgrad_cli.routing import Routing
+from wgrad_cli.shipped import config_file
 from wgrad_cli.toolchain import Toolchains
 
 
@@ -144,6 +145,8 @@ def build_ratios(config_path: Path) -> list[Ratio]:
 
 
 def selfbench_command(size: int, experts: int, build_config: Path, json_path: Path | None) -> None:
+    build_config = config_file(build_config)
+    load_config(build_config, load_specs())  # a bad config is reported now, not after minutes of timing
     with err.status("timing the reference and problem generation"):
         ratios = reference_ratios(size, experts)
     with err.status(f"timing cold and warm builds of {build_config}"):

@@ -12,7 +12,7 @@ from wgrad_cli.bench import bench_table
 from wgrad_cli.errors import WgradError
 from wgrad_cli.grid import LAYOUT, Grid, set_layout
 from wgrad_cli.report import out
-from wgrad_cli.results import load
+from wgrad_cli.results import BAD_RECORD, load, unreadable
 from wgrad_cli.verify import verify_table
 
 
@@ -33,12 +33,12 @@ def show_tables(paths: list[Path]) -> list[Grid]:
         except WgradError as exc:
             problems += exc.lines
             continue
-        device = doc.get("device") or {}
-        title = f"{path}: wgrad {doc['command']} on {device.get('name', 'an unnamed device')}, {doc.get('date', 'undated')}"
         try:
+            device = doc.get("device") or {}
+            title = f"{path}: wgrad {doc['command']} on {device.get('name', 'an unnamed device')}, {doc.get('date', 'undated')}"
             tables.append(results_table(doc["command"], doc["records"], title))
-        except (KeyError, TypeError) as exc:
-            problems.append(f"{path}: a record lacks {exc}; give a results file wgrad wrote")
+        except BAD_RECORD as exc:
+            problems.append(f"{path}: a record {unreadable(exc)}; give a results file wgrad wrote")
     if problems:
         raise WgradError(problems)
     return tables

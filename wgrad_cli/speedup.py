@@ -20,7 +20,7 @@ from wgrad_cli.baselines import CEILING, SAME_SHAPE, TORCH_PATHS
 from wgrad_cli.errors import WgradError
 from wgrad_cli.grid import Grid
 from wgrad_cli.report import cell
-from wgrad_cli.results import load, shape_label
+from wgrad_cli.results import BAD_RECORD, load, shape_label, unreadable
 
 
 @dataclass(frozen=True)
@@ -143,8 +143,8 @@ def load_speedups(paths: list[Path]) -> list[Speedup]:
             continue
         try:
             found = speedups(doc["records"])
-        except (KeyError, TypeError) as exc:
-            problems.append(f"{path}: a record lacks {exc}; give a results file wgrad wrote")
+        except BAD_RECORD as exc:
+            problems.append(f"{path}: a record {unreadable(exc)}; give a results file wgrad wrote")
             continue
         if not found:
             problems.append(f"{path}: no kernel row has both baselines beside it; give bench results run with --baselines")

@@ -43,19 +43,40 @@ class Problems:
             raise ConfigError(self.found)
 
 
+def not_text(data: bytes) -> tuple[int, str] | None:
+    """(line, what) of the first byte that is not UTF-8 text (a binary or Latin-1 file), or None."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return 1, "UTF-16 text (it starts with a UTF-16 byte-order mark)"
+    if b"\0" in data:
+        start = data.index(b"\0")
+        return data[:start].count(b"\n") + 1, f"a binary file (a NUL byte at offset {start})"
+    try:
+        data.decode()
+    except UnicodeDecodeError as exc:
+        return data[:exc.start].count(b"\n") + 1, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+    return None
+
+
 def load(file: Path) -> tuple[Any, Problems]:
     """Parse `file` into plain Python values plus a `Problems` that knows each value's line."""
     problems = Problems(file)
     try:
-        text = file.read_text()
+        data = file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{file}:1: (file): cannot be read ({exc.strerror}); give a readable YAML file")
+    bad = not_text(data)
+    if bad:
+        raise ConfigError(f"{file}:{bad[0]}: (file): {bad[1]}; a config is UTF-8 text")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(data.decode(), Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         raise ConfigError(f"{file}:{line}: (YAML): {exc.problem or exc.context}; the file must be valid YAML")
+    except yaml.YAMLError as exc:  # the reader's: control characters
+        line = data[:getattr(exc, "position", 0)].count(b"\n") + 1
+        reason = getattr(exc, "reason", "unreadable characters")
+        raise ConfigError(f"{file}:{line}: (YAML): {reason}; the file must be valid YAML text")
     if node is None:
         return {}, problems
     return _convert(node, (), problems), problems

@@ -1,0 +1,102 @@
+"""Every command, fed undecodable bytes, wrong encodings and results files of another schema:
+one line on stderr, exit status 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_cli_errors import assert_user_error
+from test_compare import BENCH, bench_record, shard, write
+
+from wgrad_cli.cli import cli
+
+UNREADABLE = {
+    "binary": b"\x7fELF\x02\x01\x01\x00\x00\xff\xfe",
+    "latin-1": "description: caf\u00e9 cr\u00e8me\nshapes: []\n".encode("latin-1"),
+    "utf-16": "shapes: []\n".encode("utf-16"),
+    "control": b"seed: 1\x01\n",
+}
+
+
+def files(tmp_path: Path, suffix: str) -> list[Path]:
+    out = []
+    for name, data in UNREADABLE.items():
+        path = tmp_path / f"{name}{suffix}"
+        path.write_bytes(data)
+        out.append(path)
+    return out
+
+
+def one_line(*args: str | Path) -> str:
+    [line] = assert_user_error(CliRunner().invoke(cli, [str(a) for a in args]))
+    return line
+
+
+@pytest.mark.parametrize("command", ["build", "matrix", "verify", "bench"])
+def test_undecodable_configs(tmp_path: Path, command: str) -> None:
+    for config in files(tmp_path, ".yaml"):
+        line = one_line(command, "--config", config)
+        assert line.startswith(f"{config}:") and "; " in line
+
+
+def test_selfbench_checks_its_config_first(tmp_path: Path) -> None:
+    for config in files(tmp_path, ".yaml"):
+        assert one_line("selfbench", "--size", "256", "--build-config", config).startswith(f"{config}:")
+
+
+@pytest.mark.parametrize("command", ["build", "matrix", "verify", "bench"])
+def test_undecodable_kernel_sources(tmp_path: Path, command: str) -> None:
+    for source in files(tmp_path, ".cu"):
+        if source.name.startswith("control"):
+            continue  # a control character is text a compiler reports on
+        line = one_line(command, "--config", "smoke", "--kernel", "reference", "--kernel-source", source)
+        assert line.startswith(f"--kernel-source {source}: ") and "UTF-8" in line
+
+
+def results_files(tmp_path: Path) -> list[Path]:
+    """Files no results reader may trip over: undecodable, another schema, records of the wrong kind."""
+    bad = files(tmp_path, ".json")
+    future = write(tmp_path / "future.json", "bench", BENCH)
+    future.write_text(future.read_text().replace('"schema": 1', '"schema": 99'))
+    older = write(tmp_path / "older.json", "bench", [{"index": 0, "kernel": "reference"}])
+    kinds = write(tmp_path / "kinds.json", "bench", [1, "two", None])
+    fields = write(tmp_path / "fields.json", "bench", [{**BENCH[1], "shape": "square", "median_ms": "fast"}])
+    return [*bad, future, older, kinds, fields]
+
+
+def test_results_readers(tmp_path: Path) -> None:
+    good = write(tmp_path / "good.json", "bench", BENCH)
+    for path in results_files(tmp_path):
+        for command in (["show", path], ["show", "--format", "csv", path], ["compare", good, path],
+                        ["compare", path, good], ["speedup", path], ["merge", path, "--json", tmp_path / "m.json"]):
+            line = one_line(*command)
+            assert str(path) in line, (command, line)
+        assert not (tmp_path / "m.json").exists()
+
+
+def test_future_schema_says_to_upgrade(tmp_path: Path) -> None:
+    future = write(tmp_path / "future.json", "bench", BENCH)
+    future.write_text(future.read_text().replace('"schema": 1', '"schema": 99'))
+    assert one_line("show", future) == (f"{future}: results schema 99, newer than this wgrad reads (1); "
+                                        "upgrade wgrad to read it")
+
+
+def test_merge_keeps_baselines_it_does_not_know(tmp_path: Path) -> None:
+    unknown = {**bench_record(0, "a", 3.0), "kernel": "a-baseline-of-the-future", "baseline": True}
+    paths = [shard(tmp_path / f"{i}.json", i, 2, [bench_record(i - 1, "a", 1.0), unknown]) for i in (1, 2)]
+    result = CliRunner().invoke(cli, ["merge", *map(str, paths), "--json", str(tmp_path / "m.json")])
+    assert result.exit_code == 0, result.output
+    kernels = [r["kernel"] for r in json.loads((tmp_path / "m.json").read_text())["records"]]
+    assert kernels.index("a-baseline-of-the-future") > kernels.index("reference")
+
+
+def test_files_take_the_umask(tmp_path: Path) -> None:
+    """Results and cache files are as readable as any new file (mkstemp alone makes them 0600)."""
+    from wgrad_cli.atomic import UMASK
+
+    path = write(tmp_path / "r.json", "bench", BENCH)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~UMASK
