@@ -17,6 +17,7 @@ from tinygrad.renderer.amd import decode_inst
 from wgrad_cli.emu.lds_ops import compile_ds
 from wgrad_cli.emu.loader import Image
 from wgrad_cli.emu.machine import Batch, EmuFault, Op
+from wgrad_cli.emu.matrix_ops import compile_matrix
 from wgrad_cli.emu.memory_ops import compile_buffer, compile_global
 from wgrad_cli.emu.scalar_ops import compile_scalar
 from wgrad_cli.emu.vector_ops import compile_valu
@@ -24,6 +25,7 @@ from wgrad_cli.emu.vector_ops import compile_valu
 SCALAR = {"SOP1", "SOP1_LIT", "SOP2", "SOP2_LIT", "SOPC", "SOPC_LIT", "SOPK", "SOPK_LIT", "SOPP", "SMEM"}
 VECTOR = {"VOP1", "VOP1_LIT", "VOP1_SDWA", "VOP1_DPP16", "VOP2", "VOP2_LIT", "VOP2_SDWA", "VOP2_DPP16", "VOP3",
           "VOP3_SDST", "VOP3SD", "VOPC", "VOPC_SDWA_SDST"}
+MATRIX = {"VOP3P", "VOP3P_MFMA", "VOP3PX2"}
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ def compile_one(d: Decoded) -> Op:
             op = compile_buffer(inst, d.pc, d.size)
         elif cls == "DS":
             op = compile_ds(inst, d.pc, d.size)
+        elif cls in MATRIX:
+            op = compile_matrix(cls, inst, d.pc, d.size)
         else:
             return _unsupported(d, "")
     except KeyError:
