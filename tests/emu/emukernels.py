@@ -62,7 +62,7 @@ def disassemble(image: bytes) -> list[tuple[int, str, int]]:
         text = subprocess.run([OBJDUMP, "-d", "--mcpu=gfx950", f.name], check=True, capture_output=True,
                               text=True).stdout
     insts = []
-    for m in re.finditer(r"^\s+(\S+)(?:\s[^\n]*?)?\s*//\s*([0-9A-F]+):((?:\s[0-9A-F]{8})+)\s*$", text, re.M):
+    for m in re.finditer(r"^\s+(\S+)(?:\s[^\n]*?)?\s*//\s*([0-9A-F]+):((?:\s[0-9A-F]{8})+)(?:\s+<[^>]*>)?\s*$", text, re.M):
         insts.append((int(m.group(2), 16), m.group(1), 4 * len(m.group(3).split())))
     return insts
 

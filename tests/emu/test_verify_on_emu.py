@@ -1,0 +1,40 @@
+"""`wgrad verify --device emu`: the project's reference kernel, built for gfx950 by the real
+compiler, run on the emulated device through the same session, launch and check code as on a GPU,
+against numpy on every element. The shapes are smoke.yaml's and emu.yaml's (odd.yaml's features at
+sizes the emulator checks in seconds); odd.yaml's own shapes need hours of CPU each."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from wgrad_cli.cli import cli
+from wgrad_cli.shipped import CONFIGS_DIR
+
+pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
+
+
+@pytest.mark.parametrize("config", ["smoke.yaml", "emu.yaml"])
+def test_reference_kernel_passes_on_the_emulator(config: str, tmp_path: Path) -> None:
+    out = tmp_path / "verify.json"
+    result = CliRunner().invoke(cli, ["verify", "--config", str(CONFIGS_DIR / config), "--device", "emu",
+                                      "--json", str(out), "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert doc["device"]["emulated"] and doc["device"]["arch"] == "gfx950"
+    assert doc["records"] and all(r["ok"] for r in doc["records"])
+    for r in doc["records"]:
+        assert r["reference"] == "numpy float64, every element"
+        counters = r["counters"]
+        assert counters["waves"] > 0 and counters["instructions"]["valu"] > 0 and counters["bytes_stored"] > 0
+    assert "executed on the emulator" in result.output
+
+
+def test_bench_refuses_the_emulator() -> None:
+    result = CliRunner().invoke(cli, ["bench", "--config", str(CONFIGS_DIR / "smoke.yaml"), "--device", "emu"])
+    assert result.exit_code == 2
+    assert "no clock to time them" in result.stderr and "Traceback" not in result.output
