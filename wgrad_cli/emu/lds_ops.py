@@ -26,6 +26,24 @@ READ2 = {"DS_READ2_B32": (4, 1), "DS_READ2_B64": (8, 1), "DS_READ2ST64_B32": (4,
 WRITE2 = {"DS_WRITE2_B32": (4, 1), "DS_WRITE2_B64": (8, 1), "DS_WRITE2ST64_B32": (4, 64), "DS_WRITE2ST64_B64": (8, 64)}
 
 
+def _transpose_source(bits: int) -> np.ndarray:
+    """For DS_READ_B64_TR_B<bits>: the (source lane * 8 + source byte) of each (lane, result byte).
+    Each lane addresses 8 bytes; within every 16 lanes the elements are transposed: for 8 bits,
+    lane l's element n is byte l & 7 of the block lane (l & ~15) + ((l >> 3) & 1) + 2n addressed
+    (the mapping ../shared/TOOLCHAIN.md records); 16 bits is the same rule at its width, by
+    analogy: element n of lane l is element l & 3 of lane (l & ~15) + ((l >> 2) & 3) + 4n."""
+    per = 64 // bits  # elements per lane: 8 or 4
+    lane = np.arange(64)[:, None]
+    byte = np.arange(8)[None, :]
+    n, within = byte // (bits // 8), byte % (bits // 8)
+    src_lane = (lane & ~15) + ((lane >> int(np.log2(per))) & (16 // per - 1)) + (16 // per) * n
+    src_byte = (lane % per) * (bits // 8) + within
+    return np.asarray(src_lane * 8 + src_byte, dtype=np.int64)
+
+
+TRANSPOSE = {"DS_READ_B64_TR_B8": _transpose_source(8), "DS_READ_B64_TR_B16": _transpose_source(16)}
+
+
 def lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
     """Flat indices into the batch's LDS of nbytes at each lane's address; EmuFault if beyond its group's LDS."""
     bad = addr.astype(np.int64) + nbytes > b.lds_bytes
@@ -110,4 +128,14 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
             b.lds[lds_index(b, base + off0 * n * scale, n, waves, lanes, what)] = words_of(regs, data0, n, waves, lanes)
             b.lds[lds_index(b, base + off1 * n * scale, n, waves, lanes, what)] = words_of(regs, data1, n, waves, lanes)
         return Op(pc, size, what, "lds", write2)
+    if name in TRANSPOSE:
+        source = TRANSPOSE[name].ravel()
+
+        def transpose(b: Batch) -> None:
+            waves, lanes = np.nonzero(b.lanes())
+            blocks = np.zeros((b.W, 64, 8), dtype=np.uint8)
+            blocks[waves, lanes] = b.lds[lds_index(b, address(b, waves, lanes) + offset, 8, waves, lanes, what)]
+            result = blocks.reshape(b.W, 512)[:, source].reshape(b.W, 64, 8)
+            read_into(b, vdst, b.a if acc else b.v, result[waves, lanes], False, waves, lanes)
+        return Op(pc, size, what, "lds", transpose)
     raise KeyError(name)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from wgrad_cli.emu.machine import Batch, EmuFault, Op
+from wgrad_cli.emu.machine import M0, Batch, EmuFault, Op
 
 U32, U64 = np.uint32, np.uint64
 OFF = 127  # saddr "off"
@@ -86,6 +86,20 @@ def _from_regs(regs: np.ndarray, vdata: int, size: int, hi: bool, waves: np.ndar
     return np.ascontiguousarray(word.astype("<u4")).view(np.uint8).reshape(-1, 4)[:, :size]
 
 
+LDS_DMA = {"DWORD", "DWORDX3", "DWORDX4"}  # loads that can write LDS directly (gfx950 adds x3 and x4)
+
+
+def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, offset: int, what: str) -> None:
+    """LDS DMA: each lane's loaded bytes go to LDS address M0 + instruction offset + lane * size, not to
+    VGPRs (CDNA3/CDNA4 ISA, "LDS DMA"; LLVM's global.load.lds and buffer.load.lds intrinsics apply the
+    immediate offset to both addresses). Lanes outside EXEC leave their slot untouched."""
+    from wgrad_cli.emu.lds_ops import lds_index  # lds_ops builds on this module
+
+    nbytes = data.shape[1]
+    addr = b.s[M0][waves].astype(np.int64) + offset + lanes.astype(np.int64) * nbytes
+    b.lds[lds_index(b, addr, nbytes, waves, lanes, what)] = data
+
+
 def _kind(name: str) -> tuple[str, str]:
     """('LOAD' | 'STORE', type suffix) of e.g. GLOBAL_LOAD_DWORDX4."""
     parts = name.split("_", 2)
@@ -95,8 +109,10 @@ def _kind(name: str) -> tuple[str, str]:
 def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
     name = inst.op.name
     kind, suffix = _kind(name)
-    if kind not in ("LOAD", "STORE") or suffix.startswith("LDS") or (kind == "LOAD" and suffix not in LOADS) or \
-            (kind == "STORE" and suffix not in STORES):
+    lds_dma = suffix.startswith("LDS_")
+    suffix = suffix.removeprefix("LDS_")
+    if kind not in ("LOAD", "STORE") or (kind == "LOAD" and suffix not in LOADS) or \
+            (kind == "STORE" and suffix not in STORES) or (lds_dma and suffix not in LDS_DMA):
         raise KeyError(name)
     vaddr = int(inst.addr.offset) - 256
     saddr = int(inst.saddr.offset) if cls == "GLOBAL" else OFF
@@ -114,6 +130,15 @@ def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
             base = sbase + b.v[vaddr][waves, lanes].astype(U64)
         return np.asarray((base.astype(np.int64) + offset).astype(U64))
 
+    if lds_dma:
+        nbytes = LOADS[suffix][0]
+
+        def dma(b: Batch) -> None:
+            waves, lanes = np.nonzero(b.lanes())
+            data = gather(b, addresses(b, waves, lanes), nbytes, waves, lanes, what)
+            into_lds(b, data, waves, lanes, offset, what)
+            b.stats.bytes_loaded += data.size
+        return Op(pc, size, what, "vmem", dma)
     if kind == "LOAD":
         nbytes, signed, d16 = LOADS[suffix]
         vdst = int(inst.vdst.offset) - 256
@@ -146,27 +171,33 @@ def resource(b: Batch, srsrc: int, waves: np.ndarray) -> tuple[np.ndarray, np.nd
 def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] | None = None) -> Op:
     name = inst.op.name
     kind, suffix = _kind(name)
-    if kind not in ("LOAD", "STORE") or bool(getattr(inst, "lds", 0)) or (kind == "LOAD" and suffix not in LOADS) or \
-            (kind == "STORE" and suffix not in STORES) or inst.idxen:
-        raise KeyError(name + ("_LDS" if getattr(inst, "lds", 0) else "") + ("_IDXEN" if inst.idxen else ""))
+    lds_dma = bool(getattr(inst, "lds", 0))
+    if kind not in ("LOAD", "STORE") or (kind == "LOAD" and suffix not in LOADS) or \
+            (kind == "STORE" and suffix not in STORES) or (lds_dma and suffix not in LDS_DMA):
+        raise KeyError(name + ("_LDS" if lds_dma else ""))
     srsrc = int(inst.srsrc.offset)
     soffset_src = int(inst.soffset.offset)
     from wgrad_cli.emu import operands as opd
 
     soffset = opd.scalar(soffset_src, 32)
     vaddr = int(inst.vaddr.offset) - 256
-    offen = bool(inst.offen)
+    offen, idxen = bool(inst.offen), bool(inst.idxen)
     imm = int(inst.offset)
     acc = bool(getattr(inst, "acc", 0))
-    what = name.lower()
+    what = name.lower() + (" lds" if lds_dma else "")
 
     def place(b: Batch, waves: np.ndarray, lanes: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
-        """Each lane's address and whether it lies inside num_records."""
-        base, _, records = resource(b, srsrc, waves)
-        voff = b.v[vaddr][waves, lanes].astype(U64) if offen else np.zeros(len(waves), dtype=U64)
+        """Each lane's address and whether it lies inside num_records. The VGPRs hold the index, then
+        the offset, as idxen and offen ask; the address is base + soffset + index * stride + offset.
+        num_records counts bytes of offset in a raw buffer (stride 0) and records of index in a
+        structured one (CDNA3/CDNA4 ISA, "Range Checking")."""
+        base, stride, records = resource(b, srsrc, waves)
+        zero = np.zeros(len(waves), dtype=U64)
+        index = b.v[vaddr][waves, lanes].astype(U64) if idxen else zero
+        voff = b.v[vaddr + int(idxen)][waves, lanes].astype(U64) if offen else zero
         offset = voff + U64(imm)
-        inside = offset + U64(nbytes) <= records
-        return base + soffset(b)[waves].astype(U64) + offset, inside
+        inside = np.where(stride == 0, offset + U64(nbytes) <= records, index < records)
+        return base + soffset(b)[waves].astype(U64) + index * stride + offset, inside
 
     if kind == "LOAD":
         nbytes, signed, d16 = LOADS[suffix]
@@ -175,10 +206,13 @@ def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] |
         def load(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
             addr, inside = place(b, waves, lanes, nbytes)
-            data = np.zeros((len(waves), nbytes), dtype=np.uint8)
+            data = np.zeros((len(waves), nbytes), dtype=np.uint8)  # out-of-range lanes read 0
             if inside.any():
                 data[inside] = gather(b, addr[inside], nbytes, waves[inside], lanes[inside], what)
-            _to_regs(b, b.a if acc else b.v, vdst, data, nbytes, signed, d16, waves, lanes)
+            if lds_dma:
+                into_lds(b, data, waves, lanes, imm, what)
+            else:
+                _to_regs(b, b.a if acc else b.v, vdst, data, nbytes, signed, d16, waves, lanes)
             b.stats.bytes_loaded += int(inside.sum()) * nbytes
         return Op(pc, size, what, "vmem", load)
     nb, hi = STORES[suffix]

@@ -22,6 +22,10 @@ Read = Callable[[Batch], np.ndarray]
 FLOATS = {240: 0.5, 241: -0.5, 242: 1.0, 243: -1.0, 244: 2.0, 245: -2.0, 246: 4.0, 247: -4.0}
 INV_2PI = {16: 0x3118, 32: 0x3E22F983, 64: 0x3FC45F306DC9C882}
 LITERAL = 255
+# Flat-address apertures (gfx9's src_shared_base 235, src_shared_limit 236, src_private_base 237,
+# src_private_limit 238), as the high dword of the 64-bit value: the ROCm values for gfx9. Kernels
+# compare an LDS pointer made generic against them; the emulator's heap lies far from both.
+APERTURES = {235: 0x10000, 236: 0x1FFFF, 237: 0x20000, 238: 0x2FFFF}
 
 
 def constant(src: int, bits: int, literal: int | None, float_operand: bool) -> int | None:
@@ -62,6 +66,9 @@ def scalar(src: int, bits: int = 32, literal: int | None = None, float_operand: 
         return lambda b: np.asarray((b.s[EXEC] | b.s[EXEC + 1]) == 0, dtype=np.uint32)
     if src == 253:
         return lambda b: np.asarray(b.scc, dtype=np.uint32)
+    if src in APERTURES:  # src_shared_base/limit, src_private_base/limit: the high dword of a 64-bit aperture
+        value = np.uint64(APERTURES[src] << 32) if bits == 64 else np.uint32(APERTURES[src])
+        return lambda b: np.full(b.W, value)
     if src >= 256:
         raise EmuFault("a VGPR where the encoding takes a scalar")
     if src > 127:
