@@ -97,6 +97,9 @@ class HostDevice:
         assert isinstance(start, list) and isinstance(stop, list)
         return 1e3 * (stop[0] - start[0])
 
+    def counters(self) -> dict[str, object] | None:
+        return None
+
     def abandon(self) -> None:
         self.abandoned = True
 

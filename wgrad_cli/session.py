@@ -25,7 +25,7 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.kernelspec import KernelSpec, load_specs
 from wgrad_cli.report import progress
 from wgrad_cli.routing import edge_routings
-from wgrad_cli.runtime import DriverError, Runtime, open_runtime
+from wgrad_cli.runtime import Device, DriverError, Runtime, open_runtime
 from wgrad_cli.targets import TARGETS, Target
 from wgrad_cli.toolchain import Toolchains
 
@@ -78,7 +78,7 @@ class Session:
                 "device": self.rt.device.to_json(), "python": platform.python_version(), "numpy": np.__version__}
 
 
-def probe(targets: list[str], device: int) -> tuple[Target, Runtime]:
+def probe(targets: list[str], device: Device) -> tuple[Target, Runtime]:
     """The first target whose vendor's driver opens device `device` with a matching architecture."""
     failures = []
     for name in targets:
@@ -98,7 +98,7 @@ def probe(targets: list[str], device: int) -> tuple[Target, Runtime]:
 
 def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
                  kernel_source: Path | None, includes: tuple[Path, ...], cache_dir: Path | None, hip_cc: str | None,
-                 nvcc: str | None, rocm_path: str | None, device: int, seed: int | None, kernel_timeout: float,
+                 nvcc: str | None, rocm_path: str | None, device: Device, seed: int | None, kernel_timeout: float,
                  shard: tuple[int, int] | None, edge_cases: bool, extra: Callable[[Dims], list[tuple[str, Dims]]]) -> Session:
     """Load the config, open the device, choose the records (sharded) and build what they need.
 

@@ -27,6 +27,7 @@ from wgrad_cli.occupancy import gfx950
 from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Reading
 
 NAME = "emu"  # what --device takes
+KERNARG_SLACK = 64  # bytes past the kernarg segment a scalar load may read (one s_load_dwordx16)
 UNITS = 256  # MI355X's compute units: persistent kernels size their grid by it
 
 
@@ -102,7 +103,9 @@ class EmuRuntime:
         if k.private_segment_size or k.uses_dynamic_stack:
             raise DriverError(f"launch of {k.name}: it uses scratch memory ({k.private_segment_size} bytes per "
                               "work-item), which the emulator does not implement")
-        kernarg = self.heap.alloc(max(k.kernarg_size, 4))
+        # padded as a HIP runtime's kernarg pool is: compilers load the last arguments with wide
+        # s_load_dwordxN that run past kernarg_size
+        kernarg = self.heap.alloc(max(k.kernarg_size, 4) + KERNARG_SLACK)
         packet = self.heap.alloc(64)
         try:
             self._write_kernargs(k, kernarg, grid, block, kernel_params)

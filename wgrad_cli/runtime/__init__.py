@@ -70,6 +70,7 @@ class DeviceInfo:
     l2_bytes: int
     driver: str
     runtime: str
+    emulated: bool = False  # the CPU runs the code object (wgrad's gfx950 emulator): no timing, no sensors
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -103,18 +104,32 @@ class Runtime(Protocol):
         """The clock, the board's power and whether its power limit holds the clock down, now: a kernel
         held at the limit is bound by power (its energy per launch), not by its instructions."""
         ...
+    def counters(self) -> dict[str, object] | None:
+        """What the last launch executed (waves, instructions by class, bytes), where the device can
+        count it (the emulator); None on a GPU."""
+        ...
     def abandon(self) -> None:
         """A kernel is stuck: from now on free and close make no driver call (it would block behind it)."""
         ...
     def close(self) -> None: ...
 
 
+EMULATED = "emu"  # --device emu: the emulated gfx950
+Device = int | str  # a device index, or EMULATED
+
 SHIMS: dict[Vendor, tuple[str, str]] = {"amd": ("wgrad_cli.runtime.hip", "hip-python"),
                                         "nvidia": ("wgrad_cli.runtime.cuda", "cuda-bindings nvidia-ml-py")}
 
 
-def open_runtime(vendor: Vendor, index: int) -> Runtime:
-    """A Runtime on device `index` of `vendor`; DriverError (one line, exit 2) if there is none."""
+def open_runtime(vendor: Vendor, index: Device) -> Runtime:
+    """A Runtime on device `index` of `vendor`, or the emulator; DriverError (one line, exit 2) if there is none."""
+    if index == EMULATED:
+        if vendor != "amd":
+            raise DriverError(f"--device {EMULATED} emulates a gfx950 (MI355X); it cannot run {vendor} code")
+        from wgrad_cli.emu.device import EmuRuntime
+
+        return EmuRuntime()
+    assert isinstance(index, int)
     module, packages = SHIMS[vendor]
     try:
         shim = importlib.import_module(module)

@@ -158,6 +158,9 @@ class CudaRuntime:
     def sensors(self) -> Reading:
         return self._sensors()
 
+    def counters(self) -> dict[str, object] | None:
+        return None  # a GPU counts nothing here
+
     def abandon(self) -> None:
         self._abandoned = True
 
