@@ -89,6 +89,12 @@ class Heap:
     def check(self, addresses: np.ndarray, nbytes: int) -> Fault | None:
         """The first access of `nbytes` at each address that leaves every live allocation, if any."""
         offsets = addresses.astype(np.int64) - BASE
+        if offsets.size == 0:
+            return None
+        lo, hi = int(offsets.min()), int(offsets.max())
+        first = bisect.bisect_right(self.starts, lo) - 1
+        if first >= 0 and hi + nbytes <= self.ends[first]:  # the usual case: one instruction, one buffer
+            return None
         i = np.searchsorted(self._starts_np, offsets, side="right") - 1
         ok = (i >= 0) & (offsets + nbytes <= self._ends_np[np.maximum(i, 0)] if len(self._ends_np) else False)
         if np.all(ok):
