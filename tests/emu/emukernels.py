@@ -25,6 +25,7 @@ CLANG, OBJDUMP = "clang-22", "llvm-objdump-22"
 PRELUDE = """
 #define KERNEL extern "C" __attribute__((global)) __attribute__((launch_bounds(256)))
 #define DEVICE __attribute__((device))
+#define SHARED __attribute__((shared))
 #define tid() __builtin_amdgcn_workitem_id_x()
 #define gid() __builtin_amdgcn_workgroup_id_x()
 """

@@ -46,6 +46,7 @@ TRANSPOSE = {"DS_READ_B64_TR_B8": _transpose_source(8), "DS_READ_B64_TR_B16": _t
 
 def lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
     """Flat indices into the batch's LDS of nbytes at each lane's address; EmuFault if beyond its group's LDS."""
+    addr = addr.astype(np.int64) & 0xFFFFFFFF  # VGPR + offset is a 32-bit sum: compilers rely on it wrapping
     bad = addr.astype(np.int64) + nbytes > b.lds_bytes
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
