@@ -23,7 +23,7 @@ def test_selfbench_small(repo: Path, tmp_path: Path, amd_compiler: object, nvcc:
         "reference peak memory, float64",
         "reference time, float32", "  of which BLAS, float32", "  of which first touch, float32",
         "reference peak memory, float32",
-        "warm build step", "warm build command"]
+        "warm build step", "warm build command", "emulator scaled-MFMA step"]
     assert all(r["measured"] > 0 and r["baseline"] > 0 for r in records)
     warm = records[-2]
     assert warm["ratio"] < 1  # a warm cache is faster than a cold one

@@ -8,6 +8,8 @@ baseline measured in the same run, so the figures carry over between machines.
   fp8 (target < 2).
 - `wgrad build` of a config with a warm cache vs a cold one, both for the build step itself and
   for the whole command including Python's start-up (target < 2%, on the build step).
+- the emulator running a project kernel that is mostly scaled MFMA and LDS traffic (one 512-thread
+  workgroup, a 256 x 256 x 128 step) on one core, vs its 50 ms goal (target < 1).
 Rows marked informational explain another row: the bare per-expert BLAS time shows what the
 grouped shape costs BLAS (k = M/E is a short inner dimension), and the first touch what it costs
 to write a result E times the baseline's size into fresh memory.
@@ -33,6 +35,7 @@ from wgrad_cli.abi import Dims
 from wgrad_cli.build import BuildJob, run_builds
 from wgrad_cli.cache import Cache
 from wgrad_cli.config import load_config
+from wgrad_cli.emu import mfma_step
 from wgrad_cli.grid import Grid, plural
 from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.mxfp8 import E4M3
@@ -144,6 +147,17 @@ def build_ratios(config_path: Path) -> list[Ratio]:
     ]
 
 
+def emulator_ratios() -> list[Ratio]:
+    """The emulator on MFMA-heavy code, against the 50 ms one-core budget for the step (a fixed
+    goal, not a measured baseline); nothing without clang-22 to build the step."""
+    image = mfma_step.build()
+    if image is None:
+        err.print(f"selfbench: {mfma_step.COMPILER} is not installed; the emulator's MFMA row is skipped")
+        return []
+    return [Ratio("emulator scaled-MFMA step", mfma_step.step_seconds(image) * 1e3, 50.0, "ms", 1.0, False,
+                  "one 512-thread workgroup, 256x256x128 scaled MFMA via LDS, on one core / the 50 ms goal")]
+
+
 def selfbench_command(size: int, experts: int, build_config: Path, json_path: Path | None) -> None:
     build_config = config_file(build_config)
     load_config(build_config, load_specs())  # a bad config is reported now, not after minutes of timing
@@ -151,6 +165,8 @@ def selfbench_command(size: int, experts: int, build_config: Path, json_path: Pa
         ratios = reference_ratios(size, experts)
     with err.status(f"timing cold and warm builds of {build_config}"):
         ratios += build_ratios(build_config)
+    with err.status("timing the emulator's scaled-MFMA step"):
+        ratios += emulator_ratios()
     table = Grid(f"wgrad selfbench ({platform.node()}, {plural(os.cpu_count() or 1, 'core')})")
     for col in ("benchmark", "measured", "baseline", "ratio", "target", "verdict", "what"):
         table.add_column(col, detail=col == "what")

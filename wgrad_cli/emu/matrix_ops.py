@@ -170,9 +170,10 @@ def _mfma(pc: int, size: int, name: str, m: int, n: int, k: int, a: Operand, b_:
         flat[:, out] = d.reshape(b.W, -1)
         result = np.moveaxis(flat.reshape(b.W, regs, 64), 1, 0)
         dest = b.a if acc_cd else b.v
-        mask = np.broadcast_to(b.wm[:, None], (b.W, 64))
-        for i in range(regs):
-            np.copyto(dest[vdst + i], result[i], where=mask)
+        if b.all:
+            dest[vdst: vdst + regs] = result
+        else:
+            np.copyto(dest[vdst: vdst + regs], result, where=b.wm[None, :, None])
     return Op(pc, size, name, "mfma", run)
 
 
