@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,11 @@ from hipstandin.build import Unavailable, compile_standin, python_with_hip_pytho
 
 REPO = Path(__file__).resolve().parent.parent
 SERIES = os.environ.get("WGRAD_HIP_PYTHON", "7.1 10").split()
+
+
+def no_core_files() -> None:
+    """The stand-in's abort() dumps no core (inherited by wgrad's child processes)."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 @dataclass(frozen=True)
@@ -47,7 +53,7 @@ class HipPython:
                  and k != "LD_LIBRARY_PATH"}
         return subprocess.run([str(self.python), "-m", "wgrad_cli", *map(str, args), "--cache-dir", str(self.cache)],
                               env={**clean, **(self.finds_standin if finds is None else finds), **(env or {})},
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=300, preexec_fn=no_core_files)
 
 
 def smoke_config() -> Path:
@@ -145,7 +151,7 @@ def test_library_not_on_the_path_says_where_to_put_it(hip_python: HipPython, tmp
     r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--no-save", finds=wrong)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     line = next(line for line in r.stderr.splitlines() if line.startswith("gfx950: "))
-    assert "hip-python could not load" in line and "libamdhip64.so: cannot open shared object file" in line
+    assert "hip-python found no libamdhip64.so; install ROCm 7" in line and "cannot open shared object file" in line
     assert ("LD_LIBRARY_PATH" if hip_python.version.startswith("7.") else "set ROCM_PATH") in line
 
 
@@ -156,4 +162,35 @@ def test_a_library_the_runtime_needs_is_named(hip_python: HipPython, tmp_path: P
     r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--no-save", finds=finds)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     line = next(line for line in r.stderr.splitlines() if line.startswith("gfx950: "))
-    assert "libhsa-runtime64.so.1, which libamdhip64.so needs, is not found" in line
+    assert "could not load libamdhip64.so: libhsa-runtime64.so.1, which it needs, is not found" in line
+
+
+def test_a_kernel_that_aborts_the_process_costs_its_rows_only(hip_python: HipPython, tmp_path: Path) -> None:
+    """HIP calls abort() on a GPU memory fault. Each (kernel, shape) runs in a process of its own: the crash
+    is one line naming kernel, shape and signal, exit status 4, and every other row is saved."""
+    out = tmp_path / "v.json"
+    r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--kernel", "reference",
+                         "--kernel", "empty", "--shape", "one-expert", "--shape", "gaps", "--json", out,
+                         env={"WGRAD_STANDIN_ABORT": "wgrad_empty_kernel"})
+    assert r.returncode == 4 and "Traceback" not in r.stderr, r.stderr
+    assert "Memory access fault by GPU node-2" in r.stderr  # HIP's own message reaches the user
+    crashed = [line for line in r.stderr.splitlines() if line.startswith("CRASHED ")]
+    assert [line.split(" crashed the process running it ")[0] for line in crashed] == [
+        "CRASHED empty on one-expert", "CRASHED empty on gaps"]
+    assert all("(SIGABRT)" in line for line in crashed) and "0/4 shapes passed" in r.stderr
+    doc = json.loads(out.read_text())
+    assert [rec["kernel"] for rec in doc["records"]] == ["reference"] * 2 and len(doc["crashed"]) == 2
+
+
+def test_bench_keeps_the_rows_of_the_kernels_that_did_not_crash(hip_python: HipPython, tmp_path: Path) -> None:
+    out = tmp_path / "b.json"
+    r = hip_python.wgrad("bench", "--config", smoke_config(), "--target", "gfx950", "--kernel", "reference",
+                         "--kernel", "empty", "--shape", "one-expert", "--min-samples", "3", "--min-time", "0",
+                         "--timeout", "0.5", "--warmup", "1", "--json", out,
+                         env={"WGRAD_STANDIN_ABORT": "grouped_mxfp8_wgrad_kernel"})
+    assert r.returncode == 4 and "Traceback" not in r.stderr, r.stderr
+    assert "reference on one-expert crashed the process running it (SIGABRT)" in r.stderr
+    doc = json.loads(out.read_text())
+    assert [(rec["kernel"], rec["shape"]["name"]) for rec in doc["records"]] == [
+        ("empty", "calibration"), ("empty", "one-expert")]
+    assert doc["incomplete"].startswith("reference on one-expert crashed")

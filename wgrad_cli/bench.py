@@ -15,19 +15,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 
+from wgrad_cli import isolation
 from wgrad_cli.abi import Dims, flops, min_bytes
 from wgrad_cli.baselines import baselines
 from wgrad_cli.build import BuildJob
 from wgrad_cli.config import Shape
+from wgrad_cli.grid import Grid
+from wgrad_cli.isolation import Crash, Crashed
 from wgrad_cli.launch import DeviceProblem, Kernel, prepare, upload
 from wgrad_cli.measure import Flush, Measurement, measure
 from wgrad_cli.peaks import flush_bytes, peak
-from wgrad_cli.problem import generate
-from wgrad_cli.grid import Grid
+from wgrad_cli.problem import Problem, generate
 from wgrad_cli.report import cell
 from wgrad_cli.results import order, shape_label
 from wgrad_cli.routing import Routing
@@ -93,55 +95,111 @@ def _head(s: Session, rec: Record, kernel: Kernel) -> dict[str, Any]:
     return {**rec.to_json(), **s.code_object_json(rec.job), "baseline": False, "grid": kernel.grid}
 
 
-def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int, with_baselines: bool,
-          on_step: Callable[[str], None], on_done: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
-    """The calibration row, then `repeat` measured runs of every record (and of the baselines on its
-    shape, with_baselines), in `order`. on_step says what starts (a measurement, or the baselines'
-    set-up, whose first torch.compile takes a while); on_done gets each finished row."""
+@dataclass(frozen=True)
+class Plan:
+    """How every measurement of a run is taken."""
+
+    criterion: Criterion
+    hot: bool
+    repeat: int
+    warmup: int
+
+
+Run = tuple[dict[str, Any], Callable[[], None], Criterion, int]  # head, launch, stopping rule, repeats
+
+
+def _measured(s: Session, plan: Plan, shape: Shape, runs: Callable[[DeviceProblem, Problem], list[Run]],
+              work: tuple[int, int] | None = None) -> list[dict[str, Any]]:
+    """Upload the shape's problem, measure each of `runs` on it `plan.repeat` times (cold: after a flush of
+    the last-level cache), and give their rows; `work` is (FLOPs, bytes), from the problem if None."""
+    mode = "hot" if plan.hot else "cold"
     rows = []
-    mode = "hot" if hot else "cold"
-    flush = None if hot else Flush(s.rt.alloc(flush_bytes(s.rt.device)), flush_bytes(s.rt.device))
+    flush = None if plan.hot else Flush(s.rt.alloc(flush_bytes(s.rt.device)), flush_bytes(s.rt.device))
     try:
-        empty = BuildJob(s.specs["empty"], s.target.name, CALIBRATION.dims)
-        dev = upload(s.rt, generate(CALIBRATION.dims, CALIBRATION.routing, s.seed, s.config.quantization))
+        p = generate(shape.dims, shape.routing, s.seed, s.config.quantization)
+        dev = upload(s.rt, p)
         try:
-            on_step("calibration: the empty kernel")
-            kernel = _kernel(s, empty, dev)
-            batch = launches_per_sample(s, kernel, hot, empty.label)
-            m = measure(s.rt, s.events, kernel, replace(criterion, max_samples=CALIBRATION_SAMPLES), flush, warmup, batch,
-                        s.kernel_timeout, empty.label)
-            rows.append({**_record(s, _head(s, Record(-1, empty, CALIBRATION), kernel), m, 1, mode, flush, (0, 0)),
-                         "calibration": True, "batch": batch})
-            on_done(rows[-1])
+            work = work or (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims))
+            for head, fn, criterion, repeat in runs(dev, p):
+                what = f"{head['kernel']} on {shape.name}"
+                batch = launches_per_sample(s, fn, plan.hot, what)
+                for run in range(1, repeat + 1):
+                    m = measure(s.rt, s.events, fn, criterion, flush, plan.warmup, batch, s.kernel_timeout, what)
+                    rows.append({**_record(s, head, m, run, mode, flush, work),
+                                 "calibration": head.get("calibration", False), "batch": batch})
         finally:
             dev.free()
-        for shape, recs in s.by_shape().items():
-            p = generate(shape.dims, shape.routing, s.seed, s.config.quantization)
-            work = (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims))
-            dev = upload(s.rt, p)
-            try:
-                kernels = [_kernel(s, rec.job, dev) for rec in recs]
-                runs: list[tuple[dict[str, Any], Callable[[], None]]] = [
-                    (_head(s, rec, kernel), kernel) for rec, kernel in zip(recs, kernels)]
-                if with_baselines:
-                    on_step(f"torch baselines on {shape.name}: setting up (the first compiles)")
-                    runs += [({**recs[0].to_json(), "kernel": name, "baseline": True, "code_object_sha256": None,
-                               "compiler": None, "flags": None, "build_errors": [], "grid": None}, fn)
-                             for name, fn in baselines(p).items()]
-                for head, fn in runs:
-                    what = f"{head['kernel']} on {shape.name}"
-                    on_step(what)
-                    batch = launches_per_sample(s, fn, hot, what)
-                    for run in range(1, repeat + 1):
-                        m = measure(s.rt, s.events, fn, criterion, flush, warmup, batch, s.kernel_timeout, what)
-                        rows.append({**_record(s, head, m, run, mode, flush, work), "calibration": False,
-                                     "batch": batch})
-                        on_done(rows[-1])
-            finally:
-                dev.free()
     finally:
         if flush:
             s.rt.free(flush.ptr)
+    return rows
+
+
+def calibrate(s: Session, plan: Plan) -> list[dict[str, Any]]:
+    """The calibration row: the empty kernel, one workgroup, timed as the shapes are."""
+    empty = BuildJob(s.specs["empty"], s.target.name, CALIBRATION.dims)
+
+    def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
+        kernel = _kernel(s, empty, dev)
+        head = {**_head(s, Record(-1, empty, CALIBRATION), kernel), "calibration": True}
+        return [(head, kernel, replace(plan.criterion, max_samples=CALIBRATION_SAMPLES), 1)]
+
+    return _measured(s, plan, CALIBRATION, runs, (0, 0))
+
+
+def measure_record(s: Session, job: tuple[Plan, Record]) -> list[dict[str, Any]]:
+    """One kernel on one shape, `repeat` rows."""
+    plan, rec = job
+
+    def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
+        kernel = _kernel(s, rec.job, dev)
+        return [(_head(s, rec, kernel), kernel, plan.criterion, plan.repeat)]
+
+    return _measured(s, plan, rec.shape, runs)
+
+
+def measure_baselines(s: Session, job: tuple[Plan, Record]) -> list[dict[str, Any]]:
+    """The torch baselines on a record's shape, `repeat` rows each."""
+    plan, rec = job
+
+    def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
+        head = {**rec.to_json(), "baseline": True, "code_object_sha256": None, "compiler": None, "flags": None,
+                "build_errors": [], "grid": None}
+        return [({**head, "kernel": name}, fn, plan.criterion, plan.repeat) for name, fn in baselines(p).items()]
+
+    return _measured(s, plan, rec.shape, runs)
+
+
+def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int, with_baselines: bool,
+          on_step: Callable[[str], None], on_done: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+    """The calibration row, then `repeat` measured runs of every record (and of the baselines on its
+    shape, with_baselines), in `order`. Each (kernel, shape) is measured in a process of its own where a
+    fault could end the process (isolation.py): one that crashes loses its rows only, and the run ends
+    with Crashed (exit 4) after the others. on_step says what starts (a measurement, or the baselines'
+    set-up, whose first torch.compile takes a while); on_done gets each finished row."""
+    plan = Plan(criterion, hot, repeat, warmup)
+    rows: list[dict[str, Any]] = []
+    crashes: list[Crash] = []
+
+    def step(what: str, work: Callable[[Session, Any], list[dict[str, Any]]], arg: object) -> None:
+        on_step(what)
+        result = isolation.run(s, what, work, arg)
+        if isinstance(result, Crash):
+            crashes.append(result)
+            return
+        for row in result:
+            rows.append(row)
+            on_done(row)
+
+    step("calibration: the empty kernel", calibrate, plan)
+    for shape, recs in s.by_shape().items():
+        for rec in recs:
+            step(f"{rec.job.kernel.name} on {shape.name}", measure_record, (plan, rec))
+        if with_baselines:
+            step(f"torch baselines on {shape.name}: setting up (the first compiles)", measure_baselines,
+                 (plan, recs[0]))
+    if crashes:
+        raise Crashed([c.line for c in crashes])
     return sorted(rows, key=order)
 
 
@@ -165,7 +223,7 @@ def bench_table(records: list[dict[str, Any]], title: str) -> Grid:
     the share of samples during which the power limit held the clock down. On a device held at its
     power limit, energy per launch (not cycles) sets the time."""
     table = Grid(title)
-    essential = ("kernel", "shape", "run", "median us", "p20-p80 us", "TFLOP/s", "% peak", "W", "stop")
+    essential = ("kernel", "shape", "run", "median us", "rel stdev", "TFLOP/s", "W", "stop")
     for name in ("kernel", "shape", "M x N x K, E", "routing", "run", "cache", "samples", "median us", "min us",
                  "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "W", "mJ", "capped", "stop"):
         table.add_column(name, "left" if name in ("kernel", "shape", "routing", "cache", "stop") else "right",

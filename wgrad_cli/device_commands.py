@@ -11,6 +11,7 @@ from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.baselines import require_torch
 from wgrad_cli.bench import CALIBRATION, bench, bench_table
 from wgrad_cli.errors import WgradError
+from wgrad_cli.isolation import Crash, Crashed
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.report import err, out, progress
 from wgrad_cli.results import default_path, order, save
@@ -47,7 +48,8 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
                                 description=f"{o.record.job.kernel.name} {o.record.shape.name} "
                                             f"{'ok' if o.ok else 'FAILED'}")
 
-            outcomes = verify(s, reference, rows, done)
+            crashes: list[Crash] = []
+            outcomes = verify(s, reference, rows, done, crashes.append)
     finally:
         s.rt.close()
     records = [{**o.to_json(), **s.code_object_json(o.record.job)} for o in outcomes]
@@ -55,13 +57,18 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
     for r in records:
         if per_expert or not r["ok"]:
             out.print(expert_table(r))
-    _save(s, "verify", records, json_path, csv_path, no_save, shard)
+    _save(s, "verify", records, json_path, csv_path, no_save, shard,
+          **({"crashed": [c.line for c in crashes]} if crashes else {}))
     failed = [r for r in records if not r["ok"]]
-    err.print(f"{len(records) - len(failed)}/{len(records)} shapes passed")
+    err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes)} shapes passed")
     for r in failed:
         err.print(f"[red]FAILED[/] {escape(r['kernel'])} on {escape(r['shape']['name'])}: "
                   f"{r['overall']['mismatches']} mismatches, {r['overall']['unwritten']} unwritten "
                   f"({escape(r['reference'])})", highlight=False)
+    for c in crashes:
+        err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
+    if crashes:
+        raise SystemExit(Crashed.exit_code)
     if failed:
         raise SystemExit(1)
 
@@ -73,6 +80,11 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
     if baselines:
         require_torch()  # before any build or launch
     s = open_session(**selection, shard=shard, edge_cases=False, extra=lambda _: [("empty", CALIBRATION.dims)])
+    if baselines and s.target.vendor == "amd":
+        s.rt.close()
+        raise WgradError("--baselines on an AMD device: PyTorch's ROCm wheels load their own libamdhip64.so beside "
+                         "hip-python's, and wgrad's events would not order torch's kernels (their times would come "
+                         "out near zero); time the kernels without --baselines, and the torch paths with torch's events")
     known, flush = peak(s.rt.device), 0 if hot else flush_bytes(s.rt.device)
     details = {"criterion": criterion.to_json(), "peak": known.__dict__ if known else None, "warmup": warmup}
     finished: list[dict[str, Any]] = []

@@ -17,11 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from wgrad_cli import isolation
 from wgrad_cli.abi import Dims, flops
 from wgrad_cli.build import BuildJob
 from wgrad_cli.check import BF16, POISON, Comparison, compare
 from wgrad_cli.errors import WgradError
 from wgrad_cli.grid import Grid
+from wgrad_cli.isolation import Crash
 from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
@@ -119,18 +121,29 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
     return Outcome(rec, p.seed, f"reference kernel on the device, every element; {how}", whole, sampled)
 
 
-def verify(s: Session, mode: str, rows: int, on_done: Callable[[Outcome], None]) -> list[Outcome]:
-    """Check every record, one problem per shape shared by its kernels."""
+def check_record(s: Session, job: tuple[Record, str, int]) -> Outcome:
+    """One record (and its reference mode and rows) on its own upload of the shape's problem."""
+    rec, mode, rows = job
+    p = generate(rec.shape.dims, rec.shape.routing, s.seed, s.config.quantization)
+    dev = upload(s.rt, p)
+    try:
+        return check(s, rec, p, dev, mode, rows)
+    finally:
+        dev.free()
+
+
+def verify(s: Session, mode: str, rows: int, on_done: Callable[[Outcome], None],
+           on_crash: Callable[[Crash], None]) -> list[Outcome]:
+    """Check every record, each in a process of its own where a fault could end the process (isolation.py):
+    a record whose process crashed goes to on_crash, and the others still run."""
     outcomes = []
-    for shape, recs in s.by_shape().items():
-        p = generate(shape.dims, shape.routing, s.seed, s.config.quantization)
-        dev = upload(s.rt, p)
-        try:
-            for rec in recs:
-                outcomes.append(check(s, rec, p, dev, mode, rows))
-                on_done(outcomes[-1])
-        finally:
-            dev.free()
+    for rec in s.records:
+        result = isolation.run(s, f"{rec.job.kernel.name} on {rec.shape.name}", check_record, (rec, mode, rows))
+        if isinstance(result, Crash):
+            on_crash(result)
+            continue
+        outcomes.append(result)
+        on_done(result)
     return sorted(outcomes, key=lambda o: o.record.index)
 
 

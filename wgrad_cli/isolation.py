@@ -1,0 +1,108 @@
+"""Each (kernel, shape) of verify and bench in a process of its own, so that a crash costs one row.
+
+A kernel under development can take its whole process down: HIP's runtime calls abort() on a GPU
+memory fault ("Memory access fault by GPU node-N ... Aborted"), never returning
+hipErrorIllegalAddress, and a CUDA fault leaves the context unusable for the rest of the process.
+So where the runtime is a GPU driver's, each piece of work runs in a fresh child interpreter
+(`python -m wgrad_cli.isolation`) that opens the device itself; a child that dies by a signal
+becomes one Crash line, and the parent goes on with the next piece. A forked child would inherit a
+driver that the parent has initialized, which neither HIP nor CUDA allows.
+
+The child gets the session's fields (the config, records, builds and seed: everything but the
+runtime) and a module-level function, pickled on its stdin; it answers on its stdout. A
+WgradError in the child is raised again in the parent, as the same kind (a hang stays a hang).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+from wgrad_cli.errors import KernelHang, WgradError
+from wgrad_cli.backends import BY_VENDOR
+from wgrad_cli.runtime import Runtime, open_runtime
+from wgrad_cli.session import Session
+
+A = TypeVar("A")
+R = TypeVar("R")
+DRIVER_SHIMS = {b.runtime_module for b in BY_VENDOR.values()}
+
+
+class Crashed(WgradError):
+    """Work on the device killed the process that ran it; the rows of the rest of the run are kept."""
+
+    exit_code = 4
+
+
+@dataclass(frozen=True)
+class Crash:
+    what: str  # the kernel and shape, e.g. "reference on two-zipf"
+    how: str  # the signal that ended the child (SIGABRT, SIGSEGV, ...), or its exit status
+
+    @property
+    def line(self) -> str:
+        return (f"{self.what} crashed the process running it ({self.how}): most likely the kernel faulted (HIP "
+                "aborts on a GPU memory fault; its message is above); its row is missing, the others are kept. "
+                "Run it alone with AMD_LOG_LEVEL=1 (AMD) or under compute-sanitizer (NVIDIA)")
+
+
+def isolates(rt: Runtime) -> bool:
+    """Whether work on `rt` runs in child processes: a GPU driver shim's can crash the process, and a child
+    re-opens it with open_runtime. A runtime handed in otherwise (the emulator, a test's stand-in) cannot,
+    and the work runs here."""
+    return type(rt).__module__ in DRIVER_SHIMS
+
+
+def run(s: Session, what: str, work: Callable[[Session, A], R], arg: A) -> R | Crash:
+    """work(s, arg), in a child process of its own where the runtime is a driver's (isolates)."""
+    if not isolates(s.rt):
+        return work(s, arg)
+    parts = {f.name: getattr(s, f.name) for f in fields(s) if f.name != "rt"}
+    request = pickle.dumps((s.target.vendor, s.rt.device.index, parts, work, arg))
+    child = subprocess.run([sys.executable, "-m", "wgrad_cli.isolation"], input=request, stdout=subprocess.PIPE)
+    if child.returncode < 0:
+        return Crash(what, signal.Signals(-child.returncode).name)
+    try:
+        ok, answer = pickle.loads(child.stdout)
+    except (pickle.UnpicklingError, EOFError, ValueError):
+        return Crash(what, f"exit status {child.returncode} without an answer")
+    if ok:
+        result: R = answer
+        return result
+    kind, lines = answer
+    raise kind(lines)
+
+
+def _answer(out: int, ok: bool, answer: Any) -> None:
+    with os.fdopen(out, "wb") as f:
+        pickle.dump((ok, answer), f)
+
+
+def main() -> None:
+    """The child: open the device, run the work, answer on the original stdout (anything printed goes to stderr)."""
+    out = os.dup(1)
+    os.dup2(2, 1)
+    vendor, index, parts, work, arg = pickle.load(sys.stdin.buffer)
+    try:
+        rt = open_runtime(vendor, index)
+        try:
+            answer = work(Session(rt=rt, **parts), arg)
+        except KernelHang as exc:  # the kernel still runs: answer, then end without the clean-up that would wait
+            _answer(out, False, (type(exc), exc.lines))
+            os._exit(exc.exit_code)
+        finally:
+            rt.close()
+    except WgradError as exc:
+        _answer(out, False, (type(exc), exc.lines))
+        return
+    _answer(out, True, answer)
+
+
+if __name__ == "__main__":
+    main()
