@@ -27,6 +27,9 @@ VECTOR = {"VOP1", "VOP1_LIT", "VOP1_SDWA", "VOP1_DPP16", "VOP2", "VOP2_LIT", "VO
           "VOP3_SDST", "VOP3SD", "VOPC", "VOPC_SDWA_SDST"}
 MATRIX = {"VOP3P", "VOP3P_MFMA", "VOP3PX2"}
 
+VOP3_ONLY = 0x1C0  # gfx9 VOP3 opcodes from here have no VOPC/VOP2/VOP1 form
+LITERAL_ONLY = {"v_fmamk_f32", "v_fmaak_f32", "v_madmk_f32", "v_madak_f32", "v_fmamk_f16", "v_fmaak_f16"}
+
 
 @dataclass(frozen=True)
 class Decoded:
@@ -45,6 +48,10 @@ def mnemonic(inst: Any) -> str:
         return name.removesuffix("_e32") + "_sdwa"
     if cls.endswith("DPP16"):
         return name.removesuffix("_e32") + "_dpp"
+    if cls.startswith("VOP3") and int(inst.op.value) >= VOP3_ONLY:  # one encoding: LLVM writes no suffix
+        return name.removesuffix("_e64")
+    if name.removesuffix("_e32") in LITERAL_ONLY:
+        return name.removesuffix("_e32")
     return name
 
 

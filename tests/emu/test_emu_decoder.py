@@ -1,0 +1,62 @@
+"""The emulator's decoder (tinygrad's) against LLVM's disassembler: the same instruction lengths and
+mnemonics at the same offsets, over every instruction of the test kernels; and a kernel with an
+instruction the emulator lacks is listed before it runs and stops, naming it, when it runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import test_emu_memory
+import test_emu_scalar_exec
+import test_emu_valu
+from emukernels import compile_hip, disassemble, run
+from wgrad_cli.emu.loader import load_image
+from wgrad_cli.emu.program import Program, decode
+from wgrad_cli.runtime import DriverError
+
+SOURCES = [test_emu_valu.SOURCE, test_emu_scalar_exec.SALU, test_emu_scalar_exec.DIVERGE, test_emu_memory.GLOBAL,
+           test_emu_memory.LDS, test_emu_memory.BUFFER]
+DIVIDE = """
+KERNEL void divide(float *out, const float *a, const float *b) { unsigned i = tid(); out[i] = a[i] / b[i]; }
+"""
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=["valu", "salu", "diverge", "global", "lds", "buffer"])
+def test_decoder_agrees_with_llvm(source: str) -> None:
+    image = compile_hip(source)
+    loaded = load_image(image)
+    ours = [(d.pc, d.mnemonic, d.size) for d in decode(loaded.code, loaded.text_start, loaded.text_end)]
+    llvm = [i for i in disassemble(image) if loaded.text_start <= i[0] < loaded.text_end]
+    assert ours == llvm
+
+
+def test_an_unimplemented_instruction_is_listed_and_stops_the_run() -> None:
+    image = compile_hip(DIVIDE)
+    program = Program(load_image(image))
+    listed = {op.name for op in program.unsupported()}
+    assert "v_div_scale_f32" in listed
+    offset = min(op.pc for op in program.unsupported() if op.name == "v_div_scale_f32")
+    with pytest.raises(DriverError) as info:
+        run(image, [np.zeros(64, np.float32), np.ones(64, np.float32), np.ones(64, np.float32)])
+    line = str(info.value)
+    assert "\n" not in line and "divide" in line and "v_div_scale_f32" in line and f"{offset:#x}" in line
+
+
+def test_out_of_bounds_global_store_names_kernel_instruction_workgroup_lane_and_address() -> None:
+    image = compile_hip("KERNEL void oob(unsigned *out) { out[gid() * 256 + tid()] = 1u; }")
+    with pytest.raises(DriverError) as info:
+        run(image, [np.zeros(300, np.uint32)], grid=2, block=256)  # lanes 300.. of workgroup 1 run off the end
+    line = str(info.value)
+    assert "\n" not in line and line.startswith("oob: global_store_dword")
+    assert "workgroup (1, 0, 0)" in line and "lane 44" in line and "outside every allocation" in line
+
+
+def test_lds_access_beyond_the_workgroups_lds_stops() -> None:
+    image = compile_hip("""
+KERNEL void lds_oob(unsigned *out, unsigned k) { SHARED unsigned s[64]; s[tid()] = 1u; out[tid()] = s[tid() + k]; }""")
+    with pytest.raises(DriverError) as info:
+        run(image, [np.zeros(64, np.uint32), 1000])
+    line = str(info.value)
+    assert "\n" not in line and line.startswith("lds_oob: ds_read") and "beyond the workgroup's 256 bytes" in line
+    assert "lane 0" in line and "workgroup (0, 0, 0)" in line
