@@ -62,25 +62,22 @@ def no_device_hint() -> str:
     return "check amd-smi list, and that /dev/dri/renderD* are readable by this user (render group)"
 
 
-def loader_reason(message: str) -> str:
-    """hip-python's "failed to dlopen 'b'NAME'': b'REASON'" as "NAME: REASON"."""
+def library_hint(message: str) -> str:
+    """Why hip-python could not load libamdhip64.so and what to do, from its "failed to dlopen 'b'NAME'':
+    b'REASON'" (the loader's reason names the file it did not find)."""
     found = re.fullmatch(r"failed to dlopen '(?:b')?(.*?)'?': (?:b')?(.*?)'?", message)
-    return f"hip-python could not load {found.group(1)} ({found.group(2)})" if found else message
-
-
-def library_hint(reason: str) -> str:
-    """What to do when hip-python cannot load libamdhip64.so, from the loader's reason (which file is missing)."""
+    reason = found.group(2) if found else message
     where = (f"put ROCm's lib directory on the loader path (LD_LIBRARY_PATH=/opt/rocm/lib: hip-python {HIP_PYTHON} "
              "opens the bare name only)" if not RETURNS_PROPS else
              f"set ROCM_PATH to the ROCm install (hip-python {HIP_PYTHON} looks in $ROCM_PATH/lib, $ROCM_HOME/lib and "
              "/opt/rocm/lib, then the loader path)")
     missing = re.search(r"([\w.+-]+\.so[\w.]*): cannot open shared object file", reason)
-    if missing is None:
-        return f"the HIP runtime could not be loaded: repair the ROCm install, or {where}"
-    if missing.group(1).startswith("libamdhip64"):
-        return f"install ROCm 7 (7.0 or later for gfx950), or {where}"
-    return (f"{missing.group(1)}, which libamdhip64.so needs, is not found: the ROCm install is incomplete, or its lib "
-            "directory is not on LD_LIBRARY_PATH")
+    if missing and missing.group(1).startswith("libamdhip64"):
+        return f"hip-python found no libamdhip64.so; install ROCm 7 (7.0 or later for gfx950), or {where} ({reason})"
+    if missing:
+        return (f"hip-python could not load libamdhip64.so: {missing.group(1)}, which it needs, is not found; the ROCm "
+                f"install is incomplete, or its lib directory is not on LD_LIBRARY_PATH ({reason})")
+    return f"hip-python could not load libamdhip64.so ({reason}); repair the ROCm install, or {where}"
 
 
 def amdsmi_version() -> str | None:
@@ -136,7 +133,7 @@ def open_device(index: int) -> HipRuntime:
     try:
         _ok("hipInit", hip.hipInit(0), {"hipErrorNoDevice": no_device_hint()})
     except RuntimeError as exc:  # hip-python could not dlopen libamdhip64.so (or a library it needs)
-        raise DriverError(f"no HIP runtime: {loader_reason(str(exc))}; {library_hint(str(exc))}") from None
+        raise DriverError(f"no HIP runtime: {library_hint(str(exc))}") from None
     count = _ok("hipGetDeviceCount", hip.hipGetDeviceCount(), {"hipErrorNoDevice": no_device_hint()})
     if not 0 <= index < count:
         raise DriverError(f"--device {index}: the HIP runtime sees {count} device(s); choose 0..{count - 1}"
