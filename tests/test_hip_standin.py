@@ -73,7 +73,7 @@ def standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def hip_python(request: pytest.FixtureRequest, standin: Path, tmp_path_factory: pytest.TempPathFactory,
                amd_compiler: object) -> HipPython:
     try:
-        cache = request.config.cache  # kept between runs; None without pytest's cache plugin
+        cache = getattr(request.config, "cache", None)  # kept between runs; absent without pytest's cache plugin
         venvs = cache.mkdir("hip-python") if cache else tmp_path_factory.mktemp("hip-python")
         python, version = python_with_hip_python(request.param, venvs)
     except Unavailable as exc:
