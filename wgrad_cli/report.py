@@ -85,15 +85,15 @@ def _occupancy(r: BuildResult) -> str:
         return ""
     o = r.resources.occupancy
     if o.waves_per_simd is not None:
-        return f"{plural(o.groups_per_unit, 'WG')}/CU, {plural(o.waves_per_simd, 'wave')}/SIMD ({o.limited_by})"
-    return f"{plural(o.groups_per_unit, 'block')}/SM, {plural(o.warps_per_sm or 0, 'warp')}/SM ({o.limited_by})"
+        return f"{plural(o.groups_per_unit, 'WG')}/CU, {plural(o.waves_per_simd, 'wave')}/SIMD"
+    return f"{plural(o.groups_per_unit, 'block')}/SM, {plural(o.warps_per_sm or 0, 'warp')}/SM"
 
 
 def _registers(r: BuildResult) -> str:
     res = r.resources
     if res is None:
         return ""
-    return f"{res.registers} v, {res.agprs} a, {res.sgprs} s" if res.sgprs is not None else str(res.registers)
+    return f"{res.registers}v {res.agprs}a {res.sgprs}s" if res.sgprs is not None else str(res.registers)
 
 
 def build_table(results: list[BuildResult], shapes_of: list[list[str]]) -> Grid:
@@ -109,13 +109,15 @@ def build_table(results: list[BuildResult], shapes_of: list[list[str]]) -> Grid:
     table.add_column("scratch B", "right", detail=True)
     table.add_column("spills", "right")
     table.add_column("occupancy")
+    table.add_column("limited by", detail=True)
     table.add_column("compile s", "right", detail=True)
     for r, shapes in zip(results, shapes_of):
         d, res = r.job.dims, r.resources
         status = "[green]ok[/]" if r.ok else "[red]FAILED[/]"
         figures = [str(res.shared_bytes), str(res.scratch_bytes), str(res.spills)] if res else [""] * 3
         table.add_row(r.job.kernel.name, r.job.target, d.label(), ", ".join(shapes), status,
-                      _registers(r), *figures, _occupancy(r), "cached" if r.cache_hit else f"{r.compile_seconds:.2f}")
+                      _registers(r), *figures, _occupancy(r), res.occupancy.limited_by if res else "",
+                      "cached" if r.cache_hit else f"{r.compile_seconds:.2f}")
     return table
 
 
