@@ -8,7 +8,7 @@ import pytest
 
 from wgrad_cli.toolchain import Compiler
 from wgrad_cli.codeobject import (CodeObjectError, Param, amd_metadata, amd_params, check_params, cubin_params,
-                                  kernel_params, mangled_kinds, match_symbol, nvidia_resources)
+                                  mangled_kinds, match_symbol, nvidia_kernel_params, nvidia_resources)
 
 
 def test_match_symbol() -> None:
@@ -86,4 +86,4 @@ def test_cubin_value_where_the_abi_wants_a_pointer(nvcc: Compiler, tmp_path: Pat
     src.write_text(WRONG)
     subprocess.run([*nvcc.argv0, "-arch=sm_90a", "-cubin", "-o", cubin, src], check=True, capture_output=True)
     with pytest.raises(CodeObjectError, match="argument 4 \\(scale_B\\) is value of 8 bytes at offset 32"):
-        kernel_params("nvidia", cubin.read_bytes(), "grouped_mxfp8_wgrad_kernel")
+        nvidia_kernel_params(cubin.read_bytes(), "grouped_mxfp8_wgrad_kernel")

@@ -16,7 +16,8 @@ from pathlib import Path
 from wgrad_cli.abi import Dims
 from wgrad_cli.atomic import write_text
 from wgrad_cli.cache import Cache, Entry, sha256_text
-from wgrad_cli.codeobject import CodeObjectError, Resources, amd_resources, nvidia_resources
+from wgrad_cli.backends import backend
+from wgrad_cli.codeobject import CodeObjectError, Resources
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
 from wgrad_cli.kernelspec import KernelSpec
 from wgrad_cli.targets import TARGETS
@@ -83,9 +84,7 @@ def _run(command: list[str]) -> tuple[int, str]:
 
 
 def _resources(job: BuildJob, code: bytes, log: str) -> Resources:
-    if TARGETS[job.target].vendor == "amd":
-        return amd_resources(code, job.kernel.symbol, job.kernel.block, job.kernel.dynamic_shared)
-    return nvidia_resources(code, log, job.kernel.symbol, job.kernel.block, job.kernel.dynamic_shared)
+    return backend(job.target).resources(code, log, job.kernel.symbol, job.kernel.block, job.kernel.dynamic_shared)
 
 
 def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str, int], isa_dir: Path | None) -> BuildResult:

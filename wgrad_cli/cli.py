@@ -37,19 +37,15 @@ class Group(click.Group):
             ctx.exit(exc.exit_code)
 
 
-class DeviceParam(click.ParamType):
+def parse_device(_ctx: click.Context, _param: click.Parameter, value: str) -> int | str:
     """--device: a device index (0, 1, ...) or emu, the emulated gfx950."""
+    from wgrad_cli.backends import EMULATED
 
-    name = "N|emu"
-
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
-        from wgrad_cli.runtime import EMULATED
-
-        if isinstance(value, int) or value == EMULATED:
-            return value
-        if isinstance(value, str) and value.isdigit():
-            return int(value)
-        self.fail(f"{value!r} is neither a device index (0, 1, ...) nor {EMULATED} (the emulated gfx950)", param, ctx)
+    if value == EMULATED:
+        return value
+    if value.isdigit():
+        return int(value)
+    raise click.BadParameter(f"{value!r} is neither a device index (0, 1, ...) nor {EMULATED} (the emulated gfx950)")
 
 
 def parse_shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[int, int] | None:
@@ -153,7 +149,7 @@ def run_options(f: F) -> F:
                      help="Results file (default results/<command>-<config>-<arch>[-shard-i-of-n].json).")(f)
     f = click.option("--shard", callback=parse_shard, help="Run only slice i of n of the (kernel, shape) records.")(f)
     f = click.option("--seed", type=click.IntRange(min=0), help="Problem seed (default: the config's).")(f)
-    f = click.option("--device", type=DeviceParam(), default="0", show_default=True,
+    f = click.option("--device", callback=parse_device, default="0", show_default=True, metavar="N|emu",
                      help="Device index, or emu: the emulated gfx950 (an MI355X run on the CPU; verify only).")(f)
     f = click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), default=KERNEL_TIMEOUT_S,
                      show_default=True, help="Seconds any one wait for the device may take before the run stops as "

@@ -74,7 +74,7 @@ def amd_metadata(data: bytes) -> dict[str, Any]:
 
 def amd_resources(data: bytes, base: str, block: int, dynamic_shared: int = 0) -> Resources:
     """Find kernel `base` in the metadata, check its arguments against the ABI, read its figures."""
-    symbol, _ = kernel_params("amd", data, base)
+    symbol, _ = amd_kernel_params(data, base)
     k = next(k for k in amd_metadata(data)["amdhsa.kernels"] if k[".name"] == symbol)
     vgprs, agprs, lds = k[".vgpr_count"], k.get(".agpr_count", 0), k[".group_segment_fixed_size"]
     return Resources(k[".name"], vgprs, agprs, k[".sgpr_count"], lds, k[".private_segment_fixed_size"],
@@ -174,18 +174,22 @@ def check_params(symbol: str, params: list[Param]) -> None:
                               + "; ".join(problems))
 
 
-def kernel_params(vendor: str, data: bytes, base: str) -> tuple[str, list[Param]]:
-    """(symbol, arguments) of kernel `base` in a code object of either vendor, checked against the ABI."""
-    if vendor == "amd":
-        kernels = {k[".name"]: k for k in amd_metadata(data)["amdhsa.kernels"]}
-        symbol = match_symbol(list(kernels), base)
-        params = amd_params(kernels[symbol])
-    else:
-        symbol = match_symbol(cubin_symbols(data), base)
-        params = cubin_params(data, symbol)
-        kinds = mangled_kinds(symbol)  # the cubin does not say pointer or value; a C++ name does
-        if kinds is not None and len(kinds) == len(params):
-            params = [Param(p.offset, p.size, kind) for p, kind in zip(params, kinds)]
+def amd_kernel_params(data: bytes, base: str) -> tuple[str, list[Param]]:
+    """(symbol, arguments) of kernel `base` in an AMDGPU code object, checked against the ABI."""
+    kernels = {k[".name"]: k for k in amd_metadata(data)["amdhsa.kernels"]}
+    symbol = match_symbol(list(kernels), base)
+    params = amd_params(kernels[symbol])
+    check_params(symbol, params)
+    return symbol, params
+
+
+def nvidia_kernel_params(data: bytes, base: str) -> tuple[str, list[Param]]:
+    """(symbol, arguments) of kernel `base` in a cubin, checked against the ABI."""
+    symbol = match_symbol(cubin_symbols(data), base)
+    params = cubin_params(data, symbol)
+    kinds = mangled_kinds(symbol)  # the cubin does not say pointer or value; a C++ name does
+    if kinds is not None and len(kinds) == len(params):
+        params = [Param(p.offset, p.size, kind) for p, kind in zip(params, kinds)]
     check_params(symbol, params)
     return symbol, params
 
@@ -205,7 +209,7 @@ _PTXAS_FUNC = re.compile(r"Function properties for (\S+)\n\s*(\d+) bytes stack f
 
 def nvidia_resources(data: bytes, ptxas_report: str, base: str, block: int, dynamic_shared: int = 0) -> Resources:
     """Find kernel `base` in the cubin and its figures in ptxas' report from the same build."""
-    symbol, _ = kernel_params("nvidia", data, base)
+    symbol, _ = nvidia_kernel_params(data, base)
     for m in _PTXAS_FUNC.finditer(ptxas_report):
         if m.group(1) == symbol:
             stack, stores, loads, regs = (int(m.group(i)) for i in range(2, 6))

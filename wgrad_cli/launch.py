@@ -12,16 +12,16 @@ from pathlib import Path
 import numpy as np
 
 from wgrad_cli.abi import ARGS, Dims
-from wgrad_cli.codeobject import CodeObjectError, kernel_params
+from wgrad_cli.backends import backend
+from wgrad_cli.codeobject import CodeObjectError
 from wgrad_cli.errors import WgradError
 from wgrad_cli.kernargs import Kernargs, pack
-from wgrad_cli.kernelspec import KernelSpec
+from wgrad_cli.codeobject import amd_metadata
+from wgrad_cli.kernelspec import SHARED_LIMITS, KernelSpec
 from wgrad_cli.problem import Problem
 from wgrad_cli.runtime import Runtime
 from wgrad_cli.targets import Target
 
-# Work-items per dimension: HSA dispatches count them in 32 bits; CUDA's gridDim.x is below 2^31.
-GRID_LIMITS = {"amd": ("work-items (grid x block)", 2**32 - 1, True), "nvidia": ("blocks", 2**31 - 1, False)}
 
 
 @dataclass
@@ -84,6 +84,25 @@ class Kernel:
         self.rt.launch(self.function, self.grid, self.block, self.dynamic_shared, self.kernargs.address)
 
 
+def check_amd_limits(spec: KernelSpec, image: bytes, symbol: str) -> None:
+    """The block and LDS against what the code object's metadata allows, before HIP refuses the launch
+    with codes that do not say why (hipErrorLaunchFailure, hipErrorInvalidValue); one line each."""
+    kernel = next(k for k in amd_metadata(image)["amdhsa.kernels"] if k[".name"] == symbol)
+    problems = []
+    bound = kernel.get(".max_flat_workgroup_size")
+    if bound is not None and spec.block > bound:
+        problems.append(f"{spec.name}: launch.block {spec.block} is above the kernel's .max_flat_workgroup_size "
+                        f"{bound} (its launch bounds); lower launch.block, or raise the bound in the source "
+                        "(__launch_bounds__, or amdgpu_flat_work_group_size without HIP headers)")
+    static = kernel[".group_segment_fixed_size"]
+    if static + spec.dynamic_shared > SHARED_LIMITS["gfx950"]:
+        problems.append(f"{spec.name}: {static} bytes of static LDS plus {spec.dynamic_shared} dynamic is above the "
+                        f"{SHARED_LIMITS['gfx950']} a gfx950 workgroup can have; lower launch.dynamic_shared or the "
+                        "kernel's LDS")
+    if problems:
+        raise WgradError(problems)
+
+
 def prepare(rt: Runtime, code_object: Path, target: Target, spec: KernelSpec, dims: Dims, args: list[int]) -> Kernel:
     """Load a built kernel for launching with `args`; WgradError before any launch if it cannot run."""
     device = rt.device
@@ -92,14 +111,16 @@ def prepare(rt: Runtime, code_object: Path, target: Target, spec: KernelSpec, di
                          f"({device.name}, {device.arch}); {target} needs a {target.device_arch} device")
     image = code_object.read_bytes()
     try:
-        symbol, params = kernel_params(target.vendor, image, spec.symbol)
+        symbol, params = backend(target).kernel_params(image, spec.symbol)
     except CodeObjectError as exc:
         raise WgradError(f"{spec.name} ({code_object}): {exc}") from None
+    if target.vendor == "amd":
+        check_amd_limits(spec, image, symbol)
     grid = spec.grid(dims, device.units)
-    what, limit, per_thread = GRID_LIMITS[target.vendor]
-    if (grid * spec.block if per_thread else grid) > limit:
+    limit = backend(target).grid
+    if limit.exceeded(grid, spec.block):
         raise WgradError(f"{spec.name}: M={dims.M} N={dims.N} K={dims.K} E={dims.E} needs {grid} workgroups of "
-                         f"{spec.block} threads, beyond the driver's {limit} {what} per dimension; use fewer experts "
+                         f"{spec.block} threads, beyond the driver's {limit.limit} {limit.unit} per dimension; use fewer experts "
                          "or a smaller N x K")
     function = rt.load(image, symbol, spec.dynamic_shared)
     if spec.persistent:  # one workgroup per unit, but only as many as run at once: no second wave

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wgrad_cli.backends import BY_VENDOR
 from wgrad_cli.runtime import DeviceInfo
 
 MiB = 1 << 20
@@ -33,10 +34,16 @@ DATASHEET = {  # name fragment (first match wins) -> (fp8, bf16 TFLOP/s, HBM GB/
 
 def peak(device: DeviceInfo) -> Peak | None:
     """The device's peaks, or None for a device the table does not know (bench then omits % of peak)."""
-    if device.arch == "gfx950":
-        mxfp8 = device.units * device.max_clock_mhz * 1e6 * 8192 / 1e12
-        return Peak(mxfp8, "MXFP8", mxfp8 / 2, 8000.0, 256 * MiB + 32 * MiB,
-                    f"{device.units} CU x {device.max_clock_mhz} MHz x 8192 FLOP/clk")
+    return BY_VENDOR[device.vendor].peak(device)
+
+
+def gfx950_peak(device: DeviceInfo) -> Peak:
+    mxfp8 = device.units * device.max_clock_mhz * 1e6 * 8192 / 1e12
+    return Peak(mxfp8, "MXFP8", mxfp8 / 2, 8000.0, 256 * MiB + 32 * MiB,
+                f"{device.units} CU x {device.max_clock_mhz} MHz x 8192 FLOP/clk")
+
+
+def datasheet_peak(device: DeviceInfo) -> Peak | None:
     for fragment, (fp8, bf16, hbm) in DATASHEET.items():
         if fragment in device.name:
             return Peak(fp8, "FP8", bf16, hbm, device.l2_bytes, f"NVIDIA {fragment} datasheet")

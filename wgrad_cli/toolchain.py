@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
-from wgrad_cli.targets import TARGETS
+from wgrad_cli.backends import backend
 
 MIN_CLANG = 20
 
@@ -182,15 +182,18 @@ class Toolchains:
     nvcc: str | None = None
     rocm_path: str | None = None
 
+    def named(self, target: str) -> str | None:
+        """The compiler given on the command line for this target, if any."""
+        named: str | None = getattr(self, backend(target).compiler_field)
+        return named
+
     def candidates(self, target: str) -> Iterator[Candidate]:
-        if TARGETS[target].vendor == "amd":
-            return amd_candidates(self.hip_cc, self.rocm_path, self.shim_dir)
-        return nvidia_candidates(self.nvcc)
+        return backend(target).candidates(self.named(target), self.rocm_path, self.shim_dir)
 
     def explicit(self, target: str) -> tuple[str, str] | None:
         """(option or variable, value) when the user named this target's compiler."""
-        flag, var, value = (("--hip-cc", "WGRAD_HIP_CC", self.hip_cc) if TARGETS[target].vendor == "amd"
-                            else ("--nvcc", "WGRAD_NVCC", self.nvcc))
+        b = backend(target)
+        flag, var, value = b.compiler_option, b.compiler_variable, self.named(target)
         if value:
             return flag, value
         return (f"${var}", os.environ[var]) if os.environ.get(var) else None
@@ -222,6 +225,5 @@ class Toolchains:
                 f"{target}: this kernel includes the ROCm 7 HIP headers, but the compilers found "
                 f"({', '.join(c.found_by for c in usable)}) have none: install ROCm 7 (hipcc), or pass "
                 "--rocm-path DIR (or set ROCM_PATH) to a ROCm install for clang to use")
-        how = ("apt-get install clang-22 lld-22 (Debian), install ROCm (hipcc), or pip install ziglang"
-               if TARGETS[target].vendor == "amd" else "install the CUDA toolkit >= 12 (nvcc), or pass --nvcc PATH")
+        how = backend(target).install_hint
         raise ToolchainError(f"{target}: no usable compiler ({'; '.join(f'{c.name}: {c.reason}' for c in tried)}); {how}")

@@ -8,7 +8,6 @@ made, and a failure names the call, the driver's code and what to do.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
@@ -114,26 +113,11 @@ class Runtime(Protocol):
     def close(self) -> None: ...
 
 
-EMULATED = "emu"  # --device emu: the emulated gfx950
-Device = int | str  # a device index, or EMULATED
-
-SHIMS: dict[Vendor, tuple[str, str]] = {"amd": ("wgrad_cli.runtime.hip", "hip-python"),
-                                        "nvidia": ("wgrad_cli.runtime.cuda", "cuda-bindings nvidia-ml-py")}
-
+Device = int | str  # a device index, or backends.EMULATED
 
 def open_runtime(vendor: Vendor, index: Device) -> Runtime:
-    """A Runtime on device `index` of `vendor`, or the emulator; DriverError (one line, exit 2) if there is none."""
-    if index == EMULATED:
-        if vendor != "amd":
-            raise DriverError(f"--device {EMULATED} emulates a gfx950 (MI355X); it cannot run {vendor} code")
-        from wgrad_cli.emu.device import EmuRuntime
+    """A Runtime on device `index` of `vendor` (or its emulated device); DriverError (one line, exit 2)
+    if there is none."""
+    from wgrad_cli.backends import BY_VENDOR
 
-        return EmuRuntime()
-    assert isinstance(index, int)
-    module, packages = SHIMS[vendor]
-    try:
-        shim = importlib.import_module(module)
-    except ImportError as exc:
-        raise DriverError(f"no {vendor} runtime: {exc}; pip install {packages}") from None
-    runtime: Runtime = shim.open_device(index)
-    return runtime
+    return BY_VENDOR[vendor].open_runtime(index)
