@@ -22,7 +22,8 @@ from wgrad_cli.shipped import KERNELS_DIR
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.yamlsource import Key, Problems, load
 
-MAX_DYNAMIC_SHARED = 227 * 1024  # the most any target gives one workgroup (sm_90: 227 KiB; gfx950: 160 KiB)
+SHARED_LIMITS = {"gfx950": 160 * 1024, "sm_90a": 227 * 1024}  # LDS / shared memory one workgroup may use
+MAX_DYNAMIC_SHARED = max(SHARED_LIMITS.values())
 SPEC_KEYS = {"name", "description", "source", "include", "symbol", "launch", "targets", "needs_hip_headers"}
 
 
@@ -95,6 +96,10 @@ def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
     include = _paths(data.get("include", []), ("include",), file.parent, p)
     tile, block, dynamic_shared, persistent, cluster = _launch(data.get("launch"), p)
     flags = _flags(data.get("targets"), p)
+    for target in flags or {}:
+        if dynamic_shared > SHARED_LIMITS[target]:
+            p.add(("launch", "dynamic_shared"), f"{dynamic_shared} bytes is more than a {target} workgroup can have",
+                  f"at most {SHARED_LIMITS[target]} for {target} (or build this kernel for other targets)")
     needs = data.get("needs_hip_headers", False)
     if not isinstance(needs, bool):
         p.add(("needs_hip_headers",), f"{needs!r} is not a boolean", "true or false")

@@ -18,7 +18,9 @@
 #if defined(__HIP__)
 #define WGRAD_GLOBAL __attribute__((global))
 #define WGRAD_DEVICE __attribute__((device))
-#define WGRAD_LAUNCH_BOUNDS(threads) __attribute__((launch_bounds(threads)))
+// Without HIP's headers, launch_bounds does not reach the code object (its metadata would say
+// .max_flat_workgroup_size 1024); the attribute HIP's __launch_bounds__ expands to does.
+#define WGRAD_LAUNCH_BOUNDS(threads) __attribute__((amdgpu_flat_work_group_size(1, threads)))
 WGRAD_DEVICE static inline unsigned thread_index() { return __builtin_amdgcn_workitem_id_x(); }
 WGRAD_DEVICE static inline unsigned block_index() { return __builtin_amdgcn_workgroup_id_x(); }
 #elif defined(__CUDACC__)

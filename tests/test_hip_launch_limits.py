@@ -1,0 +1,66 @@
+"""Before a gfx950 launch: the block against the kernel's launch bounds and the LDS against the CU's,
+from the code object's metadata, since HIP refuses such launches with codes that do not say why."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hostdevice import HostDevice
+
+from wgrad_cli.abi import Dims
+from wgrad_cli.build import BuildJob, run_builds
+from wgrad_cli.cache import Cache
+from wgrad_cli.codeobject import amd_metadata
+from wgrad_cli.errors import ConfigError, WgradError
+from wgrad_cli.kernelspec import KernelSpec, load_specs
+from wgrad_cli.launch import prepare
+from wgrad_cli.targets import TARGETS
+from wgrad_cli.toolchain import Compiler, Toolchains
+
+DIMS = Dims(128, 256, 256, 1)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, amd_compiler: Compiler) -> tuple[KernelSpec, Path]:
+    spec = load_specs()["reference"]
+    cache = Cache(tmp_path_factory.mktemp("cache"))
+    (result,) = run_builds([BuildJob(spec, "gfx950", DIMS)], Toolchains(cache.root / "zig-shim"), cache, {}, 1)
+    assert result.ok and result.code_object, result.errors
+    return spec, result.code_object
+
+
+def test_the_reference_kernels_launch_bounds_reach_the_gfx950_build(reference: tuple[KernelSpec, Path]) -> None:
+    spec, code_object = reference
+    (kernel,) = amd_metadata(code_object.read_bytes())["amdhsa.kernels"]
+    assert kernel[".max_flat_workgroup_size"] == spec.block == 256
+
+
+def test_a_block_above_the_launch_bounds_is_refused(reference: tuple[KernelSpec, Path]) -> None:
+    spec, code_object = reference
+    with pytest.raises(WgradError) as exc:
+        prepare(HostDevice(), code_object, TARGETS["gfx950"], replace(spec, block=512), DIMS, [0] * 6)
+    (line,) = exc.value.lines
+    assert line.startswith("reference: launch.block 512 is above the kernel's .max_flat_workgroup_size 256")
+
+
+def test_lds_beyond_the_cu_is_refused(reference: tuple[KernelSpec, Path]) -> None:
+    spec, code_object = reference
+    with pytest.raises(WgradError) as exc:
+        prepare(HostDevice(), code_object, TARGETS["gfx950"], replace(spec, dynamic_shared=161 * 1024), DIMS,
+                [0] * 6)
+    (line,) = exc.value.lines
+    assert line == ("reference: 0 bytes of static LDS plus 164864 dynamic is above the 163840 a gfx950 workgroup "
+                    "can have; lower launch.dynamic_shared or the kernel's LDS")
+
+
+def test_a_spec_asking_more_lds_than_gfx950_has_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "k.yaml").write_text("name: k\nsource: k.cu\nsymbol: k\nlaunch: {tile: [256, 256], block: 256, "
+                                     "dynamic_shared: 200000}\ntargets: {gfx950: {flags: []}, sm_90a: {flags: []}}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_specs(tmp_path)
+    (line,) = exc.value.lines
+    assert "launch.dynamic_shared: 200000 bytes is more than a gfx950 workgroup can have" in line
+    assert "at most 163840 for gfx950" in line
