@@ -428,22 +428,15 @@ def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
     if name not in VOPS:
         raise KeyError(name)
     dt, sts, fn = VOPS[name]
-    order = [0, 1, 2]
+    dst_reg = _vdst(inst)
     if name == "V_FMAMK_F32":  # d = s0 * K + s1
         reads = [ctx.read(0, "f32"), _lit_read(ctx), ctx.read(1, "f32")]
     elif name == "V_FMAAK_F32":  # d = s0 * s1 + K
         reads = [ctx.read(0, "f32"), ctx.read(1, "f32"), _lit_read(ctx)]
-    elif name == "V_FMAC_F32" and not ctx.vop3:
-        dst = inst.vdst.offset - 256
-        reads = [ctx.read(0, "f32"), ctx.read(1, "f32"), lambda b: b.v[dst].view(F32)]
-    elif name == "V_FMAC_F32":
-        dst = inst.vdst.offset - 256
-        reads = [ctx.read(0, "f32"), ctx.read(1, "f32"), lambda b: b.v[dst].view(F32)]
+    elif name == "V_FMAC_F32":  # d = s0 * s1 + d
+        reads = [ctx.read(0, "f32"), ctx.read(1, "f32"), lambda b: b.v[dst_reg].view(F32)]
     else:
-        reads = [ctx.read(k, t) for k, t in zip(order, sts)]
-    dst_reg = inst.vdst.offset - 256 if inst.vdst.offset >= 256 else inst.vdst.offset
-    if getattr(inst, "vdst", None) is not None and inst.vdst.offset < 256:
-        dst_reg = inst.vdst.offset  # VOP3 encodes the VGPR number in 8 bits
+        reads = [ctx.read(k, t) for k, t in enumerate(sts)]
 
     def run(b: Batch) -> None:
         with np.errstate(all="ignore"):
@@ -458,6 +451,8 @@ def _lit_read(ctx: Ctx) -> Callable[[Batch], np.ndarray]:
 
 
 def _vdst(inst: Any) -> int:
+    """The destination VGPR: the decoder names it in the 9-bit source space (VGPRs from 256), or by
+    its number where the encoding's field is 8 bits wide."""
     o = int(inst.vdst.offset)
     return o - 256 if o >= 256 else o
 
