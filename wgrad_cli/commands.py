@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.markup import escape
 
@@ -46,9 +46,13 @@ def select(specs: dict[str, KernelSpec], config_path: Path, kernels: tuple[str, 
     return config, records
 
 
-def shard_jobs(jobs: list[BuildJob], shard: tuple[int, int] | None, what: str = "build jobs") -> list[BuildJob]:
-    """Slice i of n (1-based), round robin over the distinct build jobs in config order; an empty
-    slice is an error (a CI matrix with more shards than jobs would pass while building nothing)."""
+T = TypeVar("T")
+
+
+def shard_jobs(jobs: list[T], shard: tuple[int, int] | None, what: str = "build jobs") -> list[T]:
+    """Slice i of n (1-based), round robin over the jobs (build jobs, or verify and bench records) in
+    config order; an empty slice is an error (a CI matrix with more shards than jobs would pass while
+    doing nothing)."""
     if shard is None:
         return jobs
     i, n = shard

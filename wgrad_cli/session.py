@@ -19,7 +19,7 @@ import numpy as np
 from wgrad_cli.abi import Dims
 from wgrad_cli.build import BuildJob, BuildResult, run_builds
 from wgrad_cli.cache import Cache, default_root, sha256_file
-from wgrad_cli.commands import select
+from wgrad_cli.commands import select, shard_jobs
 from wgrad_cli.config import Config, Shape
 from wgrad_cli.errors import WgradError
 from wgrad_cli.kernelspec import KernelSpec, load_specs
@@ -113,9 +113,12 @@ def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str
         expanded += [(job, replace(shape, name=f"{shape.name}+{suffix}", routing=routing))
                      for job, shape in pairs if job.target == target.name
                      for suffix, routing in edge_routings(shape.dims.E)]
-    records = [Record(i, job, shape) for i, (job, shape) in enumerate(expanded)]
-    if shard:
-        records = records[shard[0] - 1::shard[1]]
+    try:
+        records = shard_jobs([Record(i, job, shape) for i, (job, shape) in enumerate(expanded)], shard,
+                             "(kernel, shape) records")
+    except WgradError:
+        rt.close()
+        raise
     jobs = list(dict.fromkeys([r.job for r in records] + [
         BuildJob(specs[name], target.name, dims) for r in records for name, dims in extra(r.shape.dims)]))
     cache = Cache(cache_dir or default_root())

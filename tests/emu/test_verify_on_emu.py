@@ -38,3 +38,15 @@ def test_bench_refuses_the_emulator() -> None:
     result = CliRunner().invoke(cli, ["bench", "--config", str(CONFIGS_DIR / "smoke.yaml"), "--device", "emu"])
     assert result.exit_code == 2
     assert "no clock to time them" in result.stderr and "Traceback" not in result.output
+
+
+def test_shards_split_emulated_runs_as_gpu_runs(tmp_path: Path) -> None:
+    out = tmp_path / "shard.json"
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", "--shard", "1/4",
+                                      "--json", str(out), "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert doc["shard"] == [1, 4] and [r["shape"]["name"] for r in doc["records"]] == ["one-expert"]
+    empty = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", "--shard", "9/9",
+                                     "--cache-dir", str(tmp_path / "cache")])
+    assert empty.exit_code == 2 and "slice 9 would be empty" in empty.stderr and "Traceback" not in empty.output
