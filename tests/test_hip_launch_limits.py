@@ -17,6 +17,7 @@ from wgrad_cli.errors import ConfigError, WgradError
 from wgrad_cli.kernelspec import KernelSpec, load_specs
 from wgrad_cli.launch import prepare
 from wgrad_cli.targets import TARGETS
+from wgrad_cli import toolchain
 from wgrad_cli.toolchain import Compiler, Toolchains
 
 DIMS = Dims(128, 256, 256, 1)
@@ -64,3 +65,21 @@ def test_a_spec_asking_more_lds_than_gfx950_has_is_refused(tmp_path: Path) -> No
     (line,) = exc.value.lines
     assert "launch.dynamic_shared: 200000 bytes is more than a gfx950 workgroup can have" in line
     assert "at most 163840 for gfx950" in line
+
+
+def test_a_stock_rocm_install_is_found_without_rocm_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ROCm in /opt/rocm, neither $ROCM_PATH nor its bin on PATH: its hipcc and clang are still candidates,
+    after the ones that are named and before any other clang."""
+    monkeypatch.delenv("ROCM_PATH", raising=False)
+    monkeypatch.delenv("WGRAD_HIP_CC", raising=False)
+    rocm = tmp_path / "rocm"
+    (rocm / "llvm" / "bin").mkdir(parents=True)
+    for tool in ("clang", "ld.lld"):  # a clang that reports ROCm's version, and its linker beside it
+        (rocm / "llvm" / "bin" / tool).write_text("#!/bin/sh\necho 'AMD clang version 20.0.0git (roc-7.1.0)'\n")
+        (rocm / "llvm" / "bin" / tool).chmod(0o755)
+    monkeypatch.setattr(toolchain, "DEFAULT_ROCM", str(rocm))
+    found = [c for c in toolchain.amd_candidates(None, None, tmp_path / "shim")]
+    names = [c.name for c in found]
+    assert names.index(f"{rocm}/bin/hipcc") == names.index("hipcc on PATH") + 1
+    stock = found[names.index(f"{rocm}/llvm/bin/clang")]
+    assert stock.compiler is not None and stock.compiler.rocm_path == str(rocm) and stock.compiler.hip_headers

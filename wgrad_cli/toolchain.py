@@ -1,7 +1,7 @@
 """Compiler discovery and command lines, one place per vendor.
 
 gfx950, in order: an explicit --hip-cc / $WGRAD_HIP_CC; hipcc ($ROCM_PATH/bin, then PATH);
-ROCm's own clang ($ROCM_PATH/llvm/bin/clang); any clang >= 20 whose ld.lld is found (Debian's
+ROCm's own clang ($ROCM_PATH/llvm/bin/clang); without $ROCM_PATH, /opt/rocm's hipcc and clang; any clang >= 20 whose ld.lld is found (Debian's
 clang-22 + lld-22); the clang inside PyPI's `ziglang`. sm_90a: an explicit --nvcc / $WGRAD_NVCC,
 then $CUDA_HOME/bin/nvcc, nvcc on PATH, /usr/local/cuda/bin/nvcc.
 Every candidate that cannot be used is kept with the reason, for `wgrad info`.
@@ -24,6 +24,7 @@ from wgrad_cli.errors import CompilerUnusable, ToolchainError
 from wgrad_cli.backends import backend
 
 MIN_CLANG = 20
+DEFAULT_ROCM = "/opt/rocm"  # where ROCm installs when nothing says otherwise
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,10 @@ def amd_candidates(hip_cc: str | None, rocm_path: str | None, shim_dir: Path) ->
     yield _clang("hipcc on PATH", shutil.which("hipcc"), "hipcc")
     if rocm:
         yield _clang("$ROCM_PATH/llvm/bin/clang", shutil.which(f"{rocm}/llvm/bin/clang"), "clang", rocm)
+    else:  # a stock ROCm install, neither named nor on PATH
+        yield _clang(f"{DEFAULT_ROCM}/bin/hipcc", shutil.which(f"{DEFAULT_ROCM}/bin/hipcc"), "hipcc")
+        yield _clang(f"{DEFAULT_ROCM}/llvm/bin/clang", shutil.which(f"{DEFAULT_ROCM}/llvm/bin/clang"), "clang",
+                     DEFAULT_ROCM)
     names = [f"clang-{v}" for v in range(30, MIN_CLANG - 1, -1)] + ["clang"]
     for name in [n for n in names if shutil.which(n)] or ["clang"]:
         yield _clang(f"{name} on PATH", shutil.which(name), "clang", rocm_path)
