@@ -466,7 +466,6 @@ def _compare(ctx: Ctx, name: str) -> Run:
     if ctx.cls == "VOPC":
         dest = VCC
     elif ctx.cls == "VOPC_SDWA_SDST":
-        dest = ctx.field("sdst") if ctx.field("sd") else VCC
         dest = int(ctx.inst.sdst.offset) if ctx.field("sd") else VCC
     else:
         dest = int(ctx.inst.vdst.offset)
@@ -476,10 +475,10 @@ def _compare(ctx: Ctx, name: str) -> Run:
         lanes = b.lanes()
         with np.errstate(all="ignore"):
             result = np.broadcast_to(fn(a(b), b_(b)), (b.W, 64)) & lanes
+        if dest < 128:  # V_CMPX writes its mask too (VCC in the VOPC encoding), then EXEC: CDNA4 pseudo-code
+            b.write_mask64(dest, result)
         if x:
             b.write_mask64(EXEC, result)
-        if dest < 128 and not (x and ctx.cls == "VOPC"):
-            b.write_mask64(dest, result)
     return run
 
 
@@ -541,7 +540,7 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
         return mad64
     if name == "V_READFIRSTLANE_B32":
         src = opd.vector(ctx.src_number(0), 32, ctx.literal)
-        d = int(inst.vdst.offset)
+        d = _sdst_of_vop3(inst)  # an SGPR, which the decoder names in the VGPR range for the VOP1 form
 
         def first(b: Batch) -> None:
             ex = b.exec
@@ -597,6 +596,8 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
             _write_dest(b, ctx, d, "f32", table[word & U32(0xFF)])
             _write_dest(b, ctx, d + 1, "f32", table[(word >> U32(8)) & U32(0xFF)])
         return pk
+    if name in ("V_BITOP3_B32", "V_BITOP3_B16"):
+        return _bitop3(ctx, name == "V_BITOP3_B16")
     if name in ("V_ACCVGPR_READ", "V_ACCVGPR_WRITE", "V_ACCVGPR_MOV_B32"):
         src_n = ctx.src_number(0)
         d = _vdst(inst)
@@ -609,6 +610,26 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
         src = opd.vector(src_n, 32, ctx.literal)
         return lambda b: b.write_v(b.a, d, src(b))
     return None
+
+
+def _bitop3(ctx: Ctx, half: bool) -> Run:
+    """V_BITOP3_B32/_B16 (CDNA4 ISA pseudo-code): an 8-bit truth table TTBL = {OMOD[1:0],
+    ABS[2:0], NEG[2:0]} picks, per bit, the minterm of (S0, S1, S2) selected by bit
+    4*S0 + 2*S1 + S2. The abs/neg/omod fields hold the table, so no source modifier applies."""
+    table = (ctx.field("omod") & 3) << 6 | (ctx.field("abs") & 7) << 3 | (ctx.field("neg") & 7)
+    srcs = [opd.vector(ctx.src_number(k), 32, ctx.literal) for k in range(3)]
+    opsel = ctx.field("opsel") if half else 0
+    d = _vdst(ctx.inst)
+    t = "b16" if half else "b32"
+
+    def run(b: Batch) -> None:
+        a, c, e = (typed(src(b), t, bool((opsel >> k) & 1)) for k, src in enumerate(srcs))
+        out = np.zeros(np.broadcast(a, c, e).shape, dtype=a.dtype)
+        for row in range(8):
+            if (table >> row) & 1:
+                out |= (a if row & 4 else ~a) & (c if row & 2 else ~c) & (e if row & 1 else ~e)
+        _write_dest(b, ctx, d, t, out)
+    return run
 
 
 def _sdst_of_vop3(inst: Any) -> int:
