@@ -2,8 +2,10 @@
 
 Addressing per the CDNA4 ISA reference ("Local Data Share Operations"): a 32-bit VGPR address
 plus a 16-bit instruction offset (offset1:offset0), or two 8-bit offsets scaled by the element
-size (by 64 elements for the ST64 forms) for the READ2/WRITE2 forms. An access beyond the
-workgroup's LDS allocation stops the run with the lane and address.
+size (by 64 elements for the ST64 forms) for the READ2/WRITE2 forms. Bytes beyond the
+workgroup's LDS allocation read as 0 and are not written (the LDS range check of gfx9-family
+hardware, as AMD's gem5 GPU model implements it; HipKittens' pack_scales reads past the end of
+its last scale tile and relies on it).
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from wgrad_cli.emu.machine import Batch, EmuFault, Op
-from wgrad_cli.emu.memory_ops import where
+from wgrad_cli.emu.machine import Batch, Op
 
 U32 = np.uint32
 
@@ -44,16 +45,32 @@ def _transpose_source(bits: int) -> np.ndarray:
 TRANSPOSE = {"DS_READ_B64_TR_B8": _transpose_source(8), "DS_READ_B64_TR_B16": _transpose_source(16)}
 
 
-def lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
-    """Flat indices into the batch's LDS of nbytes at each lane's address; EmuFault if beyond its group's LDS."""
+def lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Flat indices into the batch's LDS of nbytes at each lane's address, and which of those bytes
+    lie inside the group's allocation (None: all of them). Bytes outside it index byte 0 of the group."""
     addr = addr.astype(np.int64) & 0xFFFFFFFF  # VGPR + offset is a 32-bit sum: compilers rely on it wrapping
-    bad = addr.astype(np.int64) + nbytes > b.lds_bytes
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise EmuFault(f"{what} of {nbytes} bytes at LDS address {int(addr[i]):#x}, beyond the workgroup's "
-                       f"{b.lds_bytes} bytes ({where(b, int(waves[i]), int(lanes[i]))})")
-    start = b.group[waves].astype(np.int64) * b.lds_bytes + addr.astype(np.int64)
-    return np.asarray(start[:, None] + np.arange(nbytes))
+    start = b.group[waves].astype(np.int64) * b.lds_bytes
+    if not len(addr) or int(addr.max()) + nbytes <= b.lds_bytes:
+        return np.asarray((start + addr)[:, None] + np.arange(nbytes)), None
+    at = addr[:, None] + np.arange(nbytes)
+    inside = at < b.lds_bytes
+    return np.asarray(start[:, None] + np.where(inside, at, 0)), inside
+
+
+def lds_load(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray) -> np.ndarray:
+    """(lanes, nbytes) bytes at each lane's LDS address; 0 outside the allocation."""
+    idx, inside = lds_index(b, addr, nbytes, waves)
+    data = b.lds[idx]
+    return data if inside is None else np.where(inside, data, np.uint8(0))
+
+
+def lds_store(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray) -> None:
+    """Each lane's bytes to its LDS address; bytes outside the allocation are dropped."""
+    idx, inside = lds_index(b, addr, data.shape[1], waves)
+    if inside is None:
+        b.lds[idx] = data
+    else:
+        b.lds[idx[inside]] = np.broadcast_to(data, idx.shape)[inside]
 
 
 def read_into(b: Batch, vdst: int, regs: np.ndarray, data: np.ndarray, signed: bool, waves: np.ndarray,
@@ -96,16 +113,15 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
 
         def read(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
-            idx = lds_index(b, address(b, waves, lanes) + offset, n, waves, lanes, what)
-            read_into(b, vdst, b.a if acc else b.v, b.lds[idx], signed, waves, lanes)
+            data = lds_load(b, address(b, waves, lanes) + offset, n, waves)
+            read_into(b, vdst, b.a if acc else b.v, data, signed, waves, lanes)
         return Op(pc, size, what, "lds", read)
     if name in WRITES:
         n = WRITES[name]
 
         def write(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
-            idx = lds_index(b, address(b, waves, lanes) + offset, n, waves, lanes, what)
-            b.lds[idx] = words_of(b.a if acc else b.v, data0, n, waves, lanes)
+            lds_store(b, address(b, waves, lanes) + offset, words_of(b.a if acc else b.v, data0, n, waves, lanes), waves)
         return Op(pc, size, what, "lds", write)
     if name in READ2:
         n, scale = READ2[name]
@@ -114,8 +130,7 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
             waves, lanes = np.nonzero(b.lanes())
             base = address(b, waves, lanes)
             regs = b.a if acc else b.v
-            first = [b.lds[lds_index(b, base + off0 * n * scale, n, waves, lanes, what)],
-                     b.lds[lds_index(b, base + off1 * n * scale, n, waves, lanes, what)]]
+            first = [lds_load(b, base + off0 * n * scale, n, waves), lds_load(b, base + off1 * n * scale, n, waves)]
             read_into(b, vdst, regs, first[0], False, waves, lanes)
             read_into(b, vdst + n // 4, regs, first[1], False, waves, lanes)
         return Op(pc, size, what, "lds", read2)
@@ -126,8 +141,8 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
             waves, lanes = np.nonzero(b.lanes())
             base = address(b, waves, lanes)
             regs = b.a if acc else b.v
-            b.lds[lds_index(b, base + off0 * n * scale, n, waves, lanes, what)] = words_of(regs, data0, n, waves, lanes)
-            b.lds[lds_index(b, base + off1 * n * scale, n, waves, lanes, what)] = words_of(regs, data1, n, waves, lanes)
+            lds_store(b, base + off0 * n * scale, words_of(regs, data0, n, waves, lanes), waves)
+            lds_store(b, base + off1 * n * scale, words_of(regs, data1, n, waves, lanes), waves)
         return Op(pc, size, what, "lds", write2)
     if name in TRANSPOSE:
         source = TRANSPOSE[name].ravel()
@@ -135,7 +150,7 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
         def transpose(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
             blocks = np.zeros((b.W, 64, 8), dtype=np.uint8)
-            blocks[waves, lanes] = b.lds[lds_index(b, address(b, waves, lanes) + offset, 8, waves, lanes, what)]
+            blocks[waves, lanes] = lds_load(b, address(b, waves, lanes) + offset, 8, waves)
             result = blocks.reshape(b.W, 512)[:, source].reshape(b.W, 64, 8)
             read_into(b, vdst, b.a if acc else b.v, result[waves, lanes], False, waves, lanes)
         return Op(pc, size, what, "lds", transpose)

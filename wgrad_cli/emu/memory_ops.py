@@ -93,11 +93,11 @@ def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, o
     """LDS DMA: each lane's loaded bytes go to LDS address M0 + instruction offset + lane * size, not to
     VGPRs (CDNA3/CDNA4 ISA, "LDS DMA"; LLVM's global.load.lds and buffer.load.lds intrinsics apply the
     immediate offset to both addresses). Lanes outside EXEC leave their slot untouched."""
-    from wgrad_cli.emu.lds_ops import lds_index  # lds_ops builds on this module
+    from wgrad_cli.emu.lds_ops import lds_store  # lds_ops builds on this module
 
     nbytes = data.shape[1]
     addr = b.s[M0][waves].astype(np.int64) + offset + lanes.astype(np.int64) * nbytes
-    b.lds[lds_index(b, addr, nbytes, waves, lanes, what)] = data
+    lds_store(b, addr, data, waves)
 
 
 def _kind(name: str) -> tuple[str, str]:
