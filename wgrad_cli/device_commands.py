@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from wgrad_cli.backends import EMULATED, backend
 from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.baselines import require_torch
 from wgrad_cli.bench import CALIBRATION, bench, bench_table
@@ -18,7 +19,7 @@ from wgrad_cli.results import default_path, order, save
 from wgrad_cli.session import Session, open_session
 from wgrad_cli.speedup import speedup_table, speedups
 from wgrad_cli.stopping import Criterion
-from wgrad_cli.verify import Outcome, device_reference_possible, expert_table, verify, verify_table
+from wgrad_cli.verify import Outcome, counters_table, device_reference_possible, expert_table, verify, verify_table
 
 
 def _save(s: Session, command: str, records: list[dict[str, Any]], json_path: Path | None, csv_path: Path | None,
@@ -54,6 +55,8 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
         s.rt.close()
     records = [{**o.to_json(), **s.code_object_json(o.record.job)} for o in outcomes]
     out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}"))
+    if any(r.get("counters") for r in records):
+        out.print(counters_table(records, "executed on the emulator (wave-instructions by class)"))
     for r in records:
         if per_expert or not r["ok"]:
             out.print(expert_table(r))
@@ -77,12 +80,15 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
                   timeout: float, baselines: bool, json_path: Path | None, csv_path: Path | None, no_save: bool,
                   shard: tuple[int, int] | None, **selection: Any) -> None:
     criterion = Criterion(min_samples, min_time, max_noise, timeout)
+    if selection.get("device") == EMULATED:
+        raise WgradError(f"bench: --device {EMULATED} runs kernels functionally, with no clock to time them; "
+                         f"wgrad verify --device {EMULATED} records what each kernel executed instead")
     if baselines:
         require_torch()  # before any build or launch
     s = open_session(**selection, shard=shard, edge_cases=False, extra=lambda _: [("empty", CALIBRATION.dims)])
-    if baselines and s.target.vendor == "amd":
+    if baselines and not backend(s.target).torch_baselines:
         s.rt.close()
-        raise WgradError("--baselines on an AMD device: PyTorch's ROCm wheels load their own libamdhip64.so beside "
+        raise WgradError(f"--baselines on a {s.target} device: PyTorch's ROCm wheels load their own libamdhip64.so beside "
                          "hip-python's, and wgrad's events would not order torch's kernels (their times would come "
                          "out near zero); time the kernels without --baselines, and the torch paths with torch's events")
     known, flush = peak(s.rt.device), 0 if hot else flush_bytes(s.rt.device)

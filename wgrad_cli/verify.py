@@ -28,6 +28,7 @@ from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
 from wgrad_cli.results import shape_label
+from wgrad_cli.runtime import DriverError
 from wgrad_cli.session import Record, Session
 from wgrad_cli.waiting import settle
 
@@ -42,6 +43,7 @@ class Outcome:
     reference: str  # how the output was checked, in words
     experts: list[Comparison]  # against the reference, whole
     sampled: list[Comparison] | None = None  # numpy on sampled rows, where the reference was the device's
+    counters: dict[str, object] | None = None  # what the kernel's launch executed, where the device counts it
 
     @property
     def overall(self) -> Comparison:
@@ -56,7 +58,8 @@ class Outcome:
                 "overall": self.overall.to_json(), "experts": [c.to_json() for c in self.experts],
                 "sampled": None if self.sampled is None else {
                     "overall": Comparison.combine(self.sampled).to_json(),
-                    "experts": [c.to_json() for c in self.sampled]}}
+                    "experts": [c.to_json() for c in self.sampled]},
+                "counters": self.counters}
 
 
 def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, np.ndarray], tokens: np.ndarray,
@@ -98,17 +101,21 @@ def run_kernel(s: Session, job: BuildJob, dev: DeviceProblem, output: int) -> np
 def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, rows: int) -> Outcome:
     """Run one kernel on the uploaded problem and compare its output with the reference `mode` picks."""
     tokens = np.diff(p.offsets)
-    out = run_kernel(s, rec.job, dev, dev.pointers["C"])
+    try:
+        out = run_kernel(s, rec.job, dev, dev.pointers["C"])
+    except DriverError as exc:  # name the shape: a fault on the emulator (or a GPU) is a property of both
+        raise DriverError([f"{rec.job.kernel.name} on {rec.shape.name}: {line}" for line in exc.lines]) from None
+    counters = s.rt.counters()
     if mode == "numpy" or (mode == "auto" and flops(p.dims, p.offsets.tolist()) <= NUMPY_MAX_FLOPS):
         return Outcome(rec, p.seed, "numpy float64, every element",
-                       per_expert(out, grad_w(p), row_norms(p), tokens, "float64"))
+                       per_expert(out, grad_w(p), row_norms(p), tokens, "float64"), counters=counters)
     picked = sample_rows(p, rows, np.random.default_rng(p.seed))
     sampled = per_expert(np.take_along_axis(out, picked[:, :, None], axis=1), grad_w(p, picked),
                          row_norms(p, picked), tokens, "float64")
     how = f"numpy float64 on {picked.shape[1]} random rows per expert"
     reference = s.specs["reference"]
     if rec.job.kernel.name == reference.name:
-        return Outcome(rec, p.seed, how, sampled)
+        return Outcome(rec, p.seed, how, sampled, counters=counters)
     scratch = s.rt.alloc(dev.output_bytes)
     try:
         ref_bits = run_kernel(s, BuildJob(reference, rec.job.target, p.dims), dev, scratch)
@@ -118,7 +125,7 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
         raise WgradError(f"{rec.shape.name}: the reference kernel left outputs unwritten, so it cannot be the "
                          "reference; run wgrad verify --kernel reference --reference numpy on this shape")
     whole = per_expert(out, ref_bits.view(BF16).astype(np.float32), row_norms(p), tokens, "bf16")
-    return Outcome(rec, p.seed, f"reference kernel on the device, every element; {how}", whole, sampled)
+    return Outcome(rec, p.seed, f"reference kernel on the device, every element; {how}", whole, sampled, counters)
 
 
 def check_record(s: Session, job: tuple[Record, str, int]) -> Outcome:
@@ -166,6 +173,27 @@ def verify_table(records: list[dict[str, Any]], title: str) -> Grid:
                       str(c["nans"]), str(c["unwritten"]),
                       "" if sampled is None else ("ok" if sampled["overall"]["ok"] else "[red]FAILED[/]"),
                       "[green]ok[/]" if r["ok"] else "[red]FAILED[/]")
+    return table
+
+
+COUNTED = ("salu", "valu", "mfma", "lds", "vmem", "smem", "branch", "barrier")
+
+
+def counters_table(records: list[dict[str, Any]], title: str) -> Grid:
+    """What each kernel executed on an emulated device: wave-instructions by class, lane-instructions
+    (64 per wave-instruction) and bytes moved; the counts a timing model of the real chip starts from."""
+    table = Grid(title)
+    for name in ("kernel", "shape", "waves", *COUNTED, "M lane-instr", "MB loaded", "MB stored"):
+        table.add_column(name, "left" if name in ("kernel", "shape") else "right",
+                         detail=name in ("smem", "branch", "barrier", "MB stored"))
+    for r in records:
+        c = r.get("counters")
+        if not c:
+            continue
+        by_class = c["instructions"]
+        table.add_row(r["kernel"], r["shape"]["name"], f"{c['waves']:,}", *(f"{by_class.get(k, 0):,}" for k in COUNTED),
+                      f"{c['lane_instructions'] / 1e6:,.1f}", f"{c['bytes_loaded'] / 1e6:,.2f}",
+                      f"{c['bytes_stored'] / 1e6:,.2f}")
     return table
 
 
