@@ -5,12 +5,13 @@ the typed sources; the encoding's modifiers (abs, neg, clamp, omod, op_sel, SDWA
 applied around it, as the CDNA4 ISA reference's "Vector ALU Operations" chapter and each
 opcode's pseudo-code define them. Lanes outside EXEC keep their old values (VOPC writes 0 for
 them into its mask). Float arithmetic is IEEE round-to-nearest-even as numpy does it; fused
-multiply-adds are rounded once (see `fma32`).
+multiply-adds are rounded once (see `fused`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -44,23 +45,55 @@ def to_bits(value: np.ndarray, t: str) -> np.ndarray:
     return arr.astype(VIEW[t]).view(U32)
 
 
-def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """a * b + c rounded once to fp32. The product is exact in fp64 and TwoSum gives the exact
-    error of the fp64 sum; an fp64 sum that lands exactly between two fp32 values is moved off
-    the tie toward the true value, so the second rounding cannot go the wrong way."""
+def fused(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: type = F32,
+          exp2: np.ndarray | int = 0) -> np.ndarray:
+    """2^exp2 * (a * b + c) rounded once to fp32 or fp16. The product is exact in fp64 (so is the
+    power-of-two scale) and TwoSum gives the exact error of the fp64 sum; an fp64 sum that lands
+    exactly between two values of the result type is moved off the tie toward the true value, so
+    the second rounding cannot go the wrong way."""
     with np.errstate(all="ignore"):
-        p = a.astype(F64) * b.astype(F64)
-        c64 = np.asarray(c).astype(F64)
+        scale = np.ldexp(F64(1), exp2)
+        p = a.astype(F64) * b.astype(F64) * scale
+        c64 = np.asarray(c).astype(F64) * scale
         s = p + c64
         bb = s - p
         e = (p - (s - bb)) + (c64 - bb)
-        r = s.astype(F32)
-        other = np.nextafter(r, np.where(s > r.astype(F64), F32(np.inf), F32(-np.inf)).astype(F32))
+        r: np.ndarray = s.astype(dtype)
+        other = np.nextafter(r, np.where(s > r.astype(F64), np.inf, -np.inf).astype(dtype))
         tie = (r.astype(F64) != s) & ((r.astype(F64) + other.astype(F64)) / 2 == s) & (e != 0) & np.isfinite(s)
         if tie.any():
             s = np.where(tie, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
-            r = s.astype(F32)
-    return r
+            r = s.astype(dtype)
+    return np.asarray(r)
+
+
+def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    return fused(a, b, c, F32)
+
+
+def _exact_fma(a: float, b: float, c: float, exp2: int) -> float:
+    exact = (Fraction(a) * Fraction(b) + Fraction(c)) * Fraction(2) ** exp2
+    if exact == 0:  # an exact zero is +0 unless both addends are zeros of the same sign (IEEE 754 6.3)
+        return a * b + c if a * b == 0 and c == 0 else 0.0
+    try:
+        return float(exact)  # int / int: correctly rounded, subnormals included
+    except OverflowError:
+        return float("inf") if exact > 0 else float("-inf")
+
+
+_EXACT_FMA = np.frompyfunc(_exact_fma, 4, 1)
+
+
+def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray, exp2: np.ndarray | int = 0) -> np.ndarray:
+    """2^exp2 * (a * b + c) rounded once to fp64: exact rational arithmetic per finite lane (fp64
+    has no wider type to round from), IEEE arithmetic for infinities and NaNs."""
+    a, b, c, k = np.broadcast_arrays(np.asarray(a, F64), np.asarray(b, F64), np.asarray(c, F64), np.asarray(exp2))
+    with np.errstate(all="ignore"):
+        out = np.ldexp(a * b + c, k)
+    finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
+    if finite.any():
+        out[finite] = _EXACT_FMA(a[finite], b[finite], c[finite], k[finite].astype(object)).astype(F64)
+    return np.asarray(out)
 
 
 def _shift(t: type, mask: int) -> Callable[[np.ndarray], np.ndarray]:
@@ -164,7 +197,7 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_RSQ_F32": ("f32", ("f32",), lambda a: (1.0 / np.sqrt(a.astype(F64))).astype(F32)),
     "V_EXP_F32": ("f32", ("f32",), lambda a: np.exp2(a.astype(F64)).astype(F32)),
     "V_LOG_F32": ("f32", ("f32",), lambda a: np.log2(a.astype(F64)).astype(F32)),
-    "V_FFBH_U32": ("u32", ("u32",), lambda a: np.where(a == 0, U32(0xFFFFFFFF), U32(31) - np.floor(np.log2(np.maximum(a, U32(1)).astype(F64))).astype(U32))),
+    "V_FFBH_U32": ("u32", ("u32",), lambda a: _ffbh(a)),
     "V_FFBL_B32": ("u32", ("u32",), lambda a: np.where(a == 0, U32(0xFFFFFFFF), np.log2((a & (~a + U32(1))).astype(F64)).astype(U32))),
     "V_FREXP_EXP_I32_F32": ("i32", ("f32",), lambda a: np.asarray(np.where(np.isfinite(a), np.frexp(a)[1], 0), dtype=np.int32)),
     "V_FREXP_MANT_F32": ("f32", ("f32",), lambda a: np.asarray(np.where(np.isfinite(a), np.frexp(a)[0], a), dtype=F32)),
@@ -208,7 +241,9 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_LDEXP_F16": ("f16", ("f16", "i16"), lambda a, b: _ldexp(a, b, F16)),
     "V_FMAC_F32": ("f32", ("f32", "f32", "f32"), fma32),
     "V_FMA_F32": ("f32", ("f32", "f32", "f32"), fma32),
-    "V_FMA_F64": ("f64", ("f64", "f64", "f64"), lambda a, b, c: a * b + c),
+    "V_FMA_F64": ("f64", ("f64", "f64", "f64"), fma64),
+    "V_FMAC_F64": ("f64", ("f64", "f64", "f64"), fma64),
+    "V_FMA_F16": ("f16", ("f16", "f16", "f16"), lambda a, b, c: fused(a, b, c, F16)),
     "V_FMAMK_F32": ("f32", ("f32", "f32", "f32"), fma32),  # operands reordered at compile time
     "V_FMAAK_F32": ("f32", ("f32", "f32", "f32"), fma32),
     # VOP3-only
@@ -244,8 +279,92 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_PACK_B32_F16": ("b32", ("b16", "b16"), lambda a, b: a.astype(U32) | (b.astype(U32) << U32(16))),
     "V_CVT_PKRTZ_F16_F32": ("b32", ("f32", "f32"), lambda a, b: _f16_rtz(a) | (_f16_rtz(b) << U32(16))),
     "V_CVT_PK_BF16_F32": ("b32", ("f32", "f32"), lambda a, b: _f32_to_bf16_rne(a) | (_f32_to_bf16_rne(b) << U32(16))),
+    "V_DIV_FIXUP_F32": ("f32", ("f32",) * 3, lambda a, b, c: _div_fixup(a, b, c)),
+    "V_DIV_FIXUP_F64": ("f64", ("f64",) * 3, lambda a, b, c: _div_fixup(a, b, c)),
+    "V_RCP_IFLAG_F32": ("f32", ("f32",), lambda a: (1.0 / a.astype(F64)).astype(F32)),
+    "V_RSQ_F64": ("f64", ("f64",), lambda a: 1.0 / np.sqrt(a)),
+    "V_TRUNC_F64": ("f64", ("f64",), np.trunc), "V_CEIL_F64": ("f64", ("f64",), np.ceil),
+    "V_FLOOR_F64": ("f64", ("f64",), np.floor), "V_RNDNE_F64": ("f64", ("f64",), np.rint),
+    "V_FRACT_F64": ("f64", ("f64",), lambda a: np.minimum(a - np.floor(a), np.nextafter(F64(1), F64(0)))),
+    "V_FREXP_EXP_I32_F64": ("i32", ("f64",), lambda a: np.asarray(np.where(np.isfinite(a), np.frexp(a)[1], 0), dtype=np.int32)),
+    "V_FREXP_MANT_F64": ("f64", ("f64",), lambda a: np.asarray(np.where(np.isfinite(a), np.frexp(a)[0], a), dtype=F64)),
+    "V_TRUNC_F16": ("f16", ("f16",), np.trunc), "V_CEIL_F16": ("f16", ("f16",), np.ceil),
+    "V_FLOOR_F16": ("f16", ("f16",), np.floor), "V_RNDNE_F16": ("f16", ("f16",), np.rint),
+    "V_FRACT_F16": ("f16", ("f16",), lambda a: np.minimum(a - np.floor(a), np.nextafter(F16(1), F16(0)))),
+    "V_SQRT_F16": ("f16", ("f16",), lambda a: np.sqrt(a.astype(F64)).astype(F16)),
+    "V_RCP_F16": ("f16", ("f16",), lambda a: (1.0 / a.astype(F64)).astype(F16)),
+    "V_RSQ_F16": ("f16", ("f16",), lambda a: (1.0 / np.sqrt(a.astype(F64))).astype(F16)),
+    "V_EXP_F16": ("f16", ("f16",), lambda a: np.exp2(a.astype(F64)).astype(F16)),
+    "V_LOG_F16": ("f16", ("f16",), lambda a: np.log2(a.astype(F64)).astype(F16)),
+    "V_FREXP_MANT_F16": ("f16", ("f16",), lambda a: np.asarray(np.where(np.isfinite(a), np.frexp(a)[0], a), dtype=F16)),
+    "V_FREXP_EXP_I16_F16": ("i16", ("f16",), lambda a: np.asarray(np.where(np.isfinite(a), np.frexp(a)[1], 0), dtype=np.int16)),
+    "V_CVT_F16_U16": ("f16", ("u16",), lambda a: a.astype(F16)), "V_CVT_F16_I16": ("f16", ("i16",), lambda a: a.astype(F16)),
+    "V_CVT_U16_F16": ("u16", ("f16",), lambda a: _cvt_int(a, 0, 2**16 - 1, U16)),
+    "V_CVT_I16_F16": ("i16", ("f16",), lambda a: _cvt_int(a, -(2**15), 2**15 - 1, np.int16)),
+    "V_CVT_FLR_I32_F32": ("i32", ("f32",), lambda a: _cvt_int(np.floor(a), -(2**31), 2**31 - 1, np.int32)),
+    "V_CVT_RPI_I32_F32": ("i32", ("f32",), lambda a: _cvt_int(np.floor(a + F32(0.5)), -(2**31), 2**31 - 1, np.int32)),
+    "V_CVT_PK_F16_F32": ("b32", ("f32", "f32"), lambda a, b: to_bits(a.astype(F16), "f16") | (to_bits(b.astype(F16), "f16") << U32(16))),
+    "V_CVT_PK_I16_I32": ("b32", ("i32", "i32"), lambda a, b: (np.clip(a, -(2**15), 2**15 - 1).astype(U32) & U32(0xFFFF)) | (np.clip(b, -(2**15), 2**15 - 1).astype(U32) << U32(16))),
+    "V_FFBH_I32": ("i32", ("i32",), lambda a: _ffbh((a ^ (a >> 31)).view(U32))),
+    "V_SUBREV_F16": ("f16", ("f16", "f16"), lambda a, b: b - a),
+    "V_MIN3_F16": ("f16", ("f16",) * 3, lambda a, b, c: np.fmin(np.fmin(a, b), c)),
+    "V_MAX3_F16": ("f16", ("f16",) * 3, lambda a, b, c: np.fmax(np.fmax(a, b), c)),
+    "V_MED3_F32": ("f32", ("f32",) * 3, lambda a, b, c: _med3f(a, b, c)),
+    "V_MED3_F16": ("f16", ("f16",) * 3, lambda a, b, c: _med3f(a, b, c)),
+    "V_MINIMUM3_F32": ("f32", ("f32",) * 3, lambda a, b, c: _minimum(_minimum(a, b), c)),
+    "V_MAXIMUM3_F32": ("f32", ("f32",) * 3, lambda a, b, c: _maximum(_maximum(a, b), c)),
+    "V_MIN3_I16": ("i16", ("i16",) * 3, lambda a, b, c: np.minimum(np.minimum(a, b), c)),
+    "V_MAX3_I16": ("i16", ("i16",) * 3, lambda a, b, c: np.maximum(np.maximum(a, b), c)),
+    "V_MIN3_U16": ("u16", ("u16",) * 3, lambda a, b, c: np.minimum(np.minimum(a, b), c)),
+    "V_MAX3_U16": ("u16", ("u16",) * 3, lambda a, b, c: np.maximum(np.maximum(a, b), c)),
+    "V_MED3_I16": ("i16", ("i16",) * 3, lambda a, b, c: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))),
+    "V_MED3_U16": ("u16", ("u16",) * 3, lambda a, b, c: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))),
+    "V_MAD_U16": ("u16", ("u16",) * 3, lambda a, b, c: a * b + c),
+    "V_MAD_I16": ("i16", ("i16",) * 3, lambda a, b, c: a * b + c),
+    "V_MAD_U32_U16": ("u32", ("u16", "u16", "u32"), lambda a, b, c: a.astype(U32) * b.astype(U32) + c),
+    "V_MAD_I32_I16": ("i32", ("i16", "i16", "i32"), lambda a, b, c: a.astype(np.int32) * b.astype(np.int32) + c),
+    "V_SAD_U8": ("u32", ("u32",) * 3, lambda a, b, c: _sad(a, b, 8) + c),
+    "V_SAD_HI_U8": ("u32", ("u32",) * 3, lambda a, b, c: (_sad(a, b, 8) << U32(16)) + c),
+    "V_SAD_U16": ("u32", ("u32",) * 3, lambda a, b, c: _sad(a, b, 16) + c),
+    "V_SAD_U32": ("u32", ("u32",) * 3, lambda a, b, c: _sad(a, b, 32) + c),
+    "V_MSAD_U8": ("u32", ("u32",) * 3, lambda a, b, c: _sad(a, b, 8, masked=True) + c),
+    "V_LERP_U8": ("u32", ("u32",) * 3, lambda a, b, c: sum(((((a >> U32(s)) & U32(0xFF)) + ((b >> U32(s)) & U32(0xFF)) + ((c >> U32(s)) & U32(1))) >> U32(1)) << U32(s) for s in (0, 8, 16, 24))),
     "V_BCNT_U32_B32": ("u32", ("b32", "u32"), lambda a, b: np.unpackbits(np.ascontiguousarray(np.broadcast_to(a, np.broadcast(a, b).shape), dtype="<u4")[..., None].view(np.uint8), axis=-1).sum(axis=-1).astype(U32) + b),
 }
+
+
+def _ffbh(a: np.ndarray) -> np.ndarray:
+    """The number of leading zero bits, or -1 (all ones) for 0."""
+    return np.where(a == 0, U32(0xFFFFFFFF), U32(31) - np.floor(np.log2(np.maximum(a, U32(1)).astype(F64))).astype(U32))
+
+
+def _med3f(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """V_MED3_F32/F16: with a NaN operand the min3 of the rest; else the max of the two operands
+    that are not the max3."""
+    top = np.fmax(np.fmax(a, b), c)
+    med = np.where(top == a, np.fmax(b, c), np.where(top == b, np.fmax(a, c), np.fmax(a, b)))
+    return np.asarray(np.where(np.isnan(a) | np.isnan(b) | np.isnan(c), np.fmin(np.fmin(a, b), c), med))
+
+
+def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE 754-2019 minimum: NaN if either is NaN, and -0 below +0."""
+    return np.where(a == b, np.where(np.signbit(a), a, b), np.minimum(a, b))
+
+
+def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.where(a == b, np.where(np.signbit(a), b, a), np.maximum(a, b))
+
+
+def _sad(a: np.ndarray, b: np.ndarray, width: int, masked: bool = False) -> np.ndarray:
+    """Sum of absolute differences of the unsigned `width`-bit fields of a and b (V_MSAD_U8:
+    fields where b is 0 count 0)."""
+    total = np.zeros(np.broadcast(a, b).shape, dtype=U64)
+    mask = U64((1 << width) - 1)
+    for shift in range(0, 32, width):
+        x, y = (a.astype(U64) >> U64(shift)) & mask, (b.astype(U64) >> U64(shift)) & mask
+        diff = np.where(x > y, x - y, y - x)
+        total += np.where(y == 0, U64(0), diff) if masked else diff
+    return total.astype(U32)
 
 
 def _f16_rtz(x: np.ndarray) -> np.ndarray:
@@ -428,6 +547,8 @@ def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
     if name not in VOPS:
         raise KeyError(name)
     dt, sts, fn = VOPS[name]
+    if ctx.vop3 and ctx.field("clmp") and not dt.startswith("f"):
+        raise KeyError(name)  # integer clamping saturates; not modelled, so such an op stays unsupported
     dst_reg = _vdst(inst)
     if name == "V_FMAMK_F32":  # d = s0 * K + s1
         reads = [ctx.read(0, "f32"), _lit_read(ctx), ctx.read(1, "f32")]
@@ -435,6 +556,9 @@ def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
         reads = [ctx.read(0, "f32"), ctx.read(1, "f32"), _lit_read(ctx)]
     elif name == "V_FMAC_F32":  # d = s0 * s1 + d
         reads = [ctx.read(0, "f32"), ctx.read(1, "f32"), lambda b: b.v[dst_reg].view(F32)]
+    elif name == "V_FMAC_F64":
+        reads = [ctx.read(0, "f64"), ctx.read(1, "f64"),
+                 lambda b: (b.v[dst_reg].astype(U64) | (b.v[dst_reg + 1].astype(U64) << U64(32))).view(F64)]
     else:
         reads = [ctx.read(k, t) for k, t in enumerate(sts)]
 
@@ -482,10 +606,96 @@ def _compare(ctx: Ctx, name: str) -> Run:
     return run
 
 
+# The fp32 and fp64 division sequence (v_div_scale, v_rcp, Newton steps in fma, v_div_fmas,
+# v_div_fixup): per type the result dtype, the exponent bias, div_scale's "N/D near the maximum"
+# exponent gap, its power-of-two scale and its "numerator is tiny" exponent.
+DIV = {"f32": (F32, 127, 96, 64, 23), "f64": (F64, 1023, 768, 128, 53)}
+
+
+def _exponent(x: np.ndarray) -> np.ndarray:
+    """The biased exponent field of fp16, fp32 or fp64 values."""
+    x = np.asarray(x)
+    shift, mask = {2: (10, 0x1F), 4: (23, 0xFF), 8: (52, 0x7FF)}[x.dtype.itemsize]
+    return ((x.view(f"u{x.dtype.itemsize}").astype(U64) >> U64(shift)) & U64(mask)).astype(np.int64)
+
+
+def _denormal(x: np.ndarray) -> np.ndarray:
+    return np.asarray((x != 0) & (np.abs(x) < np.finfo(x.dtype).tiny))
+
+
+def _div_fixup(q: np.ndarray, den: np.ndarray, num: np.ndarray) -> np.ndarray:
+    """V_DIV_FIXUP_F32/F64: the special cases of num / den (NaN, 0/0, inf/inf, x/0, x/inf,
+    underflow, overflow), else the quotient q with the sign of num * den. The text's overflow
+    case tests exponent(den) == 255 (2047), which the infinity cases before it already took; a
+    quotient whose exponent gap is past the type's range (so large that the scaled Newton steps
+    overflow to NaN) is taken as overflow too, which makes the sequence IEEE division there."""
+    q, den, num = np.broadcast_arrays(q, den, num)
+    t, uint = q.dtype.type, f"u{q.dtype.itemsize}"
+    quiet = 1 << (22 if t == F32 else 51)
+    sign = np.signbit(den) ^ np.signbit(num)
+    nan = np.asarray(0xFFC00000 if t == F32 else 0xFFF8000000000000, dtype=uint).view(t)
+    inf, zero = np.where(sign, t(-np.inf), t(np.inf)), np.where(sign, t(-0.0), t(0.0))
+    conditions = [np.isnan(num), np.isnan(den), (den == 0) & (num == 0), np.isinf(den) & np.isinf(num),
+                  (den == 0) | np.isinf(num), np.isinf(den) | (num == 0),
+                  _exponent(num) - _exponent(den) < (-150 if t == F32 else -1075), _exponent(den) == (255 if t == F32 else 2047),
+                  _exponent(num) - _exponent(den) > (128 if t == F32 else 1024)]
+    choices = [(num.view(uint) | quiet).view(t), (den.view(uint) | quiet).view(t), nan, nan, inf, zero, zero, inf, inf]
+    return np.select(conditions, choices, np.where(sign, -np.abs(q), np.abs(q)))
+
+
+def _div_scale(ctx: Ctx, t: str) -> Run:
+    """V_DIV_SCALE_F32/F64 s0, den, num: s0 (den or num) scaled by 2^+-k where the quotient or the
+    reciprocal would leave the normal range, and VCC (the instruction's sdst) set where
+    v_div_fmas must scale the result back. Where both 1/den and num/den are subnormal the text
+    scales den up, to infinity for den near the maximum; here it scales den down, as its case
+    "1/den subnormal" does, which keeps the sequence IEEE division (only fp64 reaches the case:
+    the f32 text computes 1/den in fp64)."""
+    s0, s1, s2 = (ctx.read(k, t) for k in range(3))
+    _, _, gap, k, tiny = DIV[t]
+    sdst, d = int(ctx.inst.sdst.offset), _vdst(ctx.inst)
+
+    def run(b: Batch) -> None:
+        x, den, num = np.broadcast_arrays(s0(b), s1(b), s2(b))
+        with np.errstate(all="ignore"):
+            quotient, inverse = num / den, 1.0 / den.astype(F64)
+            up, down = _ldexp(x, np.asarray(k), x.dtype.type), _ldexp(x, np.asarray(-k), x.dtype.type)
+            conditions = [(num == 0) | (den == 0), _exponent(num) - _exponent(den) >= gap, _denormal(den),
+                          _denormal(inverse) & _denormal(quotient), _denormal(inverse), _denormal(quotient),
+                          _exponent(num) <= tiny]
+            result = np.select(conditions, [np.full_like(x, np.nan), np.where(x == den, up, x), up,
+                                            np.where(x == den, down, x), down, np.where(x == num, up, x), up], x)
+        vcc = conditions[1] | (~conditions[0] & ~conditions[1] & ~conditions[2] & conditions[3]) | \
+            (~np.any(conditions[:5], axis=0) & conditions[5])
+        _write_dest(b, ctx, d, t, result)
+        b.write_mask64(sdst, np.broadcast_to(vcc, (b.W, 64)) & b.lanes())
+    return run
+
+
+def _div_fmas(ctx: Ctx, t: str) -> Run:
+    """V_DIV_FMAS_F32/F64: fma(s0, s1, s2), scaled where VCC is set back by the power of two that
+    v_div_scale applied. The ISA text writes the scale as 2^32 (f32) and 2^64 (f64) with no sign,
+    which cannot undo div_scale's 2^64 (2^128); here it is 2^+k where the scaled quotient s2 is
+    large (the denominator was scaled up) and 2^-k where it is small (the numerator was)."""
+    reads = [ctx.read(i, t) for i in range(3)]
+    _, bias, _, k, _ = DIV[t]
+    d = _vdst(ctx.inst)
+
+    def run(b: Batch) -> None:
+        x, y, z = np.broadcast_arrays(*(r(b) for r in reads))
+        exp2 = np.where(b.mask64(VCC), np.where(_exponent(z) > bias, k, -k), 0)
+        result = fused(x, y, z, F32, exp2) if t == "f32" else fma64(x, y, z, exp2)
+        _write_dest(b, ctx, d, t, _finish(ctx, t, result))
+    return run
+
+
 def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
     inst = ctx.inst
     if name == "V_NOP":
         return lambda b: None
+    if name in ("V_DIV_SCALE_F32", "V_DIV_SCALE_F64"):
+        return _div_scale(ctx, name[-3:].lower())
+    if name in ("V_DIV_FMAS_F32", "V_DIV_FMAS_F64"):
+        return _div_fmas(ctx, name[-3:].lower())
     if name == "V_CNDMASK_B32":
         a, c = ctx.read(0, "b32"), ctx.read(1, "b32")
         sel = VCC if not ctx.vop3 else int(inst.src2.offset)
