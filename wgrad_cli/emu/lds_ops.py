@@ -3,9 +3,9 @@
 Addressing per the CDNA4 ISA reference ("Local Data Share Operations"): a 32-bit VGPR address
 plus a 16-bit instruction offset (offset1:offset0), or two 8-bit offsets scaled by the element
 size (by 64 elements for the ST64 forms) for the READ2/WRITE2 forms. Bytes beyond the
-workgroup's LDS allocation read as 0 and are not written (the LDS range check of gfx9-family
-hardware, as AMD's gem5 GPU model implements it; HipKittens' pack_scales reads past the end of
-its last scale tile and relies on it).
+workgroup's LDS allocation read as 0 and are not written (CDNA4 ISA, "Out-of-Range behavior":
+reads return zero, writes are discarded; AMD's gem5 GPU model does the same. HipKittens'
+pack_scales reads past the end of its last scale tile and relies on it).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Addresses follow the CDNA4 ISA reference ("Global, Scratch and Flat Address Space", "Buffer
 Instructions"): global is a 64-bit VGPR pair plus a signed 13-bit offset, or an SGPR pair base
 plus a 32-bit VGPR offset; buffer is the V# base plus SGPR, instruction and VGPR offsets, and a
-lane whose offset runs past the V#'s num_records reads 0 and writes nothing. Every access of an
+dword whose offset runs past the V#'s num_records reads 0 and writes nothing. Every access of an
 executing lane is checked against the heap's allocations; one outside all of them stops the run
 (a real GPU would fault or, worse, read another buffer).
 """
@@ -86,17 +86,30 @@ def _from_regs(regs: np.ndarray, vdata: int, size: int, hi: bool, waves: np.ndar
     return np.ascontiguousarray(word.astype("<u4")).view(np.uint8).reshape(-1, 4)[:, :size]
 
 
-LDS_DMA = {"DWORD", "DWORDX3", "DWORDX4"}  # loads that can write LDS directly (gfx950 adds x3 and x4)
+# Loads that can write LDS directly (CDNA4 ISA, "Memory Buffer Load to LDS"; gfx950 adds x3 and x4).
+LDS_DMA = {"UBYTE", "SBYTE", "USHORT", "SSHORT", "DWORD", "DWORDX3", "DWORDX4"}
 
 
-def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, offset: int, what: str) -> None:
-    """LDS DMA: each lane's loaded bytes go to LDS address M0 + instruction offset + lane * size, not to
-    VGPRs (CDNA3/CDNA4 ISA, "LDS DMA"; LLVM's global.load.lds and buffer.load.lds intrinsics apply the
-    immediate offset to both addresses). Lanes outside EXEC leave their slot untouched."""
+def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, offset: int, signed: bool,
+             m0_mask: int) -> None:
+    """LDS DMA: each lane's loaded data goes to LDS, not to VGPRs, at M0 + instruction offset +
+    lane * 4, or lane * 16 for 3- and 4-dword loads, a 3-dword load leaving the 4th dword alone
+    (CDNA4 ISA, "Memory Buffer Load to LDS" and the FLAT chapter's LDS_ADDR equations; the buffer
+    form takes M0[17:0], global M0[17:2] * 4: `m0_mask`). LLVM's global.load.lds and
+    buffer.load.lds intrinsics apply the immediate offset to both addresses. A byte or short load
+    writes its value extended to a dword, as it would arrive in a VGPR: the text gives the lane
+    stride of 4 for every form under 3 dwords but not the width written; the data path returns
+    dwords. Lanes outside EXEC leave their slot untouched."""
     from wgrad_cli.emu.lds_ops import lds_store  # lds_ops builds on this module
 
     nbytes = data.shape[1]
-    addr = b.s[M0][waves].astype(np.int64) + offset + lanes.astype(np.int64) * nbytes
+    if nbytes < 4:
+        raw = data[:, 0].astype(U32) if nbytes == 1 else np.ascontiguousarray(data).view("<u2")[:, 0].astype(U32)
+        if signed:
+            raw = np.where(raw >> U32(8 * nbytes - 1), raw | U32((0xFFFFFFFF << (8 * nbytes)) & 0xFFFFFFFF), raw)
+        data = np.ascontiguousarray(raw.astype("<u4")).view(np.uint8).reshape(-1, 4)
+    stride = 16 if data.shape[1] > 4 else 4
+    addr = (b.s[M0][waves].astype(np.int64) & m0_mask) + offset + lanes.astype(np.int64) * stride
     lds_store(b, addr, data, waves)
 
 
@@ -136,7 +149,7 @@ def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
         def dma(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
             data = gather(b, addresses(b, waves, lanes), nbytes, waves, lanes, what)
-            into_lds(b, data, waves, lanes, offset, what)
+            into_lds(b, data, waves, lanes, offset, LOADS[suffix][1], 0x3FFFC)
             b.stats.bytes_loaded += data.size
         return Op(pc, size, what, "vmem", dma)
     if kind == "LOAD":
@@ -187,16 +200,22 @@ def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] |
     what = name.lower() + (" lds" if lds_dma else "")
 
     def place(b: Batch, waves: np.ndarray, lanes: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
-        """Each lane's address and whether it lies inside num_records. The VGPRs hold the index, then
-        the offset, as idxen and offen ask; the address is base + soffset + index * stride + offset.
-        num_records counts bytes of offset in a raw buffer (stride 0) and records of index in a
-        structured one (CDNA3/CDNA4 ISA, "Range Checking")."""
+        """Each lane's address and, per dword of the access (one entry for a sub-dword access),
+        whether it lies inside num_records. The VGPRs hold the index, then the offset, as idxen and
+        offen ask; the address is base + soffset + index * stride + offset. num_records counts bytes
+        of offset in a raw buffer (stride 0) and records of index in a structured one; DWORDx2/x3/x4
+        accesses are range-checked per dword, so one that straddles num_records keeps its in-range
+        dwords (CDNA3/CDNA4 ISA, "Range Checking"; LLVM's AMDGPUUsage: each 32-bit word's offset is
+        checked independently)."""
         base, stride, records = resource(b, srsrc, waves)
         zero = np.zeros(len(waves), dtype=U64)
         index = b.v[vaddr][waves, lanes].astype(U64) if idxen else zero
         voff = b.v[vaddr + int(idxen)][waves, lanes].astype(U64) if offen else zero
         offset = voff + U64(imm)
-        inside = np.where(stride == 0, offset + U64(nbytes) <= records, index < records)
+        width = min(nbytes, 4)
+        ends = offset[:, None] + U64(width) + U64(4) * np.arange(max(nbytes // 4, 1), dtype=U64)
+        inside = np.asarray(np.where((stride == 0)[:, None], ends <= records[:, None], (index < records)[:, None]),
+                            dtype=bool)
         return base + soffset(b)[waves].astype(U64) + index * stride + offset, inside
 
     if kind == "LOAD":
@@ -206,14 +225,19 @@ def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] |
         def load(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
             addr, inside = place(b, waves, lanes, nbytes)
-            data = np.zeros((len(waves), nbytes), dtype=np.uint8)  # out-of-range lanes read 0
-            if inside.any():
-                data[inside] = gather(b, addr[inside], nbytes, waves[inside], lanes[inside], what)
+            data = np.zeros((len(waves), nbytes), dtype=np.uint8)  # out-of-range dwords read 0
+            whole = np.asarray(inside.all(axis=1))
+            if whole.any():
+                data[whole] = gather(b, addr[whole], nbytes, waves[whole], lanes[whole], what)
+            part = inside & ~whole[:, None]
+            for k in np.flatnonzero(part.any(axis=0)):
+                m = part[:, k]
+                data[m, 4 * k: 4 * k + 4] = gather(b, addr[m] + U64(4 * k), 4, waves[m], lanes[m], what)
             if lds_dma:
-                into_lds(b, data, waves, lanes, imm, what)
+                into_lds(b, data, waves, lanes, imm, signed, 0x3FFFF)
             else:
                 _to_regs(b, b.a if acc else b.v, vdst, data, nbytes, signed, d16, waves, lanes)
-            b.stats.bytes_loaded += int(inside.sum()) * nbytes
+            b.stats.bytes_loaded += int(inside.sum()) * min(nbytes, 4)
         return Op(pc, size, what, "vmem", load)
     nb, hi = STORES[suffix]
     vdata = int(inst.vdata.offset) - 256
@@ -222,6 +246,11 @@ def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] |
         waves, lanes = np.nonzero(b.lanes())
         addr, inside = place(b, waves, lanes, nb)
         data = _from_regs(b.a if acc else b.v, vdata, nb, hi, waves, lanes)
-        scatter(b, addr[inside], data[inside], waves[inside], lanes[inside], what)
-        b.stats.bytes_stored += int(inside.sum()) * nb
+        whole = np.asarray(inside.all(axis=1))
+        scatter(b, addr[whole], data[whole], waves[whole], lanes[whole], what)
+        part = inside & ~whole[:, None]
+        for k in np.flatnonzero(part.any(axis=0)):
+            m = part[:, k]
+            scatter(b, addr[m] + U64(4 * k), data[m, 4 * k: 4 * k + 4], waves[m], lanes[m], what)
+        b.stats.bytes_stored += int(inside.sum()) * min(nb, 4)
     return Op(pc, size, what, "vmem", store)
