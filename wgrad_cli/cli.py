@@ -176,6 +176,27 @@ def verify(**kw: Any) -> None:
     verify_command(**kw)
 
 
+@cli.command("emu-check")
+@click.option("--config", "config_path", required=True, type=click.Path(path_type=Path),
+              help="YAML shape config: a file, or a shipped config's name (`wgrad configs` lists them).")
+@click.option("--kernel", "kernels", multiple=True, help="Check these kernels instead of the config's.")
+@click.option("--shape", "shapes", multiple=True, help="Only these shapes (repeatable).")
+@click.option("--kernel-source", type=click.Path(path_type=Path), help="Source file for the one --kernel.")
+@click.option("--include", "includes", multiple=True, type=click.Path(path_type=Path),
+              help="Include dir for --kernel-source's kernel (repeatable).")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Code object cache (default $WGRAD_CACHE_DIR or ~/.cache/wgrad).")
+@click.option("--hip-cc", help="hipcc or clang to use for gfx950 (default $WGRAD_HIP_CC, then discovery).")
+@click.option("--rocm-path", type=click.Path(exists=True, file_okay=False), envvar="ROCM_PATH",
+              help="ROCm install whose HIP headers clang uses (default $ROCM_PATH).")
+@wide_option
+def emu_check(**kw: Any) -> None:
+    """List, per gfx950 code object of a config, the instructions the emulator lacks (before running it)."""
+    from wgrad_cli.emu.coverage import emu_check_command
+
+    emu_check_command(**kw)
+
+
 @cli.command()
 @selection_options
 @toolchain_options

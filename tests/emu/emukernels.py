@@ -112,3 +112,11 @@ def run(image: bytes, args: list[np.ndarray | int], grid: int = 1, block: int = 
     for ptr, host in buffers:
         rt.copy_out(host.ctypes.data, ptr, host.nbytes)
     return [host for _, host in buffers]
+
+
+def tiny_config(directory: Path) -> Path:
+    """A one-shape gfx950 config the emulator checks in seconds: two experts, the second empty."""
+    path = directory / "tiny.yaml"
+    path.write_text("description: one tiny shape for emulator tests\nseed: 3\nkernels: [reference]\ntargets: [gfx950]\n"
+                    "shapes:\n  - {name: tiny, M: 256, N: 256, K: 256, E: 2, offsets: [0, 256, 256]}\n")
+    return path

@@ -1,0 +1,42 @@
+"""`wgrad emu-check`: per gfx950 code object of a config, the instructions the emulator lacks,
+found before anything runs; a report, so it exits 0 either way."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from emukernels import UNSUPPORTED_MNEMONIC, tiny_config
+from wgrad_cli.cli import cli
+from wgrad_cli.kernelspec import KERNELS_DIR
+
+pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
+STORE = "C[(e * N + n) * K + k] = bf16_bits(acc);"
+
+
+def emu_check(tmp_path: Path, *extra: str) -> list[str]:
+    result = CliRunner().invoke(cli, ["emu-check", "--config", str(tiny_config(tmp_path)), "--cache-dir",
+                                      str(tmp_path / "cache"), *extra], terminal_width=100)
+    assert result.exit_code == 0, result.output
+    assert all(len(line) <= 100 for line in result.output.splitlines())
+    return [line for line in result.output.splitlines() if line.startswith("| reference")]
+
+
+def test_the_reference_kernel_needs_nothing_the_emulator_lacks(tmp_path: Path) -> None:
+    rows = emu_check(tmp_path)
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert len(rows) == 1 and cells[:2] == ["reference", "tiny"] and int(cells[2].replace(",", "")) > 100
+    assert cells[3:] == ["0", ""]
+
+
+def test_a_kernel_with_an_unimplemented_instruction_is_listed_before_it_runs(tmp_path: Path) -> None:
+    source = (KERNELS_DIR / "reference.cu").read_text()
+    assert STORE in source
+    sine = tmp_path / "sine.cu"  # the reference kernel storing sin(2 pi acc): one v_sin_f32
+    sine.write_text(source.replace(STORE, STORE.replace("bf16_bits(acc)", "bf16_bits(__builtin_amdgcn_sinf(acc))")))
+    rows = emu_check(tmp_path, "--kernel", "reference", "--kernel-source", str(sine), "--include", str(KERNELS_DIR))
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells[3:] == ["1", UNSUPPORTED_MNEMONIC]

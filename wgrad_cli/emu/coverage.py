@@ -1,0 +1,72 @@
+"""`wgrad emu-check`: which instructions of each gfx950 code object the emulator lacks, found by
+decoding the code object, before anything runs (a run stops at the first one a wave reaches)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.markup import escape
+
+from wgrad_cli.build import run_builds
+from wgrad_cli.cache import Cache, default_root
+from wgrad_cli.commands import select
+from wgrad_cli.emu.loader import load_image
+from wgrad_cli.emu.program import Program
+from wgrad_cli.errors import WgradError
+from wgrad_cli.grid import Grid, plural
+from wgrad_cli.kernelspec import load_specs
+from wgrad_cli.report import err, out
+from wgrad_cli.toolchain import Toolchains
+
+TARGET = "gfx950"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    instructions: int  # in the code object's text
+    missing: dict[str, int]  # mnemonic -> how many times it occurs, for those the emulator lacks
+
+
+def coverage(image: bytes) -> Coverage:
+    program = Program(load_image(image))
+    return Coverage(len(program.decoded), dict(sorted(Counter(op.name for op in program.unsupported()).items())))
+
+
+def emu_check_command(config_path: Path, kernels: tuple[str, ...], shapes: tuple[str, ...], kernel_source: Path | None,
+                      includes: tuple[Path, ...], cache_dir: Path | None, hip_cc: str | None, rocm_path: str | None) -> None:
+    """Build the config's gfx950 code objects as `wgrad build` does (cached) and print, per code
+    object, its instruction count and the instructions the emulator does not implement."""
+    specs = load_specs()
+    config, records = select(specs, config_path, kernels, (), shapes, kernel_source, includes)
+    if TARGET not in config.targets:
+        raise WgradError(f"{config_path}: no {TARGET} target; the emulator runs gfx950 code objects only")
+    records = [(job, shape) for job, shape in records if job.target == TARGET]
+    jobs = list(dict.fromkeys(job for job, _ in records))
+    cache = Cache(cache_dir or default_root())
+    cache.check_writable()
+    toolchains = Toolchains(cache.root / "zig-shim", hip_cc, None, rocm_path)
+    with err.status(f"building {plural(len(jobs), 'gfx950 code object')}"):
+        results = run_builds(jobs, toolchains, cache, {}, len(jobs))
+    table = Grid(f"wgrad emu-check {config_path.name}: instructions the emulator lacks")
+    for name, justify in (("kernel", "left"), ("shapes", "left"), ("M x N x K, E", "right"),
+                          ("instructions", "right"), ("unsupported", "right"), ("mnemonics", "left")):
+        table.add_column(name, "right" if justify == "right" else "left", detail=name == "M x N x K, E")
+    problems: list[str] = []
+    for r in results:
+        names = ", ".join(s.name for job, s in records if job == r.job)
+        if r.code_object is None:
+            problems += [f"{r.job.label}: {line}" for line in r.errors]
+            table.add_row(r.job.kernel.name, names, r.job.dims.label(), "", "", "[red]not built[/]")
+            continue
+        c = coverage(r.code_object.read_bytes())
+        lacking = sum(c.missing.values())
+        table.add_row(r.job.kernel.name, names, r.job.dims.label(), f"{c.instructions:,}",
+                      f"[red]{lacking}[/]" if lacking else "[green]0[/]",
+                      ", ".join(f"{m} x{n}" if n > 1 else m for m, n in c.missing.items()))
+    out.print(table)
+    for line in problems:  # a failed compile, or no gfx950 compiler (how to get one)
+        err.print(f"[red]{escape(line)}[/]", highlight=False)
+    if problems:
+        raise SystemExit(1)
