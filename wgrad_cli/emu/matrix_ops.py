@@ -233,6 +233,54 @@ PK_F32: dict[str, Callable[..., np.ndarray]] = {
 }
 
 
+def _sat(lo: int, hi: int) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda v: np.clip(v, lo, hi)
+
+
+# name -> (element type, sources, function on int64/float64 halves); CDNA4 ISA pseudo-code: each 16-bit
+# half of D is the operation on the same-numbered halves the op_sel/op_sel_hi bits pick from each source.
+# Shift amounts come from the low 4 bits of the selected half of S0 (S0[3:0], S0[19:16] by default).
+PK_16: dict[str, tuple[str, int, Callable[..., np.ndarray]]] = {
+    "V_PK_MAD_I16": ("i16", 3, lambda a, b, c: a * b + c), "V_PK_MAD_U16": ("u16", 3, lambda a, b, c: a * b + c),
+    "V_PK_MUL_LO_U16": ("u16", 2, np.multiply),
+    "V_PK_ADD_I16": ("i16", 2, np.add), "V_PK_SUB_I16": ("i16", 2, np.subtract),
+    "V_PK_ADD_U16": ("u16", 2, np.add), "V_PK_SUB_U16": ("u16", 2, np.subtract),
+    "V_PK_MAX_I16": ("i16", 2, np.maximum), "V_PK_MIN_I16": ("i16", 2, np.minimum),
+    "V_PK_MAX_U16": ("u16", 2, np.maximum), "V_PK_MIN_U16": ("u16", 2, np.minimum),
+    "V_PK_LSHLREV_B16": ("u16", 2, lambda s, v: v << (s & 15)),
+    "V_PK_LSHRREV_B16": ("u16", 2, lambda s, v: v >> (s & 15)),
+    "V_PK_ASHRREV_I16": ("i16", 2, lambda s, v: v >> (s & 15)),
+    # fp16: the float64 result is exact for mul and add; fma rounds once more only where the float64
+    # sum is inexact, which needs operands 2^29 apart (assumption: no such case matters here)
+    "V_PK_FMA_F16": ("f16", 3, lambda a, b, c: a * b + c), "V_PK_ADD_F16": ("f16", 2, np.add),
+    "V_PK_MUL_F16": ("f16", 2, np.multiply), "V_PK_MIN_F16": ("f16", 2, np.fmin),
+    "V_PK_MAX_F16": ("f16", 2, np.fmax),
+}
+
+
+def _pk16_value(half: np.ndarray, t: str, negate: int) -> np.ndarray:
+    if t == "f16":
+        v = half.astype(np.uint16).view(np.float16).astype(F64)
+        return -v if negate else v
+    if t == "i16":
+        return half.astype(np.uint16).view(np.int16).astype(np.int64)
+    return half.astype(np.int64)
+
+
+def _pk16_bits(v: np.ndarray, t: str, clamp: bool) -> np.ndarray:
+    """A half's result as 16 bits: integers wrap, or saturate under clamp ("For integer operations, it
+    clamps the result to the largest and smallest representable value"); floats clamp to [0, 1]."""
+    if t == "f16":
+        with np.errstate(all="ignore"):
+            h = v.astype(np.float16)
+            if clamp:
+                h = np.clip(np.where(np.isnan(h), np.float16(0), h), 0, 1).astype(np.float16)
+        return h.view(np.uint16).astype(U32)
+    if clamp:
+        v = np.clip(v, -(1 << 15), (1 << 15) - 1) if t == "i16" else np.clip(v, 0, 0xFFFF)
+    return (v & 0xFFFF).astype(U32)
+
+
 def _half_reads(inst: Any, count: int, bits: int) -> list[tuple[Callable[[Batch], np.ndarray], int, int, int, int]]:
     """Per source: (64-bit or 32-bit reader, op_sel bit, op_sel_hi bit, neg_lo bit, neg_hi bit)."""
     opsel, opsel_hi = int(inst.opsel), int(inst.opsel_hi) | (int(inst.opsel_hi2) << 2)
@@ -273,6 +321,21 @@ def _compile_vop3p(inst: Any, pc: int, size: int) -> Op:
             b.write_v(b.v, vdst, np.asarray(lo, dtype=F32).view(U32))
             b.write_v(b.v, vdst + 1, np.asarray(hi, dtype=F32).view(U32))
         return Op(pc, size, lower, "valu", pk)
+    if name in PK_16:
+        t, count, fn16 = PK_16[name]
+        reads16 = _half_reads(inst, count, 32)
+        clamp = bool(getattr(inst, "clmp", 0))
+
+        def pk16(b: Batch) -> None:
+            words = [np.broadcast_to(r(b), (b.W, 64)) for r, *_ in reads16]
+            out = np.zeros((b.W, 64), dtype=U32)
+            for part, shift in ((0, 0), (1, 16)):
+                args = [_pk16_value(_pick16(w, sel_hi if part else sel), t, neg_hi if part else neg)
+                        for w, (_, sel, sel_hi, neg, neg_hi) in zip(words, reads16)]
+                with np.errstate(all="ignore"):
+                    out |= _pk16_bits(np.asarray(fn16(*args)), t, clamp) << U32(shift)
+            b.write_v(b.v, vdst, out)
+        return Op(pc, size, lower, "valu", pk16)
     if name == "V_PK_MOV_B32":  # D.lo = src0[op_sel[0]], D.hi = src1[op_sel_hi[1]] (CDNA4 ISA)
         (r0, sel0, _, _, _), (r1, _, sel1, _, _) = _half_reads(inst, 2, 64)
 

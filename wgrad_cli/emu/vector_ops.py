@@ -272,6 +272,9 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_MAX3_F32": ("f32", ("f32",) * 3, lambda a, b, c: np.fmax(np.fmax(a, b), c)),
     "V_MED3_I32": ("i32", ("i32",) * 3, lambda a, b, c: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))),
     "V_MED3_U32": ("u32", ("u32",) * 3, lambda a, b, c: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))),
+    # V_MAD_LEGACY_* is gfx9's encoding of the gfx8 opcode, without op_sel: V_MAD_U16/I16's arithmetic
+    "V_MAD_LEGACY_U16": ("u16", ("u16",) * 3, lambda a, b, c: a * b + c),
+    "V_MAD_LEGACY_I16": ("i16", ("i16",) * 3, lambda a, b, c: a * b + c),
     "V_MAD_U32_U24": ("u32", ("u32",) * 3, lambda a, b, c: (a & U32(0xFFFFFF)) * (b & U32(0xFFFFFF)) + c),
     "V_MAD_I32_I24": ("i32", ("i32",) * 3, lambda a, b, c: ((a << 8) >> 8) * ((b << 8) >> 8) + c),
     "V_LSHL_ADD_U64": ("u64", ("u64", "u32", "u64"), lambda a, b, c: (a << (b & U32(7)).astype(U64)) + c),
