@@ -10,6 +10,9 @@ baseline measured in the same run, so the figures carry over between machines.
   for the whole command including Python's start-up (target < 2%, on the build step).
 - the emulator running a project kernel that is mostly scaled MFMA and LDS traffic (one 512-thread
   workgroup, a 256 x 256 x 128 step) on one core, vs its 50 ms goal (target < 1).
+- the emulator's rate on the reference kernel at smoke.yaml's one-expert shape on one core, as
+  nanoseconds per lane-instruction vs the 20 ns of its goal of 5 x 10^7 lane-instructions/s
+  (target <= 1).
 Rows marked informational explain another row: the bare per-expert BLAS time shows what the
 grouped shape costs BLAS (k = M/E is a short inner dimension), and the first touch what it costs
 to write a result E times the baseline's size into fresh memory.
@@ -36,14 +39,17 @@ from wgrad_cli.build import BuildJob, run_builds
 from wgrad_cli.cache import Cache
 from wgrad_cli.config import load_config
 from wgrad_cli.emu import mfma_step
+from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.grid import Grid, plural
 from wgrad_cli.kernelspec import load_specs
+from wgrad_cli.launch import prepare
 from wgrad_cli.mxfp8 import E4M3
 from wgrad_cli.problem import generate
 from wgrad_cli.reference import PRECISIONS, grad_w
 from wgrad_cli.report import err, out, write_json
 from wgrad_cli.routing import Routing
 from wgrad_cli.shipped import config_file
+from wgrad_cli.targets import TARGETS
 from wgrad_cli.toolchain import Toolchains
 
 
@@ -158,6 +164,37 @@ def emulator_ratios() -> list[Ratio]:
                   "one 512-thread workgroup, 256x256x128 scaled MFMA via LDS, on one core / the 50 ms goal")]
 
 
+EMU_RATE_GOAL = 5e7  # lane-instructions per second on one core
+EMU_RATE_DIMS = Dims(128, 256, 256, 1)  # smoke.yaml's one-expert
+
+
+def emulator_rate_ratios() -> list[Ratio]:
+    """One launch of the reference kernel on the emulator's one worker, decoding excluded; its
+    lane-instructions (64 per wave-instruction) per second against the goal. Nothing without a
+    gfx950 compiler to build the kernel."""
+    spec, d = load_specs()["reference"], EMU_RATE_DIMS
+    with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-emu-") as tmp:
+        cache = Cache(Path(tmp))
+        built = run_builds([BuildJob(spec, "gfx950", d)], Toolchains(cache.root / "zig-shim"), cache, {}, 1)[0]
+        if not built.ok or built.code_object is None:
+            err.print("selfbench: the reference kernel did not build for gfx950 (`wgrad build --target gfx950` says "
+                      "why); the emulator's rate row is skipped")
+            return []
+        rt = EmuRuntime(workers=1)
+        problem = generate(d, Routing(), 0)
+        args = []
+        for a in (np.zeros(d.E * d.N * d.K, np.uint16), problem.A, problem.B, problem.scale_A, problem.scale_B,
+                  problem.offsets):
+            args.append(rt.alloc(a.nbytes))
+            rt.copy_in(args[-1], a.ctypes.data, a.nbytes)
+        kernel = prepare(rt, built.code_object, TARGETS["gfx950"], spec, d, args)
+    seconds, _ = _timed(kernel)
+    lanes = rt.stats[-1].lane_instructions
+    return [Ratio("emulator rate, reference kernel", seconds / lanes * 1e9, 1e9 / EMU_RATE_GOAL, "ns", 1.0, True,
+                  f"{lanes / seconds:.3g} lane-instructions/s, M={d.M} N={d.N} K={d.K} E={d.E}, one core; ns per "
+                  f"lane-instruction / the {EMU_RATE_GOAL:.0e}/s goal's")]
+
+
 def selfbench_command(size: int, experts: int, build_config: Path, json_path: Path | None) -> None:
     build_config = config_file(build_config)
     load_config(build_config, load_specs())  # a bad config is reported now, not after minutes of timing
@@ -165,8 +202,8 @@ def selfbench_command(size: int, experts: int, build_config: Path, json_path: Pa
         ratios = reference_ratios(size, experts)
     with err.status(f"timing cold and warm builds of {build_config}"):
         ratios += build_ratios(build_config)
-    with err.status("timing the emulator's scaled-MFMA step"):
-        ratios += emulator_ratios()
+    with err.status("timing the emulator's scaled-MFMA step and its rate on the reference kernel"):
+        ratios += emulator_ratios() + emulator_rate_ratios()
     table = Grid(f"wgrad selfbench ({platform.node()}, {plural(os.cpu_count() or 1, 'core')})")
     for col in ("benchmark", "measured", "baseline", "ratio", "target", "verdict", "what"):
         table.add_column(col, detail=col == "what")

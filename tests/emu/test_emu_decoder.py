@@ -1,31 +1,58 @@
 """The emulator's decoder (tinygrad's) against LLVM's disassembler: the same instruction lengths and
-mnemonics at the same offsets, over every instruction of the test kernels; and a kernel with an
+mnemonics at the same offsets, over every instruction of the test kernels and of the project's
+shipped gfx950 kernels (reference and empty, at smoke.yaml's shapes, built as `wgrad build` builds
+them); and a kernel with an
 instruction the emulator lacks is listed before it runs and stops, naming it, when it runs."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import test_emu_divide
 import test_emu_memory
 import test_emu_scalar_exec
 import test_emu_valu
-from emukernels import UNSUPPORTED, UNSUPPORTED_MNEMONIC, compile_hip, disassemble, run
+from emukernels import CLANG, UNSUPPORTED, UNSUPPORTED_MNEMONIC, compile_hip, disassemble, need, run
+from wgrad_cli.build import BuildJob, run_builds
+from wgrad_cli.cache import Cache
+from wgrad_cli.config import load_config
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program, decode
+from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.runtime import DriverError
+from wgrad_cli.shipped import CONFIGS_DIR
+from wgrad_cli.toolchain import Toolchains
 
 SOURCES = [test_emu_valu.SOURCE, test_emu_scalar_exec.SALU, test_emu_scalar_exec.DIVERGE, test_emu_memory.GLOBAL,
-           test_emu_memory.LDS, test_emu_memory.BUFFER]
+           test_emu_memory.LDS, test_emu_memory.BUFFER, test_emu_divide.DIVIDE, test_emu_divide.MISC]
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=["valu", "salu", "diverge", "global", "lds", "buffer"])
+@pytest.mark.parametrize("source", SOURCES, ids=["valu", "salu", "diverge", "global", "lds", "buffer", "divide", "misc"])
 def test_decoder_agrees_with_llvm(source: str) -> None:
-    image = compile_hip(source)
+    assert_decodes_as_llvm(compile_hip(source))
+
+
+def assert_decodes_as_llvm(image: bytes) -> None:
     loaded = load_image(image)
     ours = [(d.pc, d.mnemonic, d.size) for d in decode(loaded.code, loaded.text_start, loaded.text_end)]
     llvm = [i for i in disassemble(image) if loaded.text_start <= i[0] < loaded.text_end]
     assert ours == llvm
+
+
+@pytest.mark.parametrize("kernel", ["reference", "empty"])
+def test_decoder_agrees_with_llvm_on_the_shipped_kernels(kernel: str, tmp_path: Path) -> None:
+    need(CLANG)
+    specs = load_specs()
+    shapes = load_config(CONFIGS_DIR / "smoke.yaml", specs).shapes
+    jobs = list(dict.fromkeys(BuildJob(specs[kernel], "gfx950", shape.dims) for shape in shapes))
+    cache = Cache(tmp_path)
+    for result in run_builds(jobs, Toolchains(cache.root / "zig-shim"), cache, {}, os.cpu_count() or 1):
+        assert result.ok and result.code_object is not None, result.errors
+        assert_decodes_as_llvm(result.code_object.read_bytes())
 
 
 def test_an_unimplemented_instruction_is_listed_and_stops_the_run() -> None:
