@@ -809,6 +809,10 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
             _write_dest(b, ctx, d, "f32", table[word & U32(0xFF)])
             _write_dest(b, ctx, d + 1, "f32", table[(word >> U32(8)) & U32(0xFF)])
         return pk
+    if name in ("V_CVT_PK_FP8_F32", "V_CVT_PK_BF8_F32"):
+        return _cvt_pk_f8(ctx, name.endswith("BF8_F32"))
+    if name.startswith("V_CVT_SCALEF32_") and name.endswith(("_F32_FP8", "_F32_BF8")):
+        return _cvt_scaled_from_f8(ctx, name)
     if name in ("V_BITOP3_B32", "V_BITOP3_B16"):
         return _bitop3(ctx, name == "V_BITOP3_B16")
     if name in ("V_ACCVGPR_READ", "V_ACCVGPR_WRITE", "V_ACCVGPR_MOV_B32"):
@@ -823,6 +827,56 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
         src = opd.vector(src_n, 32, ctx.literal)
         return lambda b: b.write_v(b.a, d, src(b))
     return None
+
+
+def _to_f8(x: np.ndarray, bf8: bool) -> np.ndarray:
+    """fp32 -> OCP E4M3FN (fp8) or E5M2 (bf8) bits, round to nearest even (ml_dtypes' conversion). With
+    MODE.FP16_OVFL clear (LLVM's default) an overflow is NaN for fp8 and infinity for bf8, as the CDNA4
+    ISA's table says of infinite inputs."""
+    import ml_dtypes
+
+    dtype = ml_dtypes.float8_e5m2 if bf8 else ml_dtypes.float8_e4m3fn
+    with np.errstate(all="ignore"):
+        return np.asarray(x, dtype=F32).astype(dtype).view(np.uint8).astype(U32)
+
+
+def _cvt_pk_f8(ctx: Ctx, bf8: bool) -> Run:
+    """V_CVT_PK_FP8_F32 / _BF8_F32: {f8(S1), f8(S0)} into the low 16 bits of D, or the high 16 bits when
+    OPSEL[3] is set; the other half is preserved (CDNA4 pseudo-code). abs/neg apply to the sources."""
+    a, c = ctx.read(0, "f32"), ctx.read(1, "f32")
+    hi = bool((ctx.field("opsel") >> 3) & 1)
+    d = _vdst(ctx.inst)
+
+    def run(b: Batch) -> None:
+        pair = _to_f8(np.broadcast_to(a(b), (b.W, 64)), bf8) | (_to_f8(np.broadcast_to(c(b), (b.W, 64)), bf8) << U32(8))
+        old = b.v[d]
+        b.write_v(b.v, d, (old & U32(0xFFFF)) | (pair << U32(16)) if hi else (old & U32(0xFFFF0000)) | pair)
+    return run
+
+
+def _cvt_scaled_from_f8(ctx: Ctx, name: str) -> Run:
+    """V_CVT_SCALEF32_[PK_]F32_FP8/BF8 (CDNA4 pseudo-code): the fp8 or bf8 byte(s) OPSEL picks from S0
+    (byte OPSEL[1:0], or the 16-bit half OPSEL[0] for the packed form) times 2^(e - 127), e being the
+    exponent field of S1 read as an E8M0 scale ("The scale is an E8M0 exponent with a bias of 127";
+    255 is NaN). The sources take no modifiers ("Conversion from F4/F6/F8 do not support input
+    modifiers")."""
+    table = FP8["bf8" if name.endswith("BF8") else "fp8"].astype(F64)
+    packed = "_PK_" in name
+    src = opd.vector(ctx.src_number(0), 32, ctx.literal)
+    scale_src = opd.vector(ctx.src_number(1), 32, ctx.literal)
+    opsel = ctx.field("opsel")
+    shift = U32(16 * (opsel & 1) if packed else 8 * (opsel & 3))
+    d = _vdst(ctx.inst)
+
+    def run(b: Batch) -> None:
+        e = (np.broadcast_to(scale_src(b), (b.W, 64)) >> U32(23)) & U32(0xFF)
+        factor = np.where(e == 255, np.nan, np.ldexp(1.0, e.astype(np.int64) - 127))
+        word = np.broadcast_to(src(b), (b.W, 64)) >> shift
+        with np.errstate(all="ignore"):
+            for k in range(2 if packed else 1):
+                value = (table[(word >> U32(8 * k)) & U32(0xFF)] * factor).astype(F32)
+                b.write_v(b.v, d + k, value.view(U32))
+    return run
 
 
 def _bitop3(ctx: Ctx, half: bool) -> Run:
