@@ -4,6 +4,7 @@ found before anything runs; a report, so it exits 0 either way."""
 from __future__ import annotations
 
 import shutil
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,10 @@ from click.testing import CliRunner
 
 from emukernels import UNSUPPORTED_MNEMONIC, tiny_config
 from wgrad_cli.cli import cli
+from wgrad_cli.emu.coverage import table_opcodes
 from wgrad_cli.kernelspec import KERNELS_DIR
 
-pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
+needs_clang = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
 STORE = "C[(e * N + n) * K + k] = bf16_bits(acc);"
 
 
@@ -25,6 +27,7 @@ def emu_check(tmp_path: Path, *extra: str) -> list[str]:
     return [line for line in result.output.splitlines() if line.startswith("| reference")]
 
 
+@needs_clang
 def test_the_reference_kernel_needs_nothing_the_emulator_lacks(tmp_path: Path) -> None:
     rows = emu_check(tmp_path)
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
@@ -32,6 +35,7 @@ def test_the_reference_kernel_needs_nothing_the_emulator_lacks(tmp_path: Path) -
     assert cells[3:] == ["0", ""]
 
 
+@needs_clang
 def test_a_kernel_with_an_unimplemented_instruction_is_listed_before_it_runs(tmp_path: Path) -> None:
     source = (KERNELS_DIR / "reference.cu").read_text()
     assert STORE in source
@@ -40,3 +44,10 @@ def test_a_kernel_with_an_unimplemented_instruction_is_listed_before_it_runs(tmp
     rows = emu_check(tmp_path, "--kernel", "reference", "--kernel-source", str(sine), "--include", str(KERNELS_DIR))
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
     assert cells[3:] == ["1", UNSUPPORTED_MNEMONIC]
+
+
+def test_the_docs_list_the_opcodes_the_tables_implement(repo: Path) -> None:
+    text = (repo / "docs" / "emulator.md").read_text()
+    listed = text.split("<!-- table opcodes -->\n", 1)[1].split("<!-- end -->", 1)[0]
+    assert listed.strip() == textwrap.fill(", ".join(table_opcodes()), 100), \
+        "regenerate docs/emulator.md's list: textwrap.fill(', '.join(table_opcodes()), 100)"

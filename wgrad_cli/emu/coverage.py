@@ -12,6 +12,7 @@ from rich.markup import escape
 from wgrad_cli.build import run_builds
 from wgrad_cli.cache import Cache, default_root
 from wgrad_cli.commands import select
+from wgrad_cli.emu import lds_ops, matrix_ops, memory_ops, scalar_ops, vector_ops
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program
 from wgrad_cli.errors import WgradError
@@ -32,6 +33,17 @@ class Coverage:
 def coverage(image: bytes) -> Coverage:
     program = Program(load_image(image))
     return Coverage(len(program.decoded), dict(sorted(Counter(op.name for op in program.unsupported()).items())))
+
+
+def table_opcodes() -> list[str]:
+    """The opcodes held in the emulator's tables, lower case: most of what it implements. The
+    rest (compares, carries, moves, lane and exec ops, division steps, branches, MFMA families,
+    buffer and LDS-DMA forms) are cases in code; `wgrad emu-check` names what a code object lacks."""
+    names = [*vector_ops.VOPS, *scalar_ops.SOP2, *scalar_ops.SOP1_32, *scalar_ops.SOP1_64, *scalar_ops.SAVEEXEC,
+             *scalar_ops.WREXEC, *lds_ops.READS, *lds_ops.WRITES, *lds_ops.READ2, *lds_ops.WRITE2, *lds_ops.TRANSPOSE,
+             *matrix_ops.PK_F32, *matrix_ops.PK_16, *(f"GLOBAL_LOAD_{k}" for k in memory_ops.LOADS),
+             *(f"GLOBAL_STORE_{k}" for k in memory_ops.STORES)]
+    return sorted({n.lower() for n in names})
 
 
 def emu_check_command(config_path: Path, kernels: tuple[str, ...], shapes: tuple[str, ...], kernel_source: Path | None,
