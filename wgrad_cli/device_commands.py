@@ -9,20 +9,23 @@ from rich.markup import escape
 
 from wgrad_cli.backends import EMULATED, backend
 from wgrad_cli.baselines import NAMES as BASELINES
-from wgrad_cli.baselines import require_torch
-from wgrad_cli.bench import CALIBRATION, bench, bench_table
+from wgrad_cli.baselines import require_torch, unknown
+from wgrad_cli.bench import CALIBRATION, Plan, bench
 from wgrad_cli.errors import WgradError
 from wgrad_cli.isolation import Crash, Crashed
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.report import err, out, progress
+from wgrad_cli.measure import FLUSHES
+from wgrad_cli.records import BenchRow, Document, Row, SCHEMA
 from wgrad_cli.results import default_path, order, save
 from wgrad_cli.session import Session, open_session
-from wgrad_cli.speedup import speedup_table, speedups
+from wgrad_cli.speedup import speedups
 from wgrad_cli.stopping import Criterion
-from wgrad_cli.verify import Outcome, counters_table, device_reference_possible, expert_table, verify, verify_table
+from wgrad_cli.tables import bench_footer, bench_table, counters_table, expert_table, speedup_table, verify_table
+from wgrad_cli.verify import Outcome, device_reference_possible, verify
 
 
-def _save(s: Session, command: str, records: list[dict[str, Any]], json_path: Path | None, csv_path: Path | None,
+def _save(s: Session, command: str, records: list[Row], json_path: Path | None, csv_path: Path | None,
           no_save: bool, shard: tuple[int, int] | None, **extra: Any) -> None:
     if no_save:
         return
@@ -53,21 +56,21 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
             outcomes = verify(s, reference, rows, done, crashes.append)
     finally:
         s.rt.close()
-    records = [{**o.to_json(), **s.code_object_json(o.record.job)} for o in outcomes]
+    records = [o.row(s.code_object_json(o.record.job)) for o in outcomes]
     out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}"))
-    if any(r.get("counters") for r in records):
+    if any(r.counters for r in records):
         out.print(counters_table(records, "executed on the emulator (wave-instructions by class)"))
     for r in records:
-        if per_expert or not r["ok"]:
+        if per_expert or not r.ok:
             out.print(expert_table(r))
     _save(s, "verify", records, json_path, csv_path, no_save, shard,
           **({"crashed": [c.line for c in crashes]} if crashes else {}))
-    failed = [r for r in records if not r["ok"]]
+    failed = [r for r in records if not r.ok]
     err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes)} shapes passed")
     for r in failed:
-        err.print(f"[red]FAILED[/] {escape(r['kernel'])} on {escape(r['shape']['name'])}: "
-                  f"{r['overall']['mismatches']} mismatches, {r['overall']['unwritten']} unwritten "
-                  f"({escape(r['reference'])})", highlight=False)
+        err.print(f"[red]FAILED[/] {escape(r.kernel)} on {escape(r.shape.name)}: "
+                  f"{r.overall.mismatches} mismatches, {r.overall.unwritten} unwritten "
+                  f"({escape(r.reference)})", highlight=False)
     for c in crashes:
         err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
     if crashes:
@@ -77,13 +80,18 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
 
 
 def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_time: float, max_noise: float,
-                  timeout: float, baselines: bool, json_path: Path | None, csv_path: Path | None, no_save: bool,
+                  timeout: float, baselines: bool, only_baselines: tuple[str, ...], flush_kind: str,
+                  discard_throttled: bool, json_path: Path | None, csv_path: Path | None, no_save: bool,
                   shard: tuple[int, int] | None, **selection: Any) -> None:
     criterion = Criterion(min_samples, min_time, max_noise, timeout)
+    if unknown(only_baselines):
+        raise WgradError(unknown(only_baselines))
+    baselines = baselines or bool(only_baselines)
+    plan = Plan(criterion, hot, repeat, warmup, flush_kind, discard_throttled, only_baselines or BASELINES)
     if selection.get("device") == EMULATED:
         raise WgradError(f"bench: --device {EMULATED} runs kernels functionally, with no clock to time them; "
                          f"wgrad verify --device {EMULATED} records what each kernel executed instead")
-    if baselines:
+    if baselines or flush_kind == "read":
         require_torch()  # before any build or launch
     s = open_session(**selection, shard=shard, edge_cases=False, extra=lambda _: [("empty", CALIBRATION.dims)])
     if baselines and not backend(s.target).torch_baselines:
@@ -92,22 +100,23 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
                          "hip-python's, and wgrad's events would not order torch's kernels (their times would come "
                          "out near zero); time the kernels without --baselines, and the torch paths with torch's events")
     known, flush = peak(s.rt.device), 0 if hot else flush_bytes(s.rt.device)
-    details = {"criterion": criterion.to_json(), "peak": known.__dict__ if known else None, "warmup": warmup}
-    finished: list[dict[str, Any]] = []
+    details = {"criterion": criterion.to_json(), "peak": known.__dict__ if known else None, "warmup": warmup,
+               "flush": None if hot else flush_kind, "discard_throttled": discard_throttled}
+    finished: list[BenchRow] = []
     try:
         _header(s)
         shapes = len({r.shape for r in s.records}) if baselines else 0
-        with progress("benchmarking", 1 + (len(s.records) + len(BASELINES) * shapes) * repeat) as bar:
+        with progress("benchmarking", 1 + (len(s.records) + len(plan.baselines) * shapes) * repeat) as bar:
             def step(what: str) -> None:
                 bar.update(bar.task_ids[0], description=escape(what))
 
-            def done(r: dict[str, Any]) -> None:
+            def done(r: BenchRow) -> None:
                 finished.append(r)
                 bar.update(bar.task_ids[0], advance=1)
 
-            records = bench(s, criterion, hot, repeat, warmup, baselines, step, done)
+            records = bench(s, plan, baselines, step, done)
     except WgradError as exc:  # a hang, a baseline's failure, out of memory: the rows measured before it are kept
-        if any(not r["calibration"] for r in finished):
+        if any(not r.calibration for r in finished):
             try:
                 _save(s, "bench", sorted(finished, key=order), json_path, csv_path, no_save, shard, **details,
                       incomplete=exc.lines[0])
@@ -117,13 +126,10 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
     finally:
         s.rt.close()
     cache = ("hot (back-to-back launches, times per launch)" if hot
-             else f"cold ({flush / 2**20:.0f} MiB written before each sample)")
+             else f"cold ({flush / 2**20:.0f} MiB flushed before each sample: {flush_kind})")
     out.print(bench_table(records, f"wgrad bench on {s.rt.device.name} ({s.target}), {cache}"))
     rows = speedups(records)
     if rows:
         out.print(speedup_table(rows, "speed-up over the baselines (first run of each shape)"))
-    out.print(f"% peak: of {known.matrix_label} {known.matrix_tflops:,.0f} TFLOP/s ({known.source}); "
-              if known else "% peak: this device is not in the peak table; ", end="", highlight=False)
-    out.print(f"stopping: >= {min_samples} samples, >= {min_time} s, rel stdev <= {100 * max_noise:g}%, "
-              f"timeout {timeout} s", highlight=False)
+    out.print(bench_footer(Document("bench", records, {**details, "schema": SCHEMA})), highlight=False)
     _save(s, "bench", records, json_path, csv_path, no_save, shard, **details)

@@ -20,6 +20,7 @@ from emukernels import CLANG, UNSUPPORTED, UNSUPPORTED_MNEMONIC, compile_hip, di
 from wgrad_cli.build import BuildJob, run_builds
 from wgrad_cli.cache import Cache
 from wgrad_cli.config import load_config
+from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program, decode
 from wgrad_cli.kernelspec import load_specs
@@ -90,7 +91,10 @@ KERNEL void lds_oob(unsigned *out, unsigned k) {
   out[64 + tid()] = s[tid() + k];
 }""")
     k = 48
-    out, = run(image, [np.zeros(128, np.uint32), k])
+    rt = EmuRuntime(workers=1)
+    out, = run(image, [np.zeros(128, np.uint32), k], rt=rt)
     lane = np.arange(64)
     assert (out[:64] == np.where(lane < k, lane + 1, 7)).all()
     assert (out[64:] == np.where(lane + k < 64, 7, 0)).all()
+    # not silent: the counters say how many bytes fell outside (48 lanes x 4 bytes, written then read)
+    assert rt.stats[-1].lds_out_of_range == 2 * 48 * 4

@@ -61,7 +61,10 @@ def lds_load(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray) -> np.n
     """(lanes, nbytes) bytes at each lane's LDS address; 0 outside the allocation."""
     idx, inside = lds_index(b, addr, nbytes, waves)
     data = b.lds[idx]
-    return data if inside is None else np.where(inside, data, np.uint8(0))
+    if inside is None:
+        return data
+    b.stats.lds_out_of_range += int(inside.size - np.count_nonzero(inside))
+    return np.where(inside, data, np.uint8(0))
 
 
 def lds_store(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray) -> None:
@@ -70,6 +73,7 @@ def lds_store(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray) -
     if inside is None:
         b.lds[idx] = data
     else:
+        b.stats.lds_out_of_range += int(inside.size - np.count_nonzero(inside))
         b.lds[idx[inside]] = np.broadcast_to(data, idx.shape)[inside]
 
 

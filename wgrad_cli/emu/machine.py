@@ -36,6 +36,7 @@ class Stats:
     by_class: dict[str, int] = field(default_factory=dict)
     bytes_loaded: int = 0
     bytes_stored: int = 0
+    lds_out_of_range: int = 0  # LDS bytes read as 0 or dropped beyond the workgroup's allocation
 
     def add(self, other: Stats) -> None:
         self.waves += other.waves
@@ -43,6 +44,7 @@ class Stats:
             self.by_class[k] = self.by_class.get(k, 0) + n
         self.bytes_loaded += other.bytes_loaded
         self.bytes_stored += other.bytes_stored
+        self.lds_out_of_range += other.lds_out_of_range
 
     @property
     def instructions(self) -> int:
@@ -55,7 +57,7 @@ class Stats:
     def to_json(self) -> dict[str, object]:
         return {"waves": self.waves, "instructions": dict(sorted(self.by_class.items())),
                 "lane_instructions": self.lane_instructions, "bytes_loaded": self.bytes_loaded,
-                "bytes_stored": self.bytes_stored}
+                "bytes_stored": self.bytes_stored, "lds_out_of_range": self.lds_out_of_range}
 
 
 class Batch:
