@@ -3,10 +3,11 @@ libamdhip64.so (tests/hipstandin: a C test double, since no machine here has an 
 
 Each supported hip-python line runs in turn (7.x and 10.x differ in hipGetDeviceProperties, their
 strings and how they find the library); one missing here is installed into a venv kept in
-pytest's cache. $WGRAD_HIP_PYTHON lists the lines to run (default "7.1 10"). The stand-in's
-launches compute nothing, so verify fails every shape: what is checked is what crossed the
+pytest's cache. $WGRAD_HIP_PYTHON lists the lines to run (default "7.1 10"). On its own the
+stand-in computes nothing, so verify fails every shape: what is checked is what crossed the
 boundary (grid, block, the buffers each argument points to), the device read back, and every
-error path as one line without a traceback.
+error path as one line without a traceback. With wgrad's emulator behind it (emulated()), the
+gfx950 code objects run end to end and verify checks what they computed.
 """
 
 from __future__ import annotations
@@ -117,6 +118,33 @@ def test_verify_runs_the_real_shim(hip_python: HipPython, tmp_path: Path) -> Non
         # C, A, B, scale_A, scale_B, expert_off: each argument is the start of a buffer of its ABI size
         assert launch["args"] == [(0, 2 * E * N * K), (0, N * M), (0, K * M), (0, M // 128 * N * 4),
                                   (0, M // 128 * K * 4), (0, 4 * (E + 1))]
+
+
+def emulated(hip_python: HipPython) -> dict[str, str]:
+    """The stand-in with wgrad's emulator behind it (tests/hipstandin/emulated.py): its hipInit imports the
+    module into each process that opens the device, wgrad's and the children that isolation runs."""
+    return {"WGRAD_STANDIN_BACKEND": "hipstandin.emulated",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "tests"), os.environ.get("PYTHONPATH")]))}
+
+
+def test_verify_computes_a_gfx950_kernel_through_the_shim(hip_python: HipPython, tmp_path: Path) -> None:
+    """The reference kernel's code object runs on the emulator behind the stand-in: every element right."""
+    out = tmp_path / "v.json"
+    r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--kernel", "reference",
+                         "--shape", "one-expert", "--shape", "gaps", "--json", out, env=emulated(hip_python))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "2/2 shapes passed" in r.stderr + r.stdout
+    doc = json.loads(out.read_text())
+    assert f"hip-python {hip_python.version}" in doc["device"]["runtime"] and not doc["device"]["emulated"]
+    overall = [rec["overall"] for rec in doc["records"]]
+    assert len(overall) == 2 and all(o["unwritten"] == 0 and o["mismatches"] == 0 for o in overall)
+
+
+def test_verify_fails_a_kernel_that_computes_nothing_through_the_shim(hip_python: HipPython) -> None:
+    r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--kernel", "empty",
+                         "--shape", "one-expert", "--no-save", env=emulated(hip_python))
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "FAILED empty on one-expert: 0 mismatches, 65536 unwritten" in r.stderr
 
 
 def test_bench_runs_the_real_shim(hip_python: HipPython, tmp_path: Path) -> None:

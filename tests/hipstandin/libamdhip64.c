@@ -4,8 +4,10 @@
  * AMD GPU or ROCm. It exports the HIP functions wgrad_cli/runtime/hip.py calls, with HIP's C
  * signatures, so that the real hip-python loads it through its normal search (hip-python 7.x:
  * the bare name on the loader path; 10.x: $ROCM_PATH/lib) and the real shim runs against it.
- * It proves what crosses the boundary (argument packing, grid, the pointers a launch receives,
- * status codes and error strings), never a kernel: launches compute nothing.
+ * On its own it proves what crosses the boundary (argument packing, grid, the pointers a launch
+ * receives, status codes and error strings), never a kernel: launches compute nothing. With a
+ * backend (below) its memory, modules and launches go to wgrad's gfx950 emulator instead, so that a
+ * real code object runs end to end through the real hip-python and hip.py.
  *
  * The device: one MI355X-like gfx950 (256 CUs, 288 GB, 2400 MHz). Device memory is host memory.
  * Environment switches (read at each call):
@@ -15,8 +17,14 @@
  *   WGRAD_STANDIN_ABORT=TEXT      a launch of a kernel whose name contains TEXT prints HIP's fault
  *                                 message and calls abort(), as HIP's runtime does on a queue error
  *   WGRAD_STANDIN_LAUNCH_ERROR=N  every launch returns status N (e.g. 719, hipErrorLaunchFailure)
+ *   WGRAD_STANDIN_BACKEND=MODULE  hipInit imports the Python module MODULE into the process that
+ *                                 loaded the stand-in (through the Python C API that process
+ *                                 exports) and calls MODULE.install(ADDRESS), ADDRESS being that of
+ *                                 wgradStandinSetBackend; tests/hipstandin/emulated.py hands it the
+ *                                 emulator. The log then shows every argument as unallocated.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +33,8 @@
 
 typedef int hipError_t;
 enum {
-    hipSuccess = 0, hipErrorInvalidValue = 1, hipErrorOutOfMemory = 2, hipErrorNoDevice = 100,
+    hipSuccess = 0, hipErrorInvalidValue = 1, hipErrorOutOfMemory = 2, hipErrorNotInitialized = 3,
+    hipErrorNoDevice = 100,
     hipErrorInvalidDevice = 101, hipErrorInvalidImage = 200, hipErrorNoBinaryForGpu = 209,
     hipErrorNotFound = 500, hipErrorIllegalAddress = 700, hipErrorLaunchFailure = 719,
 };
@@ -88,12 +97,55 @@ typedef struct {
         asicRevision;
 } hipDeviceProp_tR0600;
 
-typedef struct { unsigned char *image; size_t size; } Module;
-typedef struct { Module *module; char name[512]; } Function;
+/* `handle`: the backend's module or function, where one is set. */
+typedef struct { unsigned char *image; size_t size; void *handle; } Module;
+typedef struct { Module *module; char name[512]; void *handle; } Function;
 typedef struct { double seconds; } Event;
 typedef struct Allocation { char *ptr; size_t size; struct Allocation *next; } Allocation;
 
 static Allocation *allocations;
+
+/* Where device memory, modules and launches go when set: pointers are the backend's device
+ * addresses, and a launch's kernelParams are passed on as the shim packed them. Events stay here:
+ * a backend's launch has finished when it returns. */
+typedef struct {
+    hipError_t (*malloc)(void **ptr, size_t size);
+    hipError_t (*free)(void *ptr);
+    hipError_t (*copy_in)(void *device, const void *host, size_t n);
+    hipError_t (*copy_out)(void *host, const void *device, size_t n);
+    hipError_t (*fill)(void *device, int value, size_t n);
+    hipError_t (*load)(void **module, const void *image, size_t size);
+    hipError_t (*unload)(void *module);
+    hipError_t (*function)(void **function, void *module, const char *name);
+    hipError_t (*launch)(void *function, unsigned grid, unsigned block, unsigned lds, void **params);
+} Backend;
+
+static Backend backend;
+static int has_backend;
+
+void wgradStandinSetBackend(const Backend *b) {
+    backend = *b;
+    has_backend = 1;
+}
+
+/* MODULE.install(address of wgradStandinSetBackend), run by the Python that loaded this library:
+ * hip-python may call hipInit with the GIL released, so it is taken first. */
+static hipError_t install_backend(const char *module) {
+    int (*ensure)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+    void (*release)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
+    int (*run)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "PyRun_SimpleString");
+    if (!ensure || !release || !run) {
+        fprintf(stderr, "HIP stand-in: WGRAD_STANDIN_BACKEND needs a Python process to load it\n");
+        return hipErrorNotInitialized;
+    }
+    char code[1024];
+    snprintf(code, sizeof code, "import importlib; importlib.import_module('%s').install(%llu)", module,
+             (unsigned long long)(uintptr_t)&wgradStandinSetBackend);
+    int gil = ensure();
+    int failed = run(code);  /* -1 after printing the exception */
+    release(gil);
+    return failed || !has_backend ? hipErrorNotInitialized : hipSuccess;
+}
 
 static int env_int(const char *name, int fallback) {
     const char *v = getenv(name);
@@ -112,7 +164,11 @@ static Allocation *find(const void *p) {
     return NULL;
 }
 
-hipError_t hipInit(unsigned int flags) { (void)flags; return hipSuccess; }
+hipError_t hipInit(unsigned int flags) {
+    (void)flags;
+    const char *module = getenv("WGRAD_STANDIN_BACKEND");
+    return module && *module && !has_backend ? install_backend(module) : hipSuccess;
+}
 
 hipError_t hipGetDeviceCount(int *count) {
     *count = env_int("WGRAD_STANDIN_DEVICES", 1);
@@ -149,6 +205,7 @@ hipError_t hipDeviceGetPCIBusId(char *bus, int len, int device) {
 }
 
 hipError_t hipMalloc(void **ptr, size_t size) {
+    if (has_backend) return backend.malloc(ptr, size);
     Allocation *a = malloc(sizeof *a);
     a->ptr = malloc(size ? size : 1);
     if (!a->ptr) { free(a); return hipErrorOutOfMemory; }
@@ -160,6 +217,7 @@ hipError_t hipMalloc(void **ptr, size_t size) {
 }
 
 hipError_t hipFree(void *ptr) {
+    if (has_backend) return backend.free(ptr);
     for (Allocation **a = &allocations; *a; a = &(*a)->next)
         if ((*a)->ptr == ptr) {
             Allocation *gone = *a;
@@ -178,11 +236,17 @@ static hipError_t copy(void *dst, const void *src, size_t n, const void *device)
     return hipSuccess;
 }
 
-hipError_t hipMemcpyHtoD(void *dst, void *src, size_t n) { return copy(dst, src, n, dst); }
-hipError_t hipMemcpyDtoH(void *dst, void *src, size_t n) { return copy(dst, src, n, src); }
+hipError_t hipMemcpyHtoD(void *dst, void *src, size_t n) {
+    return has_backend ? backend.copy_in(dst, src, n) : copy(dst, src, n, dst);
+}
+
+hipError_t hipMemcpyDtoH(void *dst, void *src, size_t n) {
+    return has_backend ? backend.copy_out(dst, src, n) : copy(dst, src, n, src);
+}
 
 hipError_t hipMemsetD8Async(void *dst, unsigned char value, size_t n, void *stream) {
     (void)stream;
+    if (has_backend) return backend.fill(dst, value, n);
     Allocation *a = find(dst);
     if (!a || (char *)dst + n > a->ptr + a->size) return hipErrorInvalidValue;
     memset(dst, value, n);
@@ -195,26 +259,38 @@ hipError_t hipModuleLoadData(Module **module, const void *image) {
     if (memcmp(e, "\177ELF", 4) != 0 || e[4] != 2 || *(const uint16_t *)(e + 18) != 224) return hipErrorInvalidImage;
     if ((*(const uint32_t *)(e + 48) & 0xff) != 0x4f) return hipErrorNoBinaryForGpu;  /* EF_AMDGPU_MACH gfx950 */
     size_t size = *(const uint64_t *)(e + 40) + (size_t)*(const uint16_t *)(e + 60) * *(const uint16_t *)(e + 58);
-    Module *m = malloc(sizeof *m);
+    Module *m = calloc(1, sizeof *m);
     m->image = malloc(size);
     memcpy(m->image, image, size);
     m->size = size;
+    hipError_t status = has_backend ? backend.load(&m->handle, image, size) : hipSuccess;
+    if (status != hipSuccess) {
+        free(m->image);
+        free(m);
+        return status;
+    }
     *module = m;
     return hipSuccess;
 }
 
 hipError_t hipModuleUnload(Module *m) {
+    hipError_t status = has_backend ? backend.unload(m->handle) : hipSuccess;
     free(m->image);
     free(m);
-    return hipSuccess;
+    return status;
 }
 
 hipError_t hipModuleGetFunction(Function **function, Module *m, const char *name) {
     size_t n = strlen(name) + 1;
     if (n > sizeof((*function)->name) || !memmem(m->image, m->size, name, n)) return hipErrorNotFound;
-    Function *f = malloc(sizeof *f);
+    Function *f = calloc(1, sizeof *f);
     f->module = m;
     memcpy(f->name, name, n);
+    hipError_t status = has_backend ? backend.function(&f->handle, m->handle, name) : hipSuccess;
+    if (status != hipSuccess) {
+        free(f);
+        return status;
+    }
     *function = f;
     return hipSuccess;
 }
@@ -248,7 +324,8 @@ hipError_t hipModuleLaunchKernel(Function *f, unsigned gx, unsigned gy, unsigned
                         "0x7f0000000000. Reason: Unknown.\n");
         abort();
     }
-    return env_int("WGRAD_STANDIN_LAUNCH_ERROR", hipSuccess);
+    hipError_t status = env_int("WGRAD_STANDIN_LAUNCH_ERROR", hipSuccess);
+    return status == hipSuccess && has_backend ? backend.launch(f->handle, gx, bx, lds, params) : status;
 }
 
 hipError_t hipEventCreate(Event **event) {
@@ -274,6 +351,7 @@ static const char *describe(hipError_t e, int name) {
     case hipSuccess: return name ? "hipSuccess" : "no error";
     case hipErrorInvalidValue: return name ? "hipErrorInvalidValue" : "invalid argument";
     case hipErrorOutOfMemory: return name ? "hipErrorOutOfMemory" : "out of memory";
+    case hipErrorNotInitialized: return name ? "hipErrorNotInitialized" : "initialization error";
     case hipErrorNoDevice: return name ? "hipErrorNoDevice" : "no ROCm-capable device is detected";
     case hipErrorInvalidDevice: return name ? "hipErrorInvalidDevice" : "invalid device ordinal";
     case hipErrorInvalidImage: return name ? "hipErrorInvalidImage" : "device kernel image is invalid";
