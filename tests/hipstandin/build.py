@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -49,7 +50,12 @@ def installed_hip_python() -> str | None:
 
 def python_with_hip_python(series: str, venvs: Path) -> tuple[Path, str]:
     """(a Python whose hip-python is of `series`, e.g. "7.1" or "10", that version): this interpreter
-    where it has one, else a venv under `venvs` (kept between runs) over this interpreter's packages."""
+    where it has one, else a venv under `venvs` (kept between runs) over this interpreter's packages.
+
+    Not `venv --system-site-packages`: made from a venv (CI's .venv), that would see the base Python's
+    packages, not this one's (wgrad, numpy). A .pth file adds this interpreter's site directories after
+    the venv's own, their .pth files included (wgrad's editable install), once hip-python is installed
+    (pip would otherwise count the hip-python found there as installed)."""
     have = installed_hip_python()
     if have and have.split(".")[:len(series.split("."))] == series.split("."):
         return Path(sys.executable), have
@@ -57,13 +63,16 @@ def python_with_hip_python(series: str, venvs: Path) -> tuple[Path, str]:
     python = venv / "bin" / "python"
     if not (venv / "ready").exists():
         shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True,
-                       capture_output=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
         pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                               f"hip-python=={series}.*"], capture_output=True, text=True, timeout=600)
         if pip.returncode != 0:
             raise Unavailable(f"pip install hip-python=={series}.* failed (no package index?): "
                               f"{(pip.stderr.strip().splitlines() or ['no output'])[-1]}")
+        purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                 check=True, capture_output=True, text=True).stdout.strip()
+        sites = "; ".join(f"site.addsitedir({d!r})" for d in site.getsitepackages())
+        (Path(purelib) / "wgrad-tests-parent.pth").write_text(f"import site; {sites}\n")
         (venv / "ready").touch()
     version = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('hip-python'))"],
                              check=True, capture_output=True, text=True).stdout.strip()
