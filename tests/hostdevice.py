@@ -27,6 +27,8 @@ from wgrad_cli.runtime import DeviceInfo, DriverError, Reading
 
 
 class HostDevice:
+    crash_prone = False  # launches run here, and a child could not open it again
+
     def __init__(self, arch: str = "gfx950") -> None:
         self.device = DeviceInfo("amd", 0, "host stand-in", arch, 4, 1000, 2**34, 2**20, "none", "none")
         self.buffers: dict[int, np.ndarray] = {}

@@ -25,13 +25,11 @@ from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from wgrad_cli.errors import KernelHang, WgradError
-from wgrad_cli.backends import BY_VENDOR
-from wgrad_cli.runtime import Runtime, open_runtime
+from wgrad_cli.runtime import open_runtime
 from wgrad_cli.session import Session
 
 A = TypeVar("A")
 R = TypeVar("R")
-DRIVER_SHIMS = {b.runtime_module for b in BY_VENDOR.values()}
 
 
 class Crashed(WgradError):
@@ -52,16 +50,10 @@ class Crash:
                 "Run it alone with AMD_LOG_LEVEL=1 (AMD) or under compute-sanitizer (NVIDIA)")
 
 
-def isolates(rt: Runtime) -> bool:
-    """Whether work on `rt` runs in child processes: a GPU driver shim's can crash the process, and a child
-    re-opens it with open_runtime. A runtime handed in otherwise (the emulator, a test's stand-in) cannot,
-    and the work runs here."""
-    return type(rt).__module__ in DRIVER_SHIMS
-
-
 def run(s: Session, what: str, work: Callable[[Session, A], R], arg: A) -> R | Crash:
-    """work(s, arg), in a child process of its own where the runtime is a driver's (isolates)."""
-    if not isolates(s.rt):
+    """work(s, arg), in a child process of its own where a fault could end this one (the runtime is crash_prone:
+    a GPU driver's, which the child opens again with open_runtime); here otherwise."""
+    if not s.rt.crash_prone:
         return work(s, arg)
     parts = {f.name: getattr(s, f.name) for f in fields(s) if f.name != "rt"}
     request = pickle.dumps((s.target.vendor, s.rt.device.index, parts, work, arg))

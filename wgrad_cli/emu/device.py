@@ -40,6 +40,8 @@ class Function:
 class EmuRuntime:
     """An emulated gfx950 (MI355X-like) device; `workers` processes run each launch."""
 
+    crash_prone = False  # a fault is a DriverError, and the device lives in this process
+
     def __init__(self, workers: int | None = None) -> None:
         version = importlib.metadata.version("tinygrad")
         self.device = DeviceInfo("amd", 0, "emulated gfx950 (wgrad)", "gfx950", UNITS, 0,

@@ -79,6 +79,10 @@ class Runtime(Protocol):
     """A device context: memory, modules, launches and events on one device, default stream."""
 
     device: DeviceInfo
+    # A kernel's fault can end the process (HIP aborts) or leave the device unusable in it (CUDA
+    # poisons its context): a GPU driver's. verify and bench then run each piece of work in a child
+    # that opens the device again (isolation.py); the emulator's faults are errors, and it stays here.
+    crash_prone: bool
 
     def alloc(self, nbytes: int) -> int: ...
     def free(self, ptr: int) -> None: ...

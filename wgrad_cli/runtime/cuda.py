@@ -76,6 +76,8 @@ def open_device(index: int) -> CudaRuntime:
 
 
 class CudaRuntime:
+    crash_prone = True  # a fault poisons the context for the rest of the process
+
     def __init__(self, index: int) -> None:
         A = cu.CUdevice_attribute
         self._dev = _ok("cuDeviceGet", cu.cuDeviceGet(index))

@@ -156,6 +156,8 @@ def _hip_version(encoded: int) -> str:
 
 
 class HipRuntime:
+    crash_prone = True  # HIP aborts the process on a GPU memory fault
+
     def __init__(self, index: int) -> None:
         _ok("hipSetDevice", hip.hipSetDevice(index))
         props = _device_props(index)
