@@ -6,7 +6,7 @@ rocm-bindings-hip. They differ where this file touches them: 7.x takes a caller-
 hipDeviceProp_t and returns C strings as bytes, and opens `libamdhip64.so` by its bare name (the
 loader path); 10.x returns the properties, gives str, and looks in $ROCM_PATH, $ROCM_HOME and
 /opt/rocm first. tests/test_hip_standin.py runs this file under both against a stand-in
-libamdhip64.so; no launch of it has run on an AMD GPU.
+libamdhip64.so, which can hand launches to wgrad's emulator; no launch of it has run on an AMD GPU.
 """
 
 from __future__ import annotations
