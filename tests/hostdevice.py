@@ -34,6 +34,8 @@ class HostDevice:
         self.buffers: dict[int, np.ndarray] = {}
         self.launches: list[str] = []
         self.hung = False  # set: launches never finish, as a deadlocked kernel's (done() stays False)
+        self.reading_in_flight = False  # set by sensors(): the last recorded event reads as pending once
+        self.last_recorded: object = None
         self.hang_at_n: int | None = None  # a launch on a problem with this N sets `hung`
         self.abandoned = False
         self.max_alloc: int | None = None  # a larger allocation fails, as out of device memory does
@@ -91,8 +93,15 @@ class HostDevice:
     def record(self, event: object) -> None:
         assert isinstance(event, list)
         event[0] = time.perf_counter()
+        self.last_recorded = event
 
     def done(self, event: object) -> bool:
+        """As a GPU's event would be, the last one recorded is still pending once, right after a
+        sensor reading: the host runs launches at once, and bench keeps only readings taken while
+        the timed launch was in flight."""
+        if self.reading_in_flight and event is self.last_recorded:
+            self.reading_in_flight = False
+            return False
         return not self.hung
 
     def elapsed_ms(self, start: object, stop: object) -> float:
@@ -109,6 +118,7 @@ class HostDevice:
         i = len(self.readings)
         self.readings.append(Reading(None, self.watts[i % len(self.watts)] if self.watts else None,
                                      self.capped[i % len(self.capped)] if self.capped else None))
+        self.reading_in_flight = True
         return self.readings[-1]
 
     def close(self) -> None:

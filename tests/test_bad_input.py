@@ -3,16 +3,18 @@ one line on stderr, exit status 2, never a traceback."""
 
 from __future__ import annotations
 
-import json
 import stat
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from test_cli_errors import assert_user_error
-from test_compare import BENCH, bench_record, shard, write
+from rows import write
+from test_compare import BENCH
 
 from wgrad_cli.cli import cli
+from wgrad_cli.records import to_json
+from wgrad_cli.report import write_json
 
 UNREADABLE = {
     "binary": b"\x7fELF\x02\x01\x01\x00\x00\xff\xfe",
@@ -61,10 +63,11 @@ def results_files(tmp_path: Path) -> list[Path]:
     """Files no results reader may trip over: undecodable, another schema, records of the wrong kind."""
     bad = files(tmp_path, ".json")
     future = write(tmp_path / "future.json", "bench", BENCH)
-    future.write_text(future.read_text().replace('"schema": 1', '"schema": 99'))
+    future.write_text(future.read_text().replace('"schema": 2', '"schema": 99'))
     older = write(tmp_path / "older.json", "bench", [{"index": 0, "kernel": "reference"}])
-    kinds = write(tmp_path / "kinds.json", "bench", [1, "two", None])
-    fields = write(tmp_path / "fields.json", "bench", [{**BENCH[1], "shape": "square", "median_ms": "fast"}])
+    kinds = tmp_path / "kinds.json"
+    write_json(kinds, "bench", [1, "two", None])  # type: ignore[list-item]
+    fields = write(tmp_path / "fields.json", "bench", [{**to_json(BENCH[1]), "shape": "square", "median_ms": "fast"}])
     return [*bad, future, older, kinds, fields]
 
 
@@ -80,18 +83,9 @@ def test_results_readers(tmp_path: Path) -> None:
 
 def test_future_schema_says_to_upgrade(tmp_path: Path) -> None:
     future = write(tmp_path / "future.json", "bench", BENCH)
-    future.write_text(future.read_text().replace('"schema": 1', '"schema": 99'))
-    assert one_line("show", future) == (f"{future}: results schema 99, newer than this wgrad reads (1); "
-                                        "upgrade wgrad to read it")
-
-
-def test_merge_keeps_baselines_it_does_not_know(tmp_path: Path) -> None:
-    unknown = {**bench_record(0, "a", 3.0), "kernel": "a-baseline-of-the-future", "baseline": True}
-    paths = [shard(tmp_path / f"{i}.json", i, 2, [bench_record(i - 1, "a", 1.0), unknown]) for i in (1, 2)]
-    result = CliRunner().invoke(cli, ["merge", *map(str, paths), "--json", str(tmp_path / "m.json")])
-    assert result.exit_code == 0, result.output
-    kernels = [r["kernel"] for r in json.loads((tmp_path / "m.json").read_text())["records"]]
-    assert kernels.index("a-baseline-of-the-future") > kernels.index("reference")
+    future.write_text(future.read_text().replace('"schema": 2', '"schema": 99'))
+    assert one_line("show", future) == (f"{future}: results schema 99; this wgrad reads schemas 1 to 2 (upgrade "
+                                        "wgrad for a newer file)")
 
 
 def test_files_take_the_umask(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SHIPPED = ["results/h200/bench-large-v24c.json", "results/h200/verify-unseen-seed77-v24.json",
+SHIPPED = ["results/h200/bench-large-autotuned.json", "results/h200/verify-unseen-seed77-v24.json",
            "results/h200/bench-smoke.json"]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

@@ -5,19 +5,15 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any
-
 import pytest
 
 from wgrad_cli.errors import WgradError
-from wgrad_cli.results import default_path, load, save
+from wgrad_cli.records import SCHEMA, read_document, to_json
+from wgrad_cli.results import default_path, save
 
-RECORDS: list[dict[str, Any]] = [
-    {"index": 0, "kernel": "reference", "shape": {"name": "a", "M": 128, "E": 1}, "ok": True,
-     "experts": [{"mismatches": 0}], "sampled": None},
-    {"index": 1, "kernel": "reference", "shape": {"name": "b", "M": 256, "E": 2}, "ok": False,
-     "experts": [{"mismatches": 0}, {"mismatches": 3}], "sampled": None, "note": "only here"},
-]
+from rows import bench_row, verify_row, write
+
+RECORDS = [verify_row(0, "a", True), verify_row(1, "b", False)]
 
 
 def one_line_error(exc: pytest.ExceptionInfo[WgradError], *phrases: str) -> str:
@@ -31,10 +27,12 @@ def test_save_json(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "verify.json"
     save(path, None, "verify", RECORDS, config="c.yaml", shard=[1, 2])
     doc = json.loads(path.read_text())
-    assert (doc["tool"], doc["command"], doc["records"]) == ("wgrad", "verify", RECORDS)
+    assert (doc["tool"], doc["schema"], doc["command"]) == ("wgrad", SCHEMA, "verify")
+    assert doc["records"] == [to_json(r) for r in RECORDS]
     assert (doc["config"], doc["shard"]) == ("c.yaml", [1, 2])
     assert {"version", "commit", "argv", "host", "date"} <= doc.keys()
-    assert load(path) == doc
+    read = read_document(path)
+    assert read.records == RECORDS and read.get("config") == "c.yaml"
 
 
 def test_save_csv_flattens(tmp_path: Path) -> None:
@@ -43,21 +41,50 @@ def test_save_csv_flattens(tmp_path: Path) -> None:
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
         rows = list(reader)
-    assert reader.fieldnames == ["index", "kernel", "shape.name", "shape.M", "shape.E", "ok", "experts", "sampled",
-                                 "note"]
-    assert rows[1] == {"index": "1", "kernel": "reference", "shape.name": "b", "shape.M": "256", "shape.E": "2",
-                       "ok": "False", "experts": '[{"mismatches": 0}, {"mismatches": 3}]', "sampled": "",
-                       "note": "only here"}
-    assert rows[0]["note"] == ""
-    assert json.loads(rows[0]["experts"]) == [{"mismatches": 0}]
+    assert reader.fieldnames is not None and {"shape.name", "overall.mismatches", "experts"} <= set(reader.fieldnames)
+    assert (rows[1]["shape.name"], rows[1]["overall.mismatches"], rows[1]["ok"]) == ("b", "17", "False")
+    assert len(json.loads(rows[1]["experts"])) == 4
     assert sorted(p.name for p in tmp_path.iterdir()) == ["verify.csv"]  # nothing but the file itself
+
+
+def test_every_committed_results_file_loads_typed(repo: Path) -> None:
+    files = sorted(p for p in (repo / "results").rglob("*.json") if "selfbench" not in p.name)
+    assert files
+    for path in files:
+        doc = read_document(path)
+        assert doc.records and all(type(r).__name__ == ("BenchRow" if doc.command == "bench" else "VerifyRow")
+                                   for r in doc.records)
+
+
+def test_schema_1_files_upgrade_and_newer_ones_are_refused(tmp_path: Path) -> None:
+    """A schema-1 bench row lacks the fields schema 2 added: they read as their defaults."""
+    old = {k: v for k, v in to_json(bench_row(0, "a", 1.0)).items() if k not in ("flush", "overlap", "spin_ms")}
+    path = write(tmp_path / "old.json", "bench", [old])
+    doc = json.loads(path.read_text())
+    doc["schema"] = 1
+    path.write_text(json.dumps(doc))
+    (row,) = read_document(path).bench_rows
+    assert (row.flush, row.overlap, row.spin_ms, row.discarded) == (None, None, None, 0)
+    for schema in (SCHEMA + 1, "2", 0):
+        path.write_text(json.dumps({**doc, "schema": schema}))
+        with pytest.raises(WgradError) as exc:
+            read_document(path)
+        one_line_error(exc, f"{path}: results schema {schema!r}; this wgrad reads schemas 1 to {SCHEMA}")
+
+
+def test_a_field_of_another_kind_is_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "bad.json", "bench", [{**to_json(bench_row(0, "a", 1.0)), "median_ms": "fast"}])
+    with pytest.raises(WgradError) as exc:
+        read_document(path)
+    assert one_line_error(exc) == (f"{path}: record 0.median_ms is 'fast', not a float; give a results file "
+                                   "wgrad wrote")
 
 
 def test_save_replaces_whole_files(tmp_path: Path) -> None:
     json_path, csv_path = tmp_path / "r.json", tmp_path / "r.csv"
     save(json_path, csv_path, "verify", RECORDS)
     save(json_path, csv_path, "verify", RECORDS[:1])
-    assert json.loads(json_path.read_text())["records"] == RECORDS[:1]
+    assert json.loads(json_path.read_text())["records"] == [to_json(RECORDS[0])]
     assert len(csv_path.read_text().splitlines()) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r.json"]
 
@@ -96,16 +123,16 @@ def test_load_rejects(tmp_path: Path, content: str | bytes | None, phrase: str) 
     elif content is not None:
         path.write_text(content)
     with pytest.raises(WgradError) as exc:
-        load(path)
+        read_document(path)
     assert one_line_error(exc, phrase).startswith(f"{path}: ")
 
 
 def test_load_wrong_command(tmp_path: Path) -> None:
     path = tmp_path / "bench.json"
     save(path, None, "bench", [])
-    assert load(path)["command"] == "bench"
+    assert read_document(path).command == "bench"
     with pytest.raises(WgradError) as exc:
-        load(path, ("verify",))
+        read_document(path, ("verify",))
     assert one_line_error(exc) == f"{path}: a 'bench' document; this needs one of verify"
 
 

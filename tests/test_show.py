@@ -6,17 +6,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_compare import BENCH, VERIFY, bench_record, text, write
+from rows import bench_row, write
+from test_compare import BENCH, VERIFY
 
 from wgrad_cli.cli import cli
 from wgrad_cli.errors import WgradError
+from wgrad_cli.records import to_json
 from wgrad_cli.show import show_tables
 
 
 def test_bench_and_verify_files_in_the_order_given(tmp_path: Path) -> None:
-    powered = [BENCH[0], {**bench_record(0, "a", 2.0), "power_w": 700.0}, BENCH[2]]
+    powered = [BENCH[0], bench_row(0, "a", 2.0, power_w=700.0), BENCH[2]]
     tables = show_tables([write(tmp_path / "b.json", "bench", powered), write(tmp_path / "v.json", "verify", VERIFY)])
-    bench, verify = (text(t) for t in tables)
+    bench, verify = (t.markdown(wide=True) for t in tables)
     assert str(tmp_path / "b.json") in bench and str(tmp_path / "v.json") in verify
     assert "mJ" in bench and "mJ" not in verify
     row_a = next(line for line in bench.splitlines() if " a " in line)
@@ -29,14 +31,14 @@ def test_every_bad_file_is_one_line_and_nothing_is_shown(tmp_path: Path) -> None
     good = write(tmp_path / "good.json", "bench", BENCH)
     missing = tmp_path / "nope.json"
     (tmp_path / "text.json").write_text("not json")
-    lacking = write(tmp_path / "lacking.json", "bench", [{k: v for k, v in BENCH[1].items() if k != "median_ms"}])
+    lacking = write(tmp_path / "lacking.json", "bench", [{k: v for k, v in to_json(BENCH[1]).items() if k != "median_ms"}])
     with pytest.raises(WgradError) as caught:
         show_tables([good, missing, tmp_path / "text.json", lacking])
     lines = caught.value.lines
     assert len(lines) == 3
     assert lines[0].startswith(f"{missing}: cannot read it")
     assert lines[1].startswith(f"{tmp_path / 'text.json'}: not JSON")
-    assert lines[2] == f"{lacking}: a record lacks 'median_ms'; give a results file wgrad wrote"
+    assert lines[2] == f"{lacking}: record 0 lacks median_ms; give a results file wgrad wrote"
 
 
 def test_the_command_prints_tables_or_exits_2(tmp_path: Path) -> None:

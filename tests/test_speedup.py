@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,20 +13,22 @@ from click.testing import CliRunner
 from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.cli import cli
 from wgrad_cli.errors import WgradError
-from wgrad_cli.results import save
-from wgrad_cli.speedup import geomeans, load_speedups, speedup_markdown, speedups
+from wgrad_cli.records import BenchRow, to_json
+from wgrad_cli.speedup import geomeans, load_speedups, speedups
+from wgrad_cli.tables import speedup_markdown
 
-SHAPE = {"name": "a", "M": 1024, "N": 256, "K": 512, "E": 2, "routing": "uniform"}
+from rows import bench_row, shape
+from rows import write as write_rows
 
 
-def record(index: int, kernel: str, tflops: float, run: int = 1, name: str = "a") -> dict[str, Any]:
-    """The fields of a bench record that the speed-ups read."""
-    return {"index": index, "kernel": kernel, "shape": {**SHAPE, "name": name}, "run": run, "tflops": tflops,
-            "calibration": kernel == "empty", "baseline": kernel in BASELINES}
+def record(index: int, kernel: str, tflops: float, run: int = 1, name: str = "a", **changes: Any) -> BenchRow:
+    """A bench row of this rate (the fields the speed-ups read)."""
+    return bench_row(index, name, 1.0, run=run, kernel=kernel, shape=replace(shape("a"), name=name, routing="uniform"),
+                     tflops=tflops, calibration=kernel == "empty", baseline=kernel in BASELINES, **changes)
 
 
 def run_of(index: int, name: str, mine: float, grouped: float, loop: float, ceiling: float,
-           *same_shape: float) -> list[dict[str, Any]]:
+           *same_shape: float) -> list[BenchRow]:
     """A kernel's record and the baselines of its shape; same_shape: bf16-grouped's and bf16-loop's
     TFLOP/s, left out as in files from before them."""
     names = ("torch-grouped", "torch-loop", "bf16-ceiling", "bf16-grouped", "bf16-loop")
@@ -37,7 +40,7 @@ def test_faster_torch_path_and_ceiling_of_the_same_shape() -> None:
     records = [record(-1, "empty", 0.0), *run_of(0, "a", 300.0, 200.0, 250.0, 600.0),
                *run_of(1, "b", 400.0, 500.0, 100.0, 800.0), record(0, "hopper", 999.0, run=2)]
     rows = speedups(records)
-    assert [(r.shape["name"], r.torch_path, r.x_torch, r.x_ceiling) for r in rows] == [
+    assert [(r.shape.name, r.torch_path, r.x_torch, r.x_ceiling) for r in rows] == [
         ("a", "torch-loop", 300 / 250, 0.5), ("b", "torch-grouped", 400 / 500, 0.5)]
     x_torch, x_ceiling, x_same = geomeans(rows)["hopper"]
     assert x_torch == pytest.approx(math.sqrt(1.2 * 0.8)) and x_ceiling == pytest.approx(0.5) and x_same is None
@@ -60,8 +63,8 @@ def test_same_shape_is_the_faster_bf16_gemm_of_the_shape() -> None:
     assert [(r.same_shape_tflops, r.x_same_shape) for r in rows] == [(500.0, 0.6), (640.0, 0.625), (None, None)]
     assert geomeans(rows)["hopper"][2] == pytest.approx(math.sqrt(0.6 * 0.625))
     md = speedup_markdown(rows).splitlines()
-    assert md[2].endswith("| 600.0 | 0.50 | 500.0 | 0.60 |") and md[4].endswith("| 200.0 | 0.50 | | |")
-    assert md[-1].endswith("| 0.61 |")
+    assert md[2].endswith("| 600.0 | 0.50 | 500.0 | 0.60 | |") and md[4].endswith("| 200.0 | 0.50 | | | |")
+    assert md[-1].endswith("| 0.61 | |")
 
 
 def test_every_kernel_of_a_run_meets_the_baselines_of_its_shape() -> None:
@@ -73,18 +76,18 @@ def test_every_kernel_of_a_run_meets_the_baselines_of_its_shape() -> None:
 
 def test_rows_of_another_shard_meet_no_baselines() -> None:
     """In a merged file, a kernel timed on another shard's machine gets no ratio."""
-    records = [{**r, "shard": 1} for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0)]
-    rows = speedups([*records, {**record(1, "hopper_v9", 240.0), "shard": 2}, {**record(2, "hopper_w1", 250.0), "shard": 1}])
+    records = [replace(r, shard=1) for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0)]
+    rows = speedups([*records, record(1, "hopper_v9", 240.0, shard=2), record(2, "hopper_w1", 250.0, shard=1)])
     assert [r.kernel for r in rows] == ["hopper", "hopper_w1"]
 
 
 def test_rows_without_both_baselines_are_left_out() -> None:
-    no_ceiling = [r for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0) if r["kernel"] != "bf16-ceiling"]
+    no_ceiling = [r for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0) if r.kernel != "bf16-ceiling"]
     other_kernel = record(1, "hopper_w1", 310.0)  # another kernel of the run, on the same shape
     assert speedups([*no_ceiling, other_kernel]) == []
     unmatched = record(2, "hopper_w1", 310.0, name="b")  # a shape the baselines did not run on
     assert [r.kernel for r in speedups([*run_of(0, "a", 300.0, 200.0, 250.0, 600.0), unmatched])] == ["hopper"]
-    only_loop = [r for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0) if r["kernel"] != "torch-grouped"]
+    only_loop = [r for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0) if r.kernel != "torch-grouped"]
     assert [r.torch_path for r in speedups(only_loop)] == ["torch-loop"]
     assert speedups(run_of(0, "all-empty", 0.0, 0.0, 0.0, 0.0)) == []  # no FLOPs, no ratio
 
@@ -92,28 +95,27 @@ def test_rows_without_both_baselines_are_left_out() -> None:
 def test_markdown_has_a_row_per_shape_and_the_mean() -> None:
     md = speedup_markdown(speedups([*run_of(0, "a", 300.0, 200.0, 250.0, 600.0),
                                     *run_of(1, "b", 400.0, 500.0, 100.0, 800.0)])).splitlines()
-    assert md[2] == "| hopper | a | 1024 x 256 x 512, 2 | 300.0 | torch-loop | 250.0 | 1.20 | 600.0 | 0.50 | | |"
-    assert md[-1] == "| hopper | geometric mean (2 rows) | | | | | 0.98 | | 0.50 | | |"
+    assert md[2] == "| hopper | a | 1024 x 256 x 512, 2 | 300.0 | torch-loop | 250.0 | 1.20 | 600.0 | 0.50 | | | |"
+    assert md[-1] == "| hopper | geometric mean (2 rows) | | | | | 0.98 | | 0.50 | | | |"
 
 
-def write(path: Path, command: str, records: list[dict[str, Any]]) -> Path:
-    save(path, None, command, records)
-    return path
+def write(path: Path, command: str, records: list[Any]) -> Path:
+    return write_rows(path, command, records)
 
 
 def test_files_join_in_order_and_bad_ones_are_one_line_each(tmp_path: Path) -> None:
     first = write(tmp_path / "one.json", "bench", run_of(0, "a", 300.0, 200.0, 250.0, 600.0))
     second = write(tmp_path / "two.json", "bench", run_of(0, "b", 400.0, 500.0, 100.0, 800.0))
-    assert [r.shape["name"] for r in load_speedups([second, first])] == ["b", "a"]
+    assert [r.shape.name for r in load_speedups([second, first])] == ["b", "a"]
     plain = write(tmp_path / "plain.json", "bench", [record(0, "hopper", 300.0)])
     verify = write(tmp_path / "verify.json", "verify", [])
-    torn = write(tmp_path / "torn.json", "bench", [{k: v for k, v in r.items() if k != "tflops"}
+    torn = write(tmp_path / "torn.json", "bench", [{k: v for k, v in to_json(r).items() if k != "tflops"}
                                                    for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0)])
     with pytest.raises(WgradError) as exc:
         load_speedups([first, plain, verify, tmp_path / "missing.json", torn])
     assert [line.split(":")[0] for line in exc.value.lines] == [str(p) for p in (plain, verify, tmp_path / "missing.json", torn)]
     assert "run with --baselines" in exc.value.lines[0]
-    assert exc.value.lines[3] == f"{torn}: a record lacks 'tflops'; give a results file wgrad wrote"
+    assert exc.value.lines[3] == f"{torn}: record 0 lacks tflops; give a results file wgrad wrote"
 
 
 def test_command(tmp_path: Path) -> None:
@@ -121,7 +123,7 @@ def test_command(tmp_path: Path) -> None:
              for n, mine in (("a", 300.0), ("b", 500.0))]
     result = CliRunner().invoke(cli, ["speedup", "--markdown", *files])
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[-1] == "| hopper | geometric mean (2 rows) | | | | | 1.55 | | 0.65 | | |"
+    assert result.output.splitlines()[-1] == "| hopper | geometric mean (2 rows) | | | | | 1.55 | | 0.65 | | | |"
     both = write(tmp_path / "both.json", "bench", [*run_of(0, "a", 300.0, 200.0, 250.0, 600.0), record(1, "hopper_v9", 240.0)])
     v9 = CliRunner().invoke(cli, ["speedup", "--markdown", "--kernel", "hopper_v9", str(both)])
     assert v9.exit_code == 0 and [line.split(" | ")[0] for line in v9.output.splitlines()[2:]] == ["| hopper_v9"] * 2
@@ -132,3 +134,11 @@ def test_command(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "Traceback" not in bad.output
     assert bad.output.strip().splitlines() == [f"{tmp_path / 'missing.json'}: cannot read it (No such file or directory); "
                                                "give a results file wgrad wrote"]
+
+
+def test_the_whole_path_under_max_autotune_is_a_torch_path_and_dequant_has_a_rate() -> None:
+    """autotuned-grouped competes for the torch path; compiled-dequant gives (N + K) x tokens values per second."""
+    dequant = replace(record(0, "compiled-dequant", 1.0), median_ms=0.001)
+    (row,) = speedups([*run_of(0, "a", 300.0, 200.0, 250.0, 600.0), record(0, "autotuned-grouped", 500.0), dequant])
+    assert (row.torch_path, row.x_torch) == ("autotuned-grouped", 0.6)
+    assert row.dequant_gvals == pytest.approx((256 + 512) * 1024 / 1e-6 / 1e9)

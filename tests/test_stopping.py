@@ -79,3 +79,38 @@ def test_batched_samples_count_every_launch_toward_min_time() -> None:
         running.add(0.04, launches=24)
     assert running.total_ms == pytest.approx(9.6)
     assert Criterion(min_samples=10, min_seconds=0.009, max_noise=1.0).verdict(running, 0.0) == "converged"
+
+
+def first_stop(criterion: Criterion, samples: list[float]) -> tuple[str | None, int]:
+    """The verdict after each sample, as measure() asks it; the first stop and the samples it took."""
+    r = Running()
+    for ms in samples:
+        r.add(ms)
+        verdict = criterion.verdict(r, 0.0)
+        if verdict:
+            return verdict, r.n
+    return None, r.n
+
+
+def test_stable_once_the_noise_estimate_settles() -> None:
+    """Noise of about 5 % never reaches 1 %, but its estimate settles: stop as stable, well before
+    the sample limit, and the noise reported is the samples' own."""
+    samples = np.random.default_rng(1).lognormal(0.0, 0.05, size=1000).tolist()
+    verdict, n = first_stop(CRITERION, samples)
+    assert verdict == "stable"
+    assert 64 < n < 1000 and n % 16 == 0
+
+
+def test_not_stable_while_the_noise_still_grows() -> None:
+    """Samples whose spread widens as they go (a device warming up) never settle."""
+    rng = np.random.default_rng(2)
+    samples = [1.0 + rng.normal(0.0, 0.001 * i) for i in range(1, 1001)]
+    assert first_stop(CRITERION, samples) == ("max-samples", 1000)
+
+
+def test_stability_waits_for_min_time_and_can_be_switched_off() -> None:
+    samples = np.random.default_rng(3).lognormal(0.0, 0.05, size=1000).tolist()
+    assert first_stop(Criterion(min_samples=10, min_seconds=2000.0, max_noise=0.01, max_samples=1000),
+                      samples) == ("max-samples", 1000)
+    assert first_stop(Criterion(min_samples=10, min_seconds=0.5, max_noise=0.01, max_samples=1000, stable_noise=0.0),
+                      samples) == ("max-samples", 1000)

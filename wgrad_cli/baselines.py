@@ -8,7 +8,15 @@ baselines load only where it imports with a CUDA or ROCm device.
   -> bf16: exact), then one torch._grouped_mm over the experts' token ranges. Dequantization is timed.
 - torch-loop: the same dequantization, then one torch.matmul per expert with tokens.
 - compiled-grouped and compiled-loop: the same, with the dequantization under torch.compile (one
-  fused kernel, about a tenth of eager's time): what a user who cares about speed runs.
+  fused kernel per operand), compiled for this shape alone (dynamic=False, after
+  torch._dynamo.reset()): a compile reused across shapes goes dynamic and its kernels were up to
+  ten times slower on later shapes. Recompiling while timed is an error (error_on_recompile).
+- autotuned-grouped: the whole torch-grouped path (dequantization and torch._grouped_mm) under
+  torch.compile(mode="max-autotune-no-cudagraphs"), compiled for this shape: inductor fuses the
+  dequantization and picks among its grouped-GEMM templates by timing them. What a user who
+  cares about speed runs.
+- compiled-dequant: the compiled dequantization of both operands alone, the share of the compiled
+  paths that is not GEMM; its rate in values per second is comparable across shapes.
 - bf16-ceiling: one cuBLAS bf16 GEMM (torch.mm) of the same FLOPs, 2 N K tokens, on operands
   dequantized beforehand. Dequantization is not timed: the rate of the tensor cores on bf16.
 - bf16-grouped and bf16-loop: the torch paths' GEMMs on operands dequantized beforehand (not
@@ -21,6 +29,8 @@ baselines load only where it imports with a CUDA or ROCm device.
 
 from __future__ import annotations
 
+import sys
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -30,9 +40,10 @@ from wgrad_cli.abi import BLOCK, STEP
 from wgrad_cli.errors import WgradError
 from wgrad_cli.problem import Problem
 
-NAMES = ("torch-grouped", "torch-loop", "compiled-grouped", "compiled-loop", "bf16-ceiling", "bf16-grouped",
-         "bf16-loop", "fp8-ceiling")
-TORCH_PATHS, CEILING, SAME_SHAPE = NAMES[:4], NAMES[4], NAMES[5:7]  # dequantization timed; the one GEMM; not timed
+NAMES = ("torch-grouped", "torch-loop", "compiled-grouped", "compiled-loop", "autotuned-grouped", "compiled-dequant",
+         "bf16-ceiling", "bf16-grouped", "bf16-loop", "fp8-ceiling")
+# dequantization and GEMM timed; dequantization alone; the one GEMM; the GEMMs on this shape, not dequantizing
+TORCH_PATHS, DEQUANT, CEILING, SAME_SHAPE = NAMES[:5], NAMES[5], NAMES[6], NAMES[7:9]
 
 
 def require_torch() -> Any:
@@ -66,13 +77,24 @@ def guarded(name: str, run: Callable[[], None]) -> Callable[[], None]:
     return call
 
 
-def baselines(p: Problem) -> dict[str, Callable[[], None]]:
-    """name -> a callable that runs that baseline once on `p`, asynchronously."""
+def unknown(names: tuple[str, ...]) -> list[str]:
+    """One error line per name that is not a baseline."""
+    return [f"--baseline {n}: no such baseline; choose from {', '.join(NAMES)}" for n in names if n not in NAMES]
+
+
+def baselines(p: Problem, names: tuple[str, ...] = NAMES) -> dict[str, Callable[[], None]]:
+    """name -> a callable that runs that baseline once on `p`, asynchronously, for each of `names`."""
     try:
-        made = _baselines(p)
+        made = _baselines(p, names)
     except RuntimeError as exc:
         raise _torch_failure("the set-up", exc) from None
     return {name: guarded(name, run) for name, run in made.items()}
+
+
+def spin(torch: Any, ms: float, clock_mhz: int) -> None:
+    """Keep the stream busy for about `ms` (torch.cuda._sleep spins a single thread for a number of
+    clock cycles): queued ahead of a sample, it hides the host's submission of its launches."""
+    torch.cuda._sleep(max(1, int(ms * 1e3 * clock_mhz)))
 
 
 def dequantizer(torch: Any) -> Callable[[Any, Any], Any]:
@@ -89,12 +111,14 @@ def dequantizer(torch: Any) -> Callable[[Any, Any], Any]:
     return dequantize
 
 
-def _baselines(p: Problem) -> dict[str, Callable[[], None]]:
+def _baselines(p: Problem, names: tuple[str, ...]) -> dict[str, Callable[[], None]]:
     torch = require_torch()
     d, off = p.dims, p.offsets.tolist()
     lo, hi = off[0], off[-1]
     eager = dequantizer(torch)
-    compiled = torch.compile(eager)
+    torch._dynamo.reset()  # nothing compiled for another shape is reused (and turned dynamic) here
+    torch._dynamo.config.error_on_recompile = False
+    compiled = torch.compile(eager, dynamic=False)
 
     def upload(q: Any, packed: Any) -> tuple[Any, Any]:
         """The operand's tokens lo .. hi (offsets are multiples of a scale word's 128 tokens)."""
@@ -121,6 +145,20 @@ def _baselines(p: Problem) -> dict[str, Callable[[], None]]:
             else:
                 out[e].zero_()
 
+    def whole_path(qa: Any, sa: Any, qb: Any, sb: Any) -> Any:
+        return torch._grouped_mm(eager(qa, sa), eager(qb, sb).t(), offs=offs, out_dtype=torch.bfloat16)
+
+    autotuned = torch.compile(whole_path, mode="max-autotune-no-cudagraphs", dynamic=False)
+
+    def autotuned_grouped() -> None:
+        if hi > lo:
+            autotuned(*a, *b)
+        else:
+            out.zero_()
+
+    def dequantize_only() -> None:
+        operands(compiled)
+
     a_bf16, b_bf16 = operands(compiled)  # compiles here, in the set-up, where a failure is reported as such
     a_fp8, b_fp8 = (q.view(torch.float8_e4m3fn) for q, _ in (a, b))
     one = torch.ones((), dtype=torch.float32, device="cuda")
@@ -131,6 +169,17 @@ def _baselines(p: Problem) -> dict[str, Callable[[], None]]:
 
     runs: tuple[Callable[[], None], ...] = (
         lambda: grouped(*operands(eager)), lambda: loop(*operands(eager)),
-        lambda: grouped(*operands(compiled)), lambda: loop(*operands(compiled)),
+        lambda: grouped(*operands(compiled)), lambda: loop(*operands(compiled)), autotuned_grouped,
+        dequantize_only,
         lambda: torch.mm(a_bf16, b_bf16.t()), lambda: grouped(a_bf16, b_bf16), lambda: loop(a_bf16, b_bf16), fp8_mm)
-    return dict(zip(NAMES, runs))
+    chosen = {name: run for name, run in zip(NAMES, runs) if name in names}
+    if "autotuned-grouped" in chosen:
+        try:
+            autotuned_grouped()  # autotunes here, in the set-up
+        except RuntimeError as exc:  # inductor's failure on one shape leaves the other baselines standing
+            print(_torch_failure("autotuned-grouped", exc).lines[0], "(left out of this shape's rows)", file=sys.stderr)
+            traceback.print_exc(limit=-8, file=sys.stderr)
+            del chosen["autotuned-grouped"]
+    torch.cuda.synchronize()
+    torch._dynamo.config.error_on_recompile = True  # a recompile while timed would time the compiler
+    return chosen

@@ -1,9 +1,10 @@
 """`wgrad bench`: time each kernel on a fresh random problem and report rates against the device's peaks.
 
-Timing (measure.py) and when to stop (stopping.py) are kept apart from what is reported here.
-Cold (the default): one launch per sample, after a write of twice the last-level cache; the
-write also keeps the device busy while the launch is submitted, so the host's launch cost stays
-outside the events. Hot: back-to-back launches, as many per sample as fill about a millisecond
+Timing (measure.py) and when to stop (stopping.py) are kept apart from what is reported here,
+and the tables from both (tables.py). Cold (the default): one launch per sample, after a flush of
+twice the last-level cache; the flush also keeps the device busy while the launch is submitted,
+so the host's launch cost stays outside the events. A baseline's sample is many torch launches:
+a spin kernel sized from their submission time goes ahead of each, for the same reason. Hot: back-to-back launches, as many per sample as fill about a millisecond
 (found from one timed launch), the time per launch reported: a lone launch on an idle device
 would also time its submission (about the calibration row's time).
 A calibration row first: the empty kernel (one workgroup), timed exactly as the shapes are,
@@ -14,6 +15,7 @@ samples, since times that short are noisy.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -21,27 +23,29 @@ from typing import Any, TypeVar
 
 from wgrad_cli import isolation
 from wgrad_cli.abi import Dims, flops, min_bytes
-from wgrad_cli.baselines import baselines
+from wgrad_cli.baselines import NAMES as BASELINES
+from wgrad_cli.baselines import baselines, require_torch, spin
 from wgrad_cli.build import BuildJob
 from wgrad_cli.config import Shape
-from wgrad_cli.grid import Grid
 from wgrad_cli.isolation import Crash, Crashed
 from wgrad_cli.launch import DeviceProblem, Kernel, prepare, upload
 from wgrad_cli.measure import Flush, Measurement, measure
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.problem import Problem, generate
-from wgrad_cli.report import cell
-from wgrad_cli.results import order, shape_label
+from wgrad_cli.records import BenchRow, build
+from wgrad_cli.results import order
 from wgrad_cli.routing import Routing
 from wgrad_cli.session import Record, Session
 from wgrad_cli.stats import summarize
 from wgrad_cli.stopping import Criterion
-from wgrad_cli.waiting import wait
+from wgrad_cli.waiting import settle, wait
 
 CALIBRATION = Shape("calibration", Dims(128, 256, 256, 1), Routing())  # the empty kernel: a grid of one
 CALIBRATION_SAMPLES = 2000
 HOT_SAMPLE_MS = 1.0  # hot: launches per sample fill about this much time
 HOT_MAX_BATCH = 1000
+SPIN_MARGIN = 2.0  # the spin lasts this many times the host's slowest submission of a sample seen
+SPIN_MIN_MS = 0.05
 T = TypeVar("T", int, float)
 
 
@@ -56,9 +60,14 @@ def _median(values: list[T]) -> T | None:
     return sorted(values)[len(values) // 2] if values else None
 
 
-def _record(s: Session, head: dict[str, Any], m: Measurement, run: int, cache: str, flush: Flush | None,
-            work: tuple[int, int]) -> dict[str, Any]:
-    summary = summarize(m.times_ms)
+def _record(s: Session, head: dict[str, Any], m: Measurement, run: int, plan: Plan, flush: Flush | None,
+            work: tuple[int, int], spin_ms: float | None) -> BenchRow:
+    """The row of one measurement. With plan.discard_throttled, samples flagged as throttled are left
+    out of the figures (all are kept where every sample was)."""
+    kept = [t for t, throttled in zip(m.times_ms, m.throttled) if not throttled]
+    if not plan.discard_throttled or not kept:
+        kept = m.times_ms
+    summary = summarize(kept)
     seconds = summary.median_ms / 1e3
     known = peak(s.rt.device)
     tflops = work[0] / seconds / 1e12
@@ -66,13 +75,18 @@ def _record(s: Session, head: dict[str, Any], m: Measurement, run: int, cache: s
     powers = [r.power_w for r in m.readings if r.power_w is not None]
     caps = [r.power_capped for r in m.readings if r.power_capped is not None]
     power = _median(powers)
-    return {**head, "seed": s.seed, "run": run, "cache": cache,
-            "flush_bytes": flush.nbytes if flush else 0, **summary.to_json(), "stop": m.stop,
-            "wall_seconds": round(m.wall_seconds, 3), "flops": work[0], "min_bytes": work[1], "tflops": tflops,
-            "gbps": work[1] / seconds / 1e9,
-            "pct_peak": 100 * tflops / known.matrix_tflops if known and work[0] else None,
-            "clock_mhz": _median(clocks), "power_w": None if power is None else round(power, 1),
-            "power_capped": round(sum(caps) / len(caps), 3) if caps else None}
+    return build(BenchRow, {
+        **head, "seed": s.seed, "run": run, "cache": "hot" if plan.hot else "cold",
+        "flush_bytes": flush.nbytes if flush else 0, "flush": flush.kind if flush else None, **summary.to_json(),
+        "stop": m.stop, "wall_seconds": round(m.wall_seconds, 3), "flops": work[0], "min_bytes": work[1],
+        "tflops": tflops, "gbps": work[1] / seconds / 1e9,
+        "pct_peak": 100 * tflops / known.matrix_tflops if known and work[0] else None,
+        "clock_mhz": _median(clocks), "power_w": None if power is None else round(power, 1),
+        "power_capped": round(sum(caps) / len(caps), 3) if caps else None,
+        "spin_ms": None if spin_ms is None else round(spin_ms, 4),
+        "overlap": round(len(m.readings) / m.read, 3) if m.read else None,
+        "throttled": round(sum(m.throttled) / len(m.throttled), 3) if m.read else None,
+        "discarded": len(m.times_ms) - len(kept)}, "a bench row")
 
 
 def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool, what: str) -> int:
@@ -103,85 +117,122 @@ class Plan:
     hot: bool
     repeat: int
     warmup: int
+    flush: str = "zero"  # measure.FLUSHES
+    discard_throttled: bool = False
+    baselines: tuple[str, ...] = BASELINES  # which baselines run, with_baselines
 
 
-Run = tuple[dict[str, Any], Callable[[], None], Criterion, int]  # head, launch, stopping rule, repeats
+# head, launch, stopping rule, repeats, and whether the launch is torch's (many launches: a spin goes ahead)
+Run = tuple[dict[str, Any], Callable[[], None], Criterion, int, bool]
+
+
+def _flush(s: Session, kind: str, ptr: int, nbytes: int) -> Flush:
+    """The flush of `kind` over the device buffer at `ptr`."""
+    if kind == "read":
+        torch = require_torch()  # reads with torch: a sum over the buffer writes one value, not the buffer
+        buffer = torch.zeros(nbytes // 8, dtype=torch.int64, device="cuda")
+        total = torch.zeros((), dtype=torch.int64, device="cuda")
+
+        def read(_: int) -> None:
+            torch.sum(buffer, dim=0, out=total)
+
+        return Flush(kind, nbytes, read)
+    if kind == "pattern":
+        return Flush(kind, nbytes, lambda i: s.rt.fill(ptr, i & 0xFF, nbytes))
+    return Flush(kind, nbytes, lambda _: s.rt.fill(ptr, 0, nbytes))
+
+
+def _spin(s: Session, fn: Callable[[], None], what: str) -> tuple[Callable[[], None], float]:
+    """A spin long enough to hide the host's submission of one sample of `fn` (SPIN_MARGIN times
+    the slowest of three timed submissions), and its length in ms."""
+    torch = require_torch()
+    slowest = 0.0
+    for _ in range(3):
+        began = time.perf_counter()
+        fn()
+        slowest = max(slowest, time.perf_counter() - began)
+        settle(s.rt, s.events[1], s.kernel_timeout, what)
+    ms = max(SPIN_MIN_MS, SPIN_MARGIN * slowest * 1e3)
+    clock = s.rt.device.max_clock_mhz
+    return lambda: spin(torch, ms, clock), ms
 
 
 def _measured(s: Session, plan: Plan, shape: Shape, runs: Callable[[DeviceProblem, Problem], list[Run]],
-              work: tuple[int, int] | None = None) -> list[dict[str, Any]]:
+              work: tuple[int, int] | None = None) -> list[BenchRow]:
     """Upload the shape's problem, measure each of `runs` on it `plan.repeat` times (cold: after a flush of
     the last-level cache), and give their rows; `work` is (FLOPs, bytes), from the problem if None."""
-    mode = "hot" if plan.hot else "cold"
     rows = []
-    flush = None if plan.hot else Flush(s.rt.alloc(flush_bytes(s.rt.device)), flush_bytes(s.rt.device))
+    nbytes = flush_bytes(s.rt.device)
+    ptr = None if plan.hot or plan.flush == "read" else s.rt.alloc(nbytes)
     try:
+        flush = None if plan.hot else _flush(s, plan.flush, ptr or 0, nbytes)
         p = generate(shape.dims, shape.routing, s.seed, s.config.quantization)
         dev = upload(s.rt, p)
         try:
             work = work or (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims))
-            for head, fn, criterion, repeat in runs(dev, p):
+            for head, fn, criterion, repeat, many in runs(dev, p):
                 what = f"{head['kernel']} on {shape.name}"
                 batch = launches_per_sample(s, fn, plan.hot, what)
+                ahead, spin_ms = _spin(s, fn, what) if many else (None, None)
                 for run in range(1, repeat + 1):
-                    m = measure(s.rt, s.events, fn, criterion, flush, plan.warmup, batch, s.kernel_timeout, what)
-                    rows.append({**_record(s, head, m, run, mode, flush, work),
-                                 "calibration": head.get("calibration", False), "batch": batch})
+                    m = measure(s.rt, s.events, fn, criterion, flush, plan.warmup, batch, s.kernel_timeout, what,
+                                ahead)
+                    rows.append(_record(s, {**head, "batch": batch}, m, run, plan, flush, work, spin_ms))
         finally:
             dev.free()
     finally:
-        if flush:
-            s.rt.free(flush.ptr)
+        if ptr is not None:
+            s.rt.free(ptr)
     return rows
 
 
-def calibrate(s: Session, plan: Plan) -> list[dict[str, Any]]:
+def calibrate(s: Session, plan: Plan) -> list[BenchRow]:
     """The calibration row: the empty kernel, one workgroup, timed as the shapes are."""
     empty = BuildJob(s.specs["empty"], s.target.name, CALIBRATION.dims)
 
     def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
         kernel = _kernel(s, empty, dev)
         head = {**_head(s, Record(-1, empty, CALIBRATION), kernel), "calibration": True}
-        return [(head, kernel, replace(plan.criterion, max_samples=CALIBRATION_SAMPLES), 1)]
+        return [(head, kernel, replace(plan.criterion, max_samples=CALIBRATION_SAMPLES), 1, False)]
 
     return _measured(s, plan, CALIBRATION, runs, (0, 0))
 
 
-def measure_record(s: Session, job: tuple[Plan, Record]) -> list[dict[str, Any]]:
+def measure_record(s: Session, job: tuple[Plan, Record]) -> list[BenchRow]:
     """One kernel on one shape, `repeat` rows."""
     plan, rec = job
 
     def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
         kernel = _kernel(s, rec.job, dev)
-        return [(_head(s, rec, kernel), kernel, plan.criterion, plan.repeat)]
+        return [(_head(s, rec, kernel), kernel, plan.criterion, plan.repeat, False)]
 
     return _measured(s, plan, rec.shape, runs)
 
 
-def measure_baselines(s: Session, job: tuple[Plan, Record]) -> list[dict[str, Any]]:
+def measure_baselines(s: Session, job: tuple[Plan, Record]) -> list[BenchRow]:
     """The torch baselines on a record's shape, `repeat` rows each."""
     plan, rec = job
 
     def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
         head = {**rec.to_json(), "baseline": True, "code_object_sha256": None, "compiler": None, "flags": None,
                 "build_errors": [], "grid": None}
-        return [({**head, "kernel": name}, fn, plan.criterion, plan.repeat) for name, fn in baselines(p).items()]
+        return [({**head, "kernel": name}, fn, plan.criterion, plan.repeat, True)
+                for name, fn in baselines(p, plan.baselines).items()]
 
     return _measured(s, plan, rec.shape, runs)
 
 
-def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int, with_baselines: bool,
-          on_step: Callable[[str], None], on_done: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+def bench(s: Session, plan: Plan, with_baselines: bool, on_step: Callable[[str], None],
+          on_done: Callable[[BenchRow], None]) -> list[BenchRow]:
     """The calibration row, then `repeat` measured runs of every record (and of the baselines on its
     shape, with_baselines), in `order`. Each (kernel, shape) is measured in a process of its own where a
     fault could end the process (isolation.py): one that crashes loses its rows only, and the run ends
     with Crashed (exit 4) after the others. on_step says what starts (a measurement, or the baselines'
     set-up, whose first torch.compile takes a while); on_done gets each finished row."""
-    plan = Plan(criterion, hot, repeat, warmup)
-    rows: list[dict[str, Any]] = []
+    rows: list[BenchRow] = []
     crashes: list[Crash] = []
 
-    def step(what: str, work: Callable[[Session, Any], list[dict[str, Any]]], arg: object) -> None:
+    def step(what: str, work: Callable[[Session, Any], list[BenchRow]], arg: object) -> None:
         on_step(what)
         result = isolation.run(s, what, work, arg)
         if isinstance(result, Crash):
@@ -201,42 +252,4 @@ def bench(s: Session, criterion: Criterion, hot: bool, repeat: int, warmup: int,
     if crashes:
         raise Crashed([c.line for c in crashes])
     return sorted(rows, key=order)
-
-
-def _us(ms: float) -> str:
-    return f"{ms * 1e3:,.1f}"
-
-
-def _energy(r: dict[str, Any]) -> str:
-    """Board energy per launch in mJ: the median power times the median time (where power was read)."""
-    if r.get("power_w") is None:
-        return ""
-    mj = r["power_w"] * r["median_ms"]
-    return f"{mj:,.0f}" if mj >= 10 else f"{mj:.2g}"
-
-
-def bench_table(records: list[dict[str, Any]], title: str) -> Grid:
-    """One row per measured run, the calibration row first (from result records, also merged ones).
-
-    A hot row's cache column shows its launches per sample (x24); its times are per launch. mJ is
-    the board's energy per launch, estimated as the median power times the median time; capped is
-    the share of samples during which the power limit held the clock down. On a device held at its
-    power limit, energy per launch (not cycles) sets the time."""
-    table = Grid(title)
-    essential = ("kernel", "shape", "run", "median us", "rel stdev", "TFLOP/s", "W", "stop")
-    for name in ("kernel", "shape", "M x N x K, E", "routing", "run", "cache", "samples", "median us", "min us",
-                 "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "W", "mJ", "capped", "stop"):
-        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "cache", "stop") else "right",
-                         detail=name not in essential)
-    for r in records:
-        d = r["shape"]
-        stop = r["stop"] if r["stop"] == "converged" else f"[yellow]{r['stop']}[/]"
-        cache = r["cache"] + (f" x{r['batch']}" if r.get("batch", 1) > 1 else "")
-        rates = ["", ""] if r["calibration"] else [f"{r['tflops']:,.2f}", f"{r['gbps']:,.1f}"]
-        table.add_row(r["kernel"], d["name"], shape_label(d), d["routing"],
-                      str(r["run"]), cache, str(r["samples"]), _us(r["median_ms"]), _us(r["min_ms"]),
-                      f"{_us(r['p20_ms'])}-{_us(r['p80_ms'])}", f"{100 * r['rel_stdev']:.2f}%", *rates,
-                      cell(r["pct_peak"], ".2f"), cell(r["clock_mhz"], ""), cell(r.get("power_w"), ".0f"), _energy(r),
-                      cell(r.get("power_capped"), ".0%"), stop)
-    return table
 

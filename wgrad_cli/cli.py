@@ -214,9 +214,17 @@ def emu_check(**kw: Any) -> None:
               help="Seconds of wall time per shape after which sampling stops regardless (the table says so).")
 @click.option("--baselines", is_flag=True,
               help="Also time, per shape, torch's paths (dequantize, eager or under torch.compile, then "
-                   "_grouped_mm or a matmul per expert), a cuBLAS bf16 GEMM of the same FLOPs, torch's GEMMs on "
+                   "_grouped_mm or a matmul per expert; the whole path under max-autotune), the compiled "
+                   "dequantization alone, a cuBLAS bf16 GEMM of the same FLOPs, torch's GEMMs on "
                    "already dequantized operands (the bf16 rate on the same shape), and a cuBLAS fp8 GEMM of the "
                    "same FLOPs on the e4m3 bytes, block scales ignored (the fp8 rate; needs torch with a GPU).")
+@click.option("--baseline", "only_baselines", multiple=True,
+              help="Only this baseline (repeatable; implies --baselines).")
+@click.option("--flush", "flush_kind", type=click.Choice(["zero", "pattern", "read"]), default="zero",
+              show_default=True, help="How a cold sample's cache is flushed: a memset of zeros, of a byte that "
+                                      "changes every sample, or a read of the buffer by torch (docs/timing.md).")
+@click.option("--discard-throttled", is_flag=True,
+              help="Leave samples whose clock, read while they ran, was held down out of the figures.")
 def bench(**kw: Any) -> None:
     """Time kernels on fresh random problems (cold cache by default): TFLOP/s, GB/s, % of peak."""
     from wgrad_cli.device_commands import bench_command
@@ -228,20 +236,26 @@ def bench(**kw: Any) -> None:
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
 @click.option("--threshold", type=click.FloatRange(min=0), default=0.05, show_default=True,
-              help="Relative slow-down of the median that counts as a regression.")
+              help="Relative slow-down of the median, beyond its noise, that counts as a regression.")
+@click.option("--allow-different", "allow", multiple=True, type=click.Choice(["device", "target", "config", "seed"]),
+              help="Compare files that differ in this (repeatable); by default such files are refused (exit 2).")
 @wide_option
-def compare(base: Path, new: Path, threshold: float) -> None:
-    """Per-shape deltas between two results files; exit 1 on any regression (CI gate)."""
+def compare(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> None:
+    """Per-shape deltas between two results files of one experiment, with a noise-aware verdict per
+    row (faster, slower, same within noise); exit 1 on any regression (CI gate)."""
     from rich.markup import escape
 
-    from wgrad_cli.compare import compare_docs
+    from wgrad_cli.compare import compare_docs, summary
     from wgrad_cli.report import err, out
+    from wgrad_cli.tables import compare_table
 
-    table, regressions = compare_docs(base, new, threshold)
-    out.print(table)
-    for line in regressions:
-        err.print(f"[red]regression[/] {escape(line)}", highlight=False, soft_wrap=True)
-    if regressions:
+    command, deltas = compare_docs(base, new, threshold, allow)
+    out.print(compare_table(command, deltas, f"wgrad compare: {base} -> {new} (threshold {100 * threshold:g}%)"))
+    for d in deltas:
+        if d.regression:
+            err.print(f"[red]regression[/] {escape(d.label)}: {escape(d.regression)}", highlight=False, soft_wrap=True)
+    out.print(summary(deltas, threshold), highlight=False)
+    if any(d.regression for d in deltas):
         raise SystemExit(1)
 
 
@@ -255,7 +269,8 @@ def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -
     geometric mean per kernel over every row given."""
     from wgrad_cli.grid import plural
     from wgrad_cli.report import out
-    from wgrad_cli.speedup import load_speedups, only, speedup_markdown, speedup_table
+    from wgrad_cli.speedup import load_speedups, only
+    from wgrad_cli.tables import speedup_markdown, speedup_table
 
     rows = only(load_speedups(list(files)), kernels)
     if markdown:
@@ -287,16 +302,12 @@ def merge(shards: tuple[Path, ...], json_path: Path) -> None:
     """Join the --shard i/n results files of one run into one file and table."""
     from wgrad_cli.compare import merge_docs
     from wgrad_cli.report import out
-    from wgrad_cli.results import BAD_RECORD, save, unreadable
-    from wgrad_cli.show import results_table
+    from wgrad_cli.results import save
+    from wgrad_cli.tables import document_table
 
     merged = merge_docs(list(shards))
-    try:
-        title = f"wgrad merge: {len(shards)} shards of {merged['command']}"
-        out.print(results_table(merged["command"], merged["records"], title))
-    except BAD_RECORD as exc:
-        raise WgradError(f"a record of {', '.join(map(str, shards))} {unreadable(exc)}; give results files wgrad wrote")
-    save(json_path, None, merged["command"], merged["records"], **merged["extra"])
+    out.print(document_table(merged, f"wgrad merge: {len(shards)} shards of {merged.command}"))
+    save(json_path, None, merged.command, merged.records, **merged.environment)
 
 
 @cli.command()

@@ -1,112 +1,136 @@
-"""`wgrad compare` and `wgrad merge`: result documents side by side, and shards joined into one.
+"""`wgrad compare` and `wgrad merge`: result documents side by side (the CI gate), and shards joined into one.
 
-compare matches records by (kernel, shape, dims, cache mode, run) and gates on regressions:
-bench, a median time more than --threshold slower; verify, a shape that passed and now fails;
-either, a shape missing from NEW. merge checks that the files are the shards 1..n of one run
-(same command, config and target) and orders their records as the unsharded run would.
+compare refuses two files that do not describe the same experiment (another device, target,
+config or seed) unless told which difference to allow, then matches records by (kernel, shape,
+dims, routing, cache mode, run). Each bench row gets a noise-aware verdict, after nvbench's
+compare script: the same when the medians differ by at most the smaller of the two rows'
+relative standard deviations (the one that better says what the measurement resolves; the
+larger would let one noisy run hide a change), else faster or slower. A regression is a row
+slower beyond noise and by more than --threshold, a verify shape that passed and now fails, or a
+shape missing from NEW. merge checks that the files are the shards 1..n of one run (same
+command, config and target) and orders their records as the unsharded run would.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-
 from wgrad_cli.errors import WgradError
-from wgrad_cli.grid import Grid
-from wgrad_cli.results import BAD_RECORD, load, order, unreadable
+from wgrad_cli.records import BenchRow, Document, Row, VerifyRow, read_document
+from wgrad_cli.results import order
 
 Key = tuple[Any, ...]
 
+# what must match for two files to be compared, and how each is read from a document
+PROVENANCE: dict[str, Callable[[Document], Any]] = {
+    "device": lambda d: d.device_name, "target": lambda d: d.get("target"),
+    "config": lambda d: d.get("config_sha256"), "seed": lambda d: d.get("seed")}
 
-def _key(r: dict[str, Any]) -> Key:
-    d = r["shape"]
-    return (r["kernel"], d["name"], d["M"], d["N"], d["K"], d["E"], r.get("cache"), r.get("run", 1))
+
+def row_key(r: Row) -> Key:
+    d = r.shape
+    run = (r.cache, r.run) if isinstance(r, BenchRow) else ("", 1)
+    return (r.kernel, d.name, d.M, d.N, d.K, d.E, d.routing, *run)
 
 
-def _keyed(doc: dict[str, Any], path: Path) -> dict[Key, dict[str, Any]]:
-    try:
-        return {_key(r): r for r in doc["records"]}
-    except BAD_RECORD as exc:
-        raise WgradError(f"{path}: a record {unreadable(exc)}; give a results file wgrad wrote") from None
+@dataclass(frozen=True)
+class Delta:
+    """One row of the comparison: the record in BASE and in NEW (None where absent), and the verdict."""
+
+    key: Key
+    base: Row | None
+    new: Row | None
+    verdict: str  # faster, slower, same, missing, new, now fails, ok
+    regression: str | None  # why this row fails the gate, or None
+
+    @property
+    def label(self) -> str:
+        bench = isinstance(self.base or self.new, BenchRow)
+        return f"{self.key[0]} on {self.key[1]}" + (f" ({self.key[7]}, run {self.key[8]})" if bench else "")
+
+
+def noise_verdict(base: BenchRow, new: BenchRow) -> str:
+    """faster, slower or same (within noise): nvbench's rule on the medians."""
+    change = new.median_ms / base.median_ms - 1
+    if abs(change) <= min(base.rel_stdev, new.rel_stdev):
+        return "same"
+    return "slower" if change > 0 else "faster"
 
 
 def _pct(base: float, new: float) -> str:
     return f"{100 * (new / base - 1):+.1f}%" if base else ""
 
 
-def compare_docs(base_path: Path, new_path: Path, threshold: float) -> tuple[Grid, list[str]]:
-    """The delta table and one line per regression."""
-    base, new = load(base_path), load(new_path)
-    if base["command"] != new["command"]:
-        raise WgradError(f"{base_path} is a {base['command']} result and {new_path} a {new['command']} one; "
+def _delta(key: Key, old: Row | None, cur: Row | None, threshold: float, new_path: Path) -> Delta:
+    if cur is None:
+        return Delta(key, old, cur, "missing", f"missing in {new_path}")
+    if old is None:
+        return Delta(key, old, cur, "new", None)
+    if isinstance(old, BenchRow) and isinstance(cur, BenchRow):
+        verdict = noise_verdict(old, cur)
+        beyond = verdict == "slower" and not cur.calibration and cur.median_ms > old.median_ms * (1 + threshold)
+        why = (f"median {old.median_ms:.4g} -> {cur.median_ms:.4g} ms ({_pct(old.median_ms, cur.median_ms)}), "
+               f"beyond the noise ({100 * min(old.rel_stdev, cur.rel_stdev):.2g}%) and {100 * threshold:g}%")
+        return Delta(key, old, cur, verdict, why if beyond else None)
+    assert isinstance(old, VerifyRow) and isinstance(cur, VerifyRow)
+    if old.ok and not cur.ok:
+        return Delta(key, old, cur, "now fails", "passed in BASE, fails in NEW")
+    return Delta(key, old, cur, "ok" if cur.ok else "still fails", None)
+
+
+def provenance_differences(base: Document, new: Document, allow: tuple[str, ...]) -> list[str]:
+    """'name (a and b)' for each PROVENANCE field that differs and is not allowed."""
+    return [f"{name} ({read(base)!r} and {read(new)!r})" for name, read in PROVENANCE.items()
+            if read(base) != read(new) and name not in allow]
+
+
+def compare_docs(base_path: Path, new_path: Path, threshold: float,
+                 allow: tuple[str, ...] = ()) -> tuple[str, list[Delta]]:
+    """The command both files are of, and one Delta per row key of either (BASE's order, then NEW's
+    new keys); WgradError (exit 2) for files that are not of one command or one experiment."""
+    base, new = read_document(base_path), read_document(new_path)
+    if base.command != new.command:
+        raise WgradError(f"{base_path} is a {base.command} result and {new_path} a {new.command} one; "
                          "compare two of the same command")
-    b, n = _keyed(base, base_path), _keyed(new, new_path)
-    bench = base["command"] == "bench"
-    table = Grid(f"wgrad compare: {base_path} -> {new_path} (threshold {100 * threshold:g}%)")
-    columns = (["median us", "delta", "TFLOP/s", "delta"] if bench else ["rel Frobenius", "mismatches"])
-    for name in ("kernel", "shape", "cache/run", *columns, "verdict"):
-        table.add_column(name, "left" if name in ("kernel", "shape", "cache/run", "verdict") else "right")
-    regressions = []
-    try:
-        for key in list(b) + [k for k in n if k not in b]:
-            old, cur = b.get(key), n.get(key)
-            label = f"{key[0]} on {key[1]}" + (f" ({key[6]}, run {key[7]})" if bench else "")
-            verdict = "ok"
-            if cur is None:
-                verdict = "[red]missing in NEW[/]"
-                regressions.append(f"{label}: missing in {new_path}")
-            elif old is None:
-                verdict = "new"
-            elif bench and not cur.get("calibration") and cur["median_ms"] > old["median_ms"] * (1 + threshold):
-                verdict = "[red]slower[/]"
-                regressions.append(f"{label}: median {old['median_ms']:.4g} -> {cur['median_ms']:.4g} ms "
-                                   f"({_pct(old['median_ms'], cur['median_ms'])}), beyond {100 * threshold:g}%")
-            elif not bench and old["ok"] and not cur["ok"]:
-                verdict = "[red]now fails[/]"
-                regressions.append(f"{label}: passed in {base_path}, fails in {new_path}")
-            if bench:
-                cells = [f"{_ms(old, 'median_ms')} -> {_ms(cur, 'median_ms')}",
-                         _pct(old["median_ms"], cur["median_ms"]) if old and cur else "",
-                         f"{_tf(old)} -> {_tf(cur)}", _pct(old["tflops"], cur["tflops"]) if old and cur else ""]
-            else:
-                cells = [f"{_frob(old)} -> {_frob(cur)}", f"{_mis(old)} -> {_mis(cur)}"]
-            table.add_row(str(key[0]), str(key[1]), f"{key[6]}/{key[7]}" if bench else "", *cells, verdict)
-    except BAD_RECORD as exc:
-        raise WgradError(f"a record of {base_path} or {new_path} {unreadable(exc)}; give results files wgrad wrote") from None
-    return table, regressions
+    differences = provenance_differences(base, new, allow)
+    if differences:
+        names = " ".join(f"--allow-different {d.split(' ')[0]}" for d in differences)
+        raise WgradError(f"{base_path} and {new_path} are not runs of one experiment: they differ in "
+                         f"{', '.join(differences)}; compare like with like, or pass {names}")
+    b = {row_key(r): r for r in base.records}
+    n = {row_key(r): r for r in new.records}
+    return base.command, [_delta(key, b.get(key), n.get(key), threshold, new_path)
+                          for key in list(b) + [k for k in n if k not in b]]
 
 
-def _ms(r: dict[str, Any] | None, field: str) -> str:
-    return "-" if r is None else f"{r[field] * 1e3:,.1f}"
+def summary(deltas: list[Delta], threshold: float) -> str:
+    """One line a CI log can show: how many rows, each verdict's count, and the regressions."""
+    counts: dict[str, int] = {}
+    for d in deltas:
+        counts[d.verdict] = counts.get(d.verdict, 0) + 1
+    regressions = sum(d.regression is not None for d in deltas)
+    parts = [f"{n} {'same within noise' if v == 'same' else v}" for v, n in counts.items()]
+    return (f"compare: {len(deltas)} rows: {', '.join(parts)}; {regressions} regression"
+            f"{'s' * (regressions != 1)} (slower beyond noise and {100 * threshold:g}%, failing, or missing)")
 
 
-def _tf(r: dict[str, Any] | None) -> str:
-    return "-" if r is None or r.get("calibration") else f"{r['tflops']:,.2f}"
-
-
-def _frob(r: dict[str, Any] | None) -> str:
-    return "-" if r is None else f"{r['overall']['rel_frobenius']:.3g}"
-
-
-def _mis(r: dict[str, Any] | None) -> str:
-    return "-" if r is None else str(r["overall"]["mismatches"])
-
-
-def merge_docs(paths: list[Path]) -> dict[str, Any]:
+def merge_docs(paths: list[Path]) -> Document:
     """One document from the shard files 1..n of one run; WgradError naming what does not fit."""
-    docs = [load(p) for p in paths]
+    docs = [read_document(p) for p in paths]
     first = docs[0]
     problems = []
     shards: dict[int, Path] = {}
     total = None
     for path, doc in zip(paths, docs):
-        for field in ("command", "config_sha256", "target"):
-            if doc.get(field) != first.get(field):
-                problems.append(f"{path}: {field} is {doc.get(field)!r}, {paths[0]} has {first.get(field)!r}; "
-                                "merge shards of one run only")
+        for field, mine, theirs in (("command", doc.command, first.command),
+                                    *((f, doc.get(f), first.get(f)) for f in ("config_sha256", "target"))):
+            if mine != theirs:
+                problems.append(f"{path}: {field} is {mine!r}, {paths[0]} has {theirs!r}; merge shards of one run only")
         if doc.get("incomplete"):
-            problems.append(f"{path}: incomplete ({doc['incomplete']}); run that shard again")
+            problems.append(f"{path}: incomplete ({doc.get('incomplete')}); run that shard again")
         shard = doc.get("shard")
         if not (isinstance(shard, list) and len(shard) == 2):
             problems.append(f"{path}: not a shard (written without --shard); merge joins --shard i/n results")
@@ -125,14 +149,15 @@ def merge_docs(paths: list[Path]) -> dict[str, Any]:
         raise WgradError(problems)
     # every record names its shard (speed-ups pair rows of one machine only); every shard measured
     # its own calibration rows: keep each, numbered by its shard
-    records = [{**r, "shard": doc["shard"][0], **({"run": doc["shard"][0]} if r.get("calibration") else {})}
-               for doc in docs for r in doc["records"]]
-    try:
-        records.sort(key=order)
-    except BAD_RECORD as exc:
-        raise WgradError(f"a record {unreadable(exc)}; give results files wgrad wrote") from None
-    per_run = ("records", "shard", "tool", "version", "commit", "source_sha256", "command", "argv", "host", "date")
-    keep = {k: v for k, v in first.items() if k not in per_run}
+    records: list[Row] = []
+    for doc in docs:
+        i = doc.get("shard")[0]
+        for r in doc.records:
+            records.append(replace(r, shard=i, run=i) if isinstance(r, BenchRow) and r.calibration
+                           else replace(r, shard=i))
+    records.sort(key=order)
+    per_run = ("shard", "tool", "schema", "version", "commit", "source_sha256", "argv", "host", "date")
+    keep = {k: v for k, v in first.environment.items() if k not in per_run}
     shards_json = [{"file": str(p), **{k: d.get(k) for k in ("shard", "host", "date", "commit", "source_sha256",
                                                               "device")}} for p, d in zip(paths, docs)]
-    return {"command": first["command"], "extra": {**keep, "shard": None, "shards": shards_json}, "records": records}
+    return Document(first.command, records, {**keep, "shard": None, "shards": shards_json})

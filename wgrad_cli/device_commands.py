@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,6 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.isolation import Crash, Crashed
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.report import err, out, progress
-from wgrad_cli.measure import FLUSHES
 from wgrad_cli.records import BenchRow, Document, Row, SCHEMA
 from wgrad_cli.results import default_path, order, save
 from wgrad_cli.session import Session, open_session
@@ -25,7 +25,7 @@ from wgrad_cli.tables import bench_footer, bench_table, counters_table, expert_t
 from wgrad_cli.verify import Outcome, device_reference_possible, verify
 
 
-def _save(s: Session, command: str, records: list[Row], json_path: Path | None, csv_path: Path | None,
+def _save(s: Session, command: str, records: Sequence[Row], json_path: Path | None, csv_path: Path | None,
           no_save: bool, shard: tuple[int, int] | None, **extra: Any) -> None:
     if no_save:
         return

@@ -18,6 +18,7 @@ from wgrad_cli import __version__
 from wgrad_cli.atomic import write_text
 from wgrad_cli.build import BuildResult
 from wgrad_cli.errors import WgradError
+from wgrad_cli.records import SCHEMA
 from wgrad_cli.grid import Grid, plural
 from wgrad_cli.toolchain import Candidate
 
@@ -64,11 +65,9 @@ def source_sha256() -> str:
     return digest.hexdigest()
 
 
-SCHEMA = 1  # of the documents below; results.load refuses newer ones
-
-
 def write_json(path: Path, command: str, records: list[dict[str, Any]], **extra: Any) -> None:
-    """One document per run: tool, version, commit, source hash, date, then one record per result."""
+    """One document per run: tool, schema (records.py), version, commit, source hash, date, then one
+    record per result."""
     doc = {"tool": "wgrad", "schema": SCHEMA, "version": __version__, "commit": git_commit(), "source_sha256": source_sha256(),
            "command": command,
            "argv": ["wgrad", *sys.argv[1:]], "host": platform.node(),

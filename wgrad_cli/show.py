@@ -6,20 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from wgrad_cli.bench import bench_table
 from wgrad_cli.errors import WgradError
 from wgrad_cli.grid import LAYOUT, Grid, set_layout
+from wgrad_cli.records import read_document
 from wgrad_cli.report import out
-from wgrad_cli.results import BAD_RECORD, load, unreadable
-from wgrad_cli.verify import verify_table
-
-
-def results_table(command: str, records: list[dict[str, Any]], title: str) -> Grid:
-    """The table `command` (bench or verify) prints for these records; KeyError or TypeError for a
-    record that lacks a field the table shows."""
-    return (bench_table if command == "bench" else verify_table)(records, title)
+from wgrad_cli.tables import document_table
 
 
 def show_tables(paths: list[Path]) -> list[Grid]:
@@ -29,16 +21,12 @@ def show_tables(paths: list[Path]) -> list[Grid]:
     problems: list[str] = []
     for path in paths:
         try:
-            doc = load(path)
+            doc = read_document(path)
         except WgradError as exc:
             problems += exc.lines
             continue
-        try:
-            device = doc.get("device") or {}
-            title = f"{path}: wgrad {doc['command']} on {device.get('name', 'an unnamed device')}, {doc.get('date', 'undated')}"
-            tables.append(results_table(doc["command"], doc["records"], title))
-        except BAD_RECORD as exc:
-            problems.append(f"{path}: a record {unreadable(exc)}; give a results file wgrad wrote")
+        title = f"{path}: wgrad {doc.command} on {doc.device_name or 'an unnamed device'}, {doc.get('date') or 'undated'}"
+        tables.append(document_table(doc, title))
     if problems:
         raise WgradError(problems)
     return tables

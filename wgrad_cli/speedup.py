@@ -1,26 +1,22 @@
 """Speed-ups over the baselines: a kernel's TFLOP/s against the torch path (the fastest of the
-torch paths timed beside it: eager and, in files since 2026-12-03, compiled dequantization, each
-with a grouped GEMM or a loop), the bf16 ceiling and, where it was timed, bf16 on the same shape
-(the faster of bf16-grouped and bf16-loop), all on the same shape in the same run, with geometric
-means. `bench --baselines` prints them for its run; `wgrad speedup` for several results
-files at once, so a table spanning configs (the README's) comes from the tool, not by hand.
+torch paths timed beside it: eager, compiled dequantization and, in files of schema 2, the whole
+path under max-autotune), the bf16 ceiling and, where it was timed, bf16 on the same shape (the
+faster of bf16-grouped and bf16-loop), all on the same shape in the same run, with geometric
+means; beside them the compiled dequantization's rate, in values per second. `bench --baselines`
+prints them for its run; `wgrad speedup` for several results files at once, so a table spanning
+configs (the docs') comes from the tool, not by hand. The tables are in tables.py.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from rich.markup import escape
 
-from wgrad_cli.baselines import CEILING, SAME_SHAPE, TORCH_PATHS
+from wgrad_cli.baselines import CEILING, DEQUANT, SAME_SHAPE, TORCH_PATHS
 from wgrad_cli.errors import WgradError
-from wgrad_cli.grid import Grid
-from wgrad_cli.report import cell
-from wgrad_cli.results import BAD_RECORD, load, shape_label, unreadable
+from wgrad_cli.records import BenchRow, ShapeRef, read_document
 
 
 @dataclass(frozen=True)
@@ -28,12 +24,13 @@ class Speedup:
     """One kernel on one shape, first run, beside the baselines of that shape."""
 
     kernel: str
-    shape: dict[str, Any]
+    shape: ShapeRef
     tflops: float
-    torch_path: str  # the faster torch baseline on this shape
+    torch_path: str  # the fastest torch baseline on this shape
     torch_tflops: float
     ceiling_tflops: float
     same_shape_tflops: float | None  # the faster bf16 GEMM on this shape; None in files from before it
+    dequant_gvals: float | None  # the compiled dequantization, G values per second; None in files from before it
 
     @property
     def x_torch(self) -> float:
@@ -48,32 +45,36 @@ class Speedup:
         return None if self.same_shape_tflops is None else self.tflops / self.same_shape_tflops
 
 
-def speedups(records: list[dict[str, Any]]) -> list[Speedup]:
+def dequant_rate(row: BenchRow) -> float | None:
+    """G values per second of a compiled-dequant row: both operands' (N + K) x tokens values, the
+    tokens from the row's FLOPs (2 N K per token); None for a shape without tokens."""
+    d = row.shape
+    tokens = row.flops / (2 * d.N * d.K)
+    return (d.N + d.K) * tokens / (row.median_ms / 1e3) / 1e9 if tokens and row.median_ms > 0 else None
+
+
+def speedups(records: list[BenchRow]) -> list[Speedup]:
     """The first run of each (kernel, shape) that has a torch path and the ceiling beside it, in
     record order; shapes without FLOPs (every expert empty) have no ratio and are left out.
     Records of one run: baselines are matched to kernels by shape (bench times them once per
     shape, on the same problem as every kernel of the run) and, in merged files, by shard, so that
     a ratio never spans two machines."""
-    first = [r for r in records if r.get("run", 1) == 1 and not r.get("calibration")]
-    baselines: dict[str, dict[str, float]] = {}
+    first = [r for r in records if r.run == 1 and not r.calibration]
+    baselines: dict[tuple[ShapeRef, int | None], dict[str, BenchRow]] = {}
     for r in first:
-        if r.get("baseline"):
-            baselines.setdefault(_key(r), {})[r["kernel"]] = r["tflops"]
+        if r.baseline:
+            baselines.setdefault((r.shape, r.shard), {})[r.kernel] = r
     rows = []
     for r in first:
-        base = baselines.get(_key(r), {})
+        base = baselines.get((r.shape, r.shard), {})
         torch = [name for name in TORCH_PATHS if name in base]
-        if r.get("baseline") or not torch or CEILING not in base or min(r["tflops"], *base.values()) <= 0:
+        if r.baseline or not torch or CEILING not in base or min([r.tflops, *(b.tflops for b in base.values())]) <= 0:
             continue
-        path = max(torch, key=lambda name: base[name])
-        same = max((base[name] for name in SAME_SHAPE if name in base), default=None)
-        rows.append(Speedup(r["kernel"], r["shape"], r["tflops"], path, base[path], base[CEILING], same))
+        path = max(torch, key=lambda name: base[name].tflops)
+        same = max((base[name].tflops for name in SAME_SHAPE if name in base), default=None)
+        rows.append(Speedup(r.kernel, r.shape, r.tflops, path, base[path].tflops, base[CEILING].tflops, same,
+                            dequant_rate(base[DEQUANT]) if DEQUANT in base else None))
     return rows
-
-
-def _key(record: dict[str, Any]) -> str:
-    """Where a record was timed: its shape and, in a merged file, its shard."""
-    return json.dumps([record["shape"], record.get("shard")], sort_keys=True)
 
 
 def _geomean(values: list[float]) -> float:
@@ -94,42 +95,6 @@ def geomeans(rows: list[Speedup]) -> dict[str, tuple[float, float, float | None]
     return means
 
 
-COLUMNS = ("kernel", "shape", "M x N x K, E", "TFLOP/s", "torch path", "TFLOP/s", "x torch path", "bf16 ceiling",
-           "x ceiling", "bf16 same shape", "x same shape")
-
-
-def _cells(rows: list[Speedup]) -> list[list[str]]:
-    """The table's cells, shared by the terminal and the Markdown form: a row per Speedup, then
-    each kernel's geometric means."""
-    cells = [[r.kernel, r.shape["name"], shape_label(r.shape), f"{r.tflops:,.1f}", r.torch_path,
-              f"{r.torch_tflops:,.1f}", f"{r.x_torch:.2f}", f"{r.ceiling_tflops:,.1f}", f"{r.x_ceiling:.2f}",
-              cell(r.same_shape_tflops, ",.1f"), cell(r.x_same_shape, ".2f")]
-             for r in rows]
-    for kernel, (x_torch, x_ceiling, x_same) in geomeans(rows).items():
-        n = sum(r.kernel == kernel for r in rows)
-        cells.append([kernel, f"geometric mean ({n} row{'s' * (n != 1)})", "", "", "", "", f"{x_torch:.2f}", "",
-                      f"{x_ceiling:.2f}", "", cell(x_same, ".2f")])
-    return cells
-
-
-def speedup_table(rows: list[Speedup], title: str) -> Grid:
-    table = Grid(title)
-    for i, name in enumerate(COLUMNS):
-        table.add_column(name, "left" if name in ("kernel", "shape", "torch path") else "right",
-                         detail=i in (2, 5, 7, 9))  # dims and the baselines' own rates; their ratios stay
-    for cells in _cells(rows):
-        table.add_row(*map(escape, cells))
-    return table
-
-
-def speedup_markdown(rows: list[Speedup]) -> str:
-    """The same table in Markdown, for a README."""
-    def line(cells: tuple[str, ...] | list[str]) -> str:
-        return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
-
-    return "\n".join([line(COLUMNS), "|" + "---|" * len(COLUMNS), *map(line, _cells(rows))])
-
-
 def load_speedups(paths: list[Path]) -> list[Speedup]:
     """The speed-up rows of several bench results files, in the order given; every file that is
     not a bench result with baseline rows is one error line."""
@@ -137,15 +102,11 @@ def load_speedups(paths: list[Path]) -> list[Speedup]:
     problems: list[str] = []
     for path in paths:
         try:
-            doc = load(path, ("bench",))
+            doc = read_document(path, ("bench",))
         except WgradError as exc:
             problems += exc.lines
             continue
-        try:
-            found = speedups(doc["records"])
-        except BAD_RECORD as exc:
-            problems.append(f"{path}: a record {unreadable(exc)}; give a results file wgrad wrote")
-            continue
+        found = speedups(doc.bench_rows)
         if not found:
             problems.append(f"{path}: no kernel row has both baselines beside it; give bench results run with --baselines")
         rows += found

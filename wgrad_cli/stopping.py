@@ -1,15 +1,24 @@
 """When to stop sampling, after nvbench's stdrel criterion: kept apart from how samples are taken.
 
 Stop once there are at least `min_samples` samples, they add up to at least `min_seconds` of
-device time and their relative standard deviation is at most `max_noise`; stop regardless
-after `timeout` seconds of wall time (the result then says so) or at `max_samples`.
+device time and their relative standard deviation is at most `max_noise` ("converged"). A
+kernel whose noise never gets that low stops once the noise estimate itself has settled
+("stable"): every STABLE_EVERY samples past STABLE_AFTER noise estimates, the estimates of the
+last STABLE_WINDOW samples are compared with the current one, and when their RMS distance from it
+is under `stable_noise` of it, more samples would not change the answer. Stop regardless after
+`timeout` seconds of wall time (the result then says so) or at `max_samples`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections import deque
+from dataclasses import asdict, dataclass, field
 
 import math
+
+STABLE_AFTER = 64  # noise estimates before the stability test is tried (nvbench's)
+STABLE_EVERY = 16  # samples between tries
+STABLE_WINDOW = 512  # the trailing noise estimates the test looks at
 
 
 @dataclass(frozen=True)
@@ -19,12 +28,15 @@ class Criterion:
     max_noise: float = 0.005
     timeout: float = 15.0
     max_samples: int = 100_000
+    stable_noise: float = 0.05  # relative spread of the trailing noise estimates that counts as settled (0: never)
 
     def verdict(self, running: Running, wall_seconds: float) -> str | None:
-        """None to go on; else why sampling stopped: converged, timeout or max-samples."""
-        if (running.n >= self.min_samples and running.total_ms / 1e3 >= self.min_seconds
-                and running.rel_stdev() <= self.max_noise):
-            return "converged"
+        """None to go on; else why sampling stopped: converged, stable, timeout or max-samples."""
+        if running.n >= self.min_samples and running.total_ms / 1e3 >= self.min_seconds:
+            if running.rel_stdev() <= self.max_noise:
+                return "converged"
+            if running.n % STABLE_EVERY == 0 and running.noise_spread() < self.stable_noise:
+                return "stable"
         if wall_seconds >= self.timeout:
             return "timeout"
         return "max-samples" if running.n >= self.max_samples else None
@@ -41,6 +53,7 @@ class Running:
     total_ms: float = 0.0  # device time the samples covered, every launch of a batch counted
     _mean: float = 0.0
     _m2: float = 0.0
+    _noise: deque[float] = field(default_factory=lambda: deque(maxlen=STABLE_WINDOW))  # rel_stdev after each sample
 
     def add(self, ms: float, launches: int = 1) -> None:
         """One sample: `ms` per launch, measured over `launches` back-to-back launches."""
@@ -49,8 +62,19 @@ class Running:
         delta = ms - self._mean
         self._mean += delta / self.n
         self._m2 += delta * (ms - self._mean)
+        noise = self.rel_stdev()
+        if math.isfinite(noise):
+            self._noise.append(noise)
 
     def rel_stdev(self) -> float:
         if self.n < 2 or self._mean <= 0:
             return math.inf
         return math.sqrt(self._m2 / (self.n - 1)) / self._mean
+
+    def noise_spread(self) -> float:
+        """RMS distance of the trailing noise estimates from the current one, relative to it (inf
+        before STABLE_AFTER estimates, or when the noise is zero, where converged applies)."""
+        if len(self._noise) <= STABLE_AFTER or self._noise[-1] <= 0:
+            return math.inf
+        current = self._noise[-1]
+        return math.sqrt(sum((x - current) ** 2 for x in self._noise) / len(self._noise)) / current

@@ -22,12 +22,11 @@ from wgrad_cli.abi import Dims, flops
 from wgrad_cli.build import BuildJob
 from wgrad_cli.check import BF16, POISON, Comparison, compare
 from wgrad_cli.errors import WgradError
-from wgrad_cli.grid import Grid
 from wgrad_cli.isolation import Crash
 from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
-from wgrad_cli.results import shape_label
+from wgrad_cli.records import VerifyRow, build
 from wgrad_cli.runtime import DriverError
 from wgrad_cli.session import Record, Session
 from wgrad_cli.waiting import settle
@@ -53,13 +52,15 @@ class Outcome:
     def ok(self) -> bool:
         return self.overall.ok and (self.sampled is None or Comparison.combine(self.sampled).ok)
 
-    def to_json(self) -> dict[str, Any]:
-        return {**self.record.to_json(), "seed": self.seed, "ok": self.ok, "reference": self.reference,
-                "overall": self.overall.to_json(), "experts": [c.to_json() for c in self.experts],
-                "sampled": None if self.sampled is None else {
-                    "overall": Comparison.combine(self.sampled).to_json(),
-                    "experts": [c.to_json() for c in self.sampled]},
-                "counters": self.counters}
+    def row(self, code_object: dict[str, Any]) -> VerifyRow:
+        """The results record, with `code_object` (Session.code_object_json)."""
+        return build(VerifyRow, {
+            **self.record.to_json(), **code_object, "seed": self.seed, "ok": self.ok, "reference": self.reference,
+            "overall": self.overall.to_json(), "experts": [c.to_json() for c in self.experts],
+            "sampled": None if self.sampled is None else {
+                "overall": Comparison.combine(self.sampled).to_json(),
+                "experts": [c.to_json() for c in self.sampled]},
+            "counters": self.counters}, "a verify record")
 
 
 def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, np.ndarray], tokens: np.ndarray,
@@ -153,57 +154,3 @@ def verify(s: Session, mode: str, rows: int, on_done: Callable[[Outcome], None],
         on_done(result)
     return sorted(outcomes, key=lambda o: o.record.index)
 
-
-def _g(x: float) -> str:
-    return f"{x:.3g}"
-
-
-def verify_table(records: list[dict[str, Any]], title: str) -> Grid:
-    """One row per (kernel, shape) from result records (also merged or loaded ones)."""
-    table = Grid(title)
-    essential = ("kernel", "shape", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status")
-    for name in ("kernel", "shape", "M x N x K, E", "routing", "seed", "max abs err", "max rel err",
-                 "rel Frobenius", "mismatches", "NaNs", "unwritten", "sampled rows", "status"):
-        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "status") else "right",
-                         detail=name not in essential)
-    for r in records:
-        d, c, sampled = r["shape"], r["overall"], r["sampled"]
-        table.add_row(r["kernel"], d["name"], shape_label(d), d["routing"], str(r["seed"]),
-                      _g(c["max_abs_error"]), _g(c["max_rel_row_error"]), _g(c["rel_frobenius"]), str(c["mismatches"]),
-                      str(c["nans"]), str(c["unwritten"]),
-                      "" if sampled is None else ("ok" if sampled["overall"]["ok"] else "[red]FAILED[/]"),
-                      "[green]ok[/]" if r["ok"] else "[red]FAILED[/]")
-    return table
-
-
-COUNTED = ("salu", "valu", "mfma", "lds", "vmem", "smem", "branch", "barrier")
-
-
-def counters_table(records: list[dict[str, Any]], title: str) -> Grid:
-    """What each kernel executed on an emulated device: wave-instructions by class, lane-instructions
-    (64 per wave-instruction) and bytes moved; the counts a timing model of the real chip starts from."""
-    table = Grid(title)
-    for name in ("kernel", "shape", "waves", *COUNTED, "M lane-instr", "MB loaded", "MB stored"):
-        table.add_column(name, "left" if name in ("kernel", "shape") else "right",
-                         detail=name in ("smem", "branch", "barrier", "MB stored"))
-    for r in records:
-        c = r.get("counters")
-        if not c:
-            continue
-        by_class = c["instructions"]
-        table.add_row(r["kernel"], r["shape"]["name"], f"{c['waves']:,}", *(f"{by_class.get(k, 0):,}" for k in COUNTED),
-                      f"{c['lane_instructions'] / 1e6:,.1f}", f"{c['bytes_loaded'] / 1e6:,.2f}",
-                      f"{c['bytes_stored'] / 1e6:,.2f}")
-    return table
-
-
-def expert_table(record: dict[str, Any]) -> Grid:
-    """Per-expert figures of one record (printed for failures, or for all with --per-expert)."""
-    d = record["shape"]
-    table = Grid(f"{record['kernel']} on {d['name']}: per expert ({record['reference']})")
-    for name in ("expert", "max abs err", "max rel err", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status"):
-        table.add_column(name, "right")
-    for e, c in enumerate(record["experts"]):
-        table.add_row(str(e), _g(c["max_abs_error"]), _g(c["max_rel_row_error"]), _g(c["rel_frobenius"]),
-                      str(c["mismatches"]), str(c["nans"]), str(c["unwritten"]), "ok" if c["ok"] else "[red]FAILED[/]")
-    return table

@@ -1,0 +1,253 @@
+"""The records verify and bench write, as types: one schema, versioned, read back by every consumer.
+
+A results document is the run's provenance (tool, version, commit, device, target, config hash,
+seed, date, ...) and one record per (kernel, shape[, run]): a VerifyRow or a BenchRow. Files of
+an older schema are upgraded as they are read (fields they lack take the defaults below); a
+newer or unknown schema, or a record that lacks a field or has one of another kind, is one
+error line naming the file and the record. This module imports nothing of the device stack, so
+that show, compare, speedup and plot read results on any machine.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any, TypeVar, Union
+
+from wgrad_cli.errors import WgradError
+
+# 1: files before this module (no "schema" field in the oldest); 2: every record typed, bench
+# rows with their flush kind, spin, sensor overlap and throttling, the compare gate's provenance
+SCHEMA = 2
+COMMANDS = ("verify", "bench")
+
+T = TypeVar("T")
+
+
+class RecordError(ValueError):
+    """A field missing or of another kind, said in words (where it is and what is wrong)."""
+
+
+@dataclass(frozen=True)
+class ShapeRef:
+    """The shape a record was measured on, as the config named and routed it."""
+
+    name: str
+    M: int
+    N: int
+    K: int
+    E: int
+    routing: str
+
+    def label(self) -> str:
+        """As the tables print dims (abi.Dims.label)."""
+        return f"{self.M} x {self.N} x {self.K}, {self.E}"
+
+
+@dataclass(frozen=True)
+class Errors:
+    """A kernel's output against the reference (check.Comparison, as written)."""
+
+    elements: int
+    max_abs_error: float
+    max_rel_row_error: float
+    diff_norm: float
+    ref_norm: float
+    mismatches: int
+    nans: int
+    unwritten: int
+    ok: bool
+    rel_frobenius: float
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """numpy on sampled rows, where the whole output was checked against the device's reference."""
+
+    overall: Errors
+    experts: list[Errors]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeObject:
+    """Which code object ran (absent for baselines, which run torch's)."""
+
+    code_object_sha256: str | None = None
+    compiler: str | None = None
+    flags: list[str] | None = None
+    build_errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyRow(CodeObject):
+    index: int  # place in the unsharded run
+    kernel: str
+    target: str = ""
+    shape: ShapeRef
+    seed: int
+    ok: bool
+    reference: str  # how the output was checked, in words
+    overall: Errors
+    experts: list[Errors]
+    sampled: Sampled | None = None
+    counters: dict[str, Any] | None = None  # what the launch executed, where the device counts it (the emulator)
+    shard: int | None = None  # in merged files, the shard that ran it
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchRow(CodeObject):
+    index: int  # place in the unsharded run; -1 for the calibration row
+    kernel: str
+    target: str = ""
+    shape: ShapeRef
+    seed: int
+    run: int = 1
+    cache: str  # cold or hot
+    samples: int
+    median_ms: float
+    min_ms: float
+    p20_ms: float
+    p80_ms: float
+    mean_ms: float
+    rel_stdev: float  # sample standard deviation / mean
+    stop: str  # converged, stable, timeout or max-samples
+    wall_seconds: float
+    flops: int
+    min_bytes: int
+    tflops: float
+    gbps: float
+    pct_peak: float | None = None
+    clock_mhz: int | None = None
+    power_w: float | None = None
+    power_capped: float | None = None  # share of sensor readings with the power limit holding the clock down
+    calibration: bool = False
+    baseline: bool = False
+    batch: int = 1  # launches per sample (hot)
+    grid: int | None = None
+    flush_bytes: int = 0
+    flush: str | None = None  # how the cache was flushed (measure.FLUSHES); None in files before the choice
+    spin_ms: float | None = None  # a spin kernel ahead of each sample hid the host's submission (multi-launch)
+    overlap: float | None = None  # share of sensor readings taken while the timed launch ran
+    throttled: float | None = None  # share of samples whose overlapping reading saw the clock held down
+    discarded: int = 0  # throttled samples left out of the figures (--discard-throttled)
+    shard: int | None = None  # in merged files, the shard that ran it
+
+
+Row = Union[VerifyRow, BenchRow]
+
+
+def _fail(where: str, what: str) -> RecordError:
+    return RecordError(f"{where} {what}")
+
+
+def _convert(hint: Any, value: Any, where: str) -> Any:
+    """`value` read as `hint` (a dataclass, list, dict, optional or plain type); RecordError if it is not one."""
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        (inner,) = [o for o in options if o is not type(None)]
+        return _convert(inner, value, where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise _fail(where, f"is {type(value).__name__}, not a list")
+        (inner,) = typing.get_args(hint)
+        return [_convert(inner, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise _fail(where, f"is {type(value).__name__}, not an object")
+        return value
+    if is_dataclass(hint):
+        return build(hint, value, where)  # type: ignore[arg-type]
+    if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if hint is Any or (isinstance(hint, type) and isinstance(value, hint) and not (hint is int and isinstance(value, bool))):
+        return value
+    raise _fail(where, f"is {value!r}, not a {getattr(hint, '__name__', hint)}")
+
+
+def build(cls: type[T], data: Any, where: str) -> T:
+    """An instance of the dataclass `cls` from its JSON object: a field it lacks takes its default
+    (how files of schema 1 are upgraded), or is an error where the field has none; fields it does
+    not know are left out."""
+    if not isinstance(data, dict):
+        raise _fail(where, f"is {type(data).__name__}, not an object")
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        if f.name in data:
+            kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{where}.{f.name}")
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise _fail(where, f"lacks {f.name}")
+    return cls(**kwargs)
+
+
+def to_json(record: Any) -> dict[str, Any]:
+    """A record (or any of these dataclasses) as its JSON object."""
+    return asdict(record)
+
+
+ROW_TYPES: dict[str, type[VerifyRow] | type[BenchRow]] = {"verify": VerifyRow, "bench": BenchRow}
+
+
+@dataclass(frozen=True)
+class Document:
+    """A results file: its provenance and its records, typed."""
+
+    command: str  # verify or bench
+    records: list[Any]  # VerifyRow for verify, BenchRow for bench
+    environment: dict[str, Any]  # everything else the file says (tool, version, argv, criterion, peak, ...)
+    path: Path | None = None
+
+    def get(self, key: str) -> Any:
+        return self.environment.get(key)
+
+    @property
+    def device_name(self) -> str | None:
+        device = self.environment.get("device")
+        return device.get("name") if isinstance(device, dict) else None
+
+    @property
+    def bench_rows(self) -> list[BenchRow]:
+        return [r for r in self.records if isinstance(r, BenchRow)]
+
+    @property
+    def verify_rows(self) -> list[VerifyRow]:
+        return [r for r in self.records if isinstance(r, VerifyRow)]
+
+
+def document_from_json(doc: Any, where: str, commands: tuple[str, ...] = COMMANDS) -> Document:
+    """A Document from a parsed results file; WgradError (one line) for anything wgrad cannot read."""
+    if not (isinstance(doc, dict) and doc.get("tool") == "wgrad" and isinstance(doc.get("records"), list)):
+        raise WgradError(f"{where}: not a wgrad results document (no tool: wgrad and records list)")
+    schema = doc.get("schema", 1)
+    if type(schema) is not int or not 1 <= schema <= SCHEMA:
+        raise WgradError(f"{where}: results schema {schema!r}; this wgrad reads schemas 1 to {SCHEMA} (upgrade wgrad "
+                         "for a newer file)")
+    command = doc.get("command")
+    if command not in commands:
+        raise WgradError(f"{where}: a {command!r} document; this needs one of {', '.join(commands)}")
+    row = ROW_TYPES[command]
+    try:
+        records = [build(row, r, f"record {i}") for i, r in enumerate(doc["records"])]
+    except RecordError as exc:
+        raise WgradError(f"{where}: {exc}; give a results file wgrad wrote") from None
+    environment = {k: v for k, v in doc.items() if k not in ("records", "command")}
+    return Document(command, records, environment)
+
+
+def read_document(path: Path, commands: tuple[str, ...] = COMMANDS) -> Document:
+    """A results file, typed: WgradError (one line) when it cannot be read, is not wgrad's, is of a
+    schema this wgrad does not read, or has a record it cannot read."""
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise WgradError(f"{path}: cannot read it ({exc.strerror}); give a results file wgrad wrote")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise WgradError(f"{path}: not JSON ({exc}); give a results file wgrad wrote")
+    read = document_from_json(doc, str(path), commands)
+    return Document(read.command, read.records, read.environment, path)
