@@ -60,7 +60,7 @@ def lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray) -> tup
 def lds_load(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray) -> np.ndarray:
     """(lanes, nbytes) bytes at each lane's LDS address; 0 outside the allocation."""
     idx, inside = lds_index(b, addr, nbytes, waves)
-    data = b.lds[idx]
+    data: np.ndarray = b.lds[idx]
     if inside is None:
         return data
     b.stats.lds_out_of_range += int(inside.size - np.count_nonzero(inside))
