@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -63,9 +64,17 @@ def test_bad_config_one_line_per_problem(tmp_path: Path, command: str) -> None:
     assert_bad_config_lines(lines, config)
 
 
-def test_bad_config_installed_command(tmp_path: Path) -> None:
-    wgrad = shutil.which("wgrad")
+def installed_command() -> str:
+    """The wgrad command installed with this interpreter (a venv's bin, used without activating it),
+    else the one on PATH."""
+    beside = Path(sys.executable).parent / "wgrad"
+    wgrad = str(beside) if beside.exists() else shutil.which("wgrad")
     assert wgrad, "the wgrad command is not installed"
+    return wgrad
+
+
+def test_bad_config_installed_command(tmp_path: Path) -> None:
+    wgrad = installed_command()
     config = write(tmp_path, BAD)
     for command in ("build", "matrix"):
         proc = subprocess.run([wgrad, command, "--config", str(config)], capture_output=True, text=True,
@@ -77,8 +86,7 @@ def test_bad_config_installed_command(tmp_path: Path) -> None:
 
 
 def test_installed_command_usage_error(tmp_path: Path) -> None:
-    wgrad = shutil.which("wgrad")
-    assert wgrad
+    wgrad = installed_command()
     proc = subprocess.run([wgrad, "build", "--config", str(write(tmp_path, GOOD)), "--shard", "3/2"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2

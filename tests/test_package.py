@@ -4,6 +4,7 @@ that is not the checkout, finds its shipped kernels and configs and builds a shi
 from __future__ import annotations
 
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -23,10 +24,15 @@ def test_wheel_works_from_any_directory(tmp_path: Path) -> None:
         pytest.skip("no package index reachable for the wheel's build requirements")
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     [wheel] = dist.glob("wgrad-*.whl")
-    # the dependencies come from this environment; the package itself only from the wheel
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    # the package only from the wheel; its dependencies from this interpreter's site directories, added
+    # after the venv's own (not --system-site-packages: made from CI's .venv, that is the base Python's)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True)
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    sites = "; ".join(f"site.addsitedir({d!r})" for d in site.getsitepackages())
+    (Path(purelib) / "wgrad-tests-parent.pth").write_text(f"import site; {sites}\n")
     elsewhere.mkdir()
     where = subprocess.run([str(python), "-c", "import wgrad_cli; print(wgrad_cli.__file__)"], cwd=elsewhere,
                            capture_output=True, text=True, check=True).stdout
