@@ -282,6 +282,20 @@ def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -
 
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The figure: FILE.png or FILE.svg (needs matplotlib: pip install 'wgrad[plot]').")
+def plot(files: tuple[Path, ...], out: Path) -> None:
+    """Plot bench results files: per shape, each kernel's TFLOP/s next to its baselines, and a
+    roofline (FLOP per byte from the minimum bytes, against the file's recorded peak and bandwidth)."""
+    from wgrad_cli.plot import plot_command
+    from wgrad_cli.report import out as console
+
+    plot_command(list(files), out)
+    console.print(f"wrote {out}", highlight=False, markup=False)
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--format", "form", type=click.Choice(["table", "markdown", "csv", "json"]),
               help="table: boxed; markdown: aligned Markdown; csv and json: every column "
                    "(default: table on a terminal, markdown elsewhere).")

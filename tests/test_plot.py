@@ -1,0 +1,60 @@
+"""`wgrad plot`: PNG and SVG from the committed H200 bench files; bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from wgrad_cli.cli import cli
+
+FILES = ["results/h200/bench-large-autotuned.json", "results/h200/bench-deepseek-v3-autotuned.json"]
+
+
+def _plot(repo: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["plot", *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def matplotlib() -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install 'wgrad[plot]')")
+
+
+@pytest.mark.usefixtures("matplotlib")
+def test_png_and_svg_from_committed_results(repo: Path, tmp_path: Path) -> None:
+    png, svg = tmp_path / "speed.png", tmp_path / "speed.svg"
+    for out in (png, svg):
+        code, stdout, stderr = _plot(repo, *(str(repo / f) for f in FILES), "-o", str(out))
+        assert code == 0, stderr
+        assert stdout.strip() == f"wrote {out}"
+        assert out.stat().st_size > 1000
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    text = svg.read_text()
+    assert "<svg" in text and text.rstrip().endswith("</svg>")
+    assert "dsv3-gate_up" in text and "autotuned-grouped" in text and "FP8 1,979 TFLOP/s" in text
+    assert "compiled-dequant" not in text  # values per second, not the GEMM's FLOPs
+
+
+@pytest.mark.usefixtures("matplotlib")
+@pytest.mark.parametrize("bad, says", [("results/h200/verify-smoke.json", "a 'verify' document"),
+                                       ("results/h200/no-such-file.json", "cannot read it")])
+def test_bad_input_is_one_line_and_exit_2(repo: Path, tmp_path: Path, bad: str, says: str) -> None:
+    out = tmp_path / "p.svg"
+    code, _, stderr = _plot(repo, str(repo / FILES[0]), str(repo / bad), "-o", str(out))
+    assert code == 2 and len(stderr.splitlines()) == 1 and says in stderr, stderr
+    assert not out.exists()
+
+
+def test_other_suffix_is_one_line_and_exit_2(repo: Path, tmp_path: Path) -> None:
+    code, _, stderr = _plot(repo, str(repo / FILES[0]), "-o", str(tmp_path / "p.pdf"))
+    assert code == 2 and len(stderr.splitlines()) == 1 and ".png or .svg" in stderr, stderr
+
+
+def test_without_matplotlib_it_says_how_to_install(repo: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    code, _, stderr = _plot(repo, str(repo / FILES[0]), "-o", str(tmp_path / "p.svg"))
+    assert code == 2 and len(stderr.splitlines()) == 1 and "pip install 'wgrad[plot]'" in stderr, stderr
