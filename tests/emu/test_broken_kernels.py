@@ -1,10 +1,9 @@
-"""Deliberately broken variants of the reference kernel (tests/emu/broken/, one bug each) fail
+"""Deliberately broken variants of the reference kernel (one line of it changed each) fail
 `wgrad verify --device emu` with the diagnostics a GPU run prints: exit 1, the shape FAILED, and
 the per-expert table naming the expert that is wrong and how (mismatches or unwritten outputs)."""
 
 from __future__ import annotations
 
-import difflib
 import shutil
 from pathlib import Path
 
@@ -16,7 +15,16 @@ from wgrad_cli.cli import cli
 from wgrad_cli.kernelspec import KERNELS_DIR
 
 pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
-BROKEN = Path(__file__).parent / "broken"
+# each bug: the reference kernel's line and what it becomes
+BUGS = {
+    "wrong_scale_index": ("    return ((m / 128) * rows + row) * 4 + (m / 32) % 4;",
+                          "    return ((m / 128) * rows + row) * 4 + (m / 64) % 4;  // a 64-token block per scale"),
+    "skip_last_32_tokens": ("    for (long long m = expert_off[e]; m < expert_off[e + 1]; ++m)",
+                            "    for (long long m = expert_off[e]; m < expert_off[e + 1] - 32; ++m)"),
+    "empty_expert_unwritten": ("    for (long long m = expert_off[e]; m < expert_off[e + 1]; ++m)",
+                               "    if (expert_off[e] == expert_off[e + 1]) return;  // leaves the poison\n"
+                               "    for (long long m = expert_off[e]; m < expert_off[e + 1]; ++m)"),
+}
 ELEMENTS = 256 * 256  # N x K outputs per expert of the tiny shape
 
 
@@ -32,10 +40,11 @@ def per_expert(output: str) -> dict[int, dict[str, str]]:
     ("wrong_scale_index", 0, True, 0), ("skip_last_32_tokens", 0, True, 0), ("empty_expert_unwritten", 1, False, ELEMENTS)])
 def test_a_broken_kernel_fails_verify_on_the_emulator(bug: str, expert: int, mismatched: bool, unwritten: int,
                                                       tmp_path: Path) -> None:
-    source = BROKEN / f"{bug}.cu"
-    changed = [d for d in difflib.ndiff((KERNELS_DIR / "reference.cu").read_text().splitlines(),
-                                        source.read_text().splitlines()) if d[:1] in "+-"]
-    assert len([d for d in changed if d.startswith("+")]) == 1 and "BUG" in changed[-1]  # one bug, marked
+    line, broken = BUGS[bug]
+    reference = (KERNELS_DIR / "reference.cu").read_text()
+    assert reference.count(line + "\n") == 1, "the reference kernel changed: update the bug's line"
+    source = tmp_path / f"{bug}.cu"
+    source.write_text(reference.replace(line + "\n", broken + "\n"))
     result = CliRunner().invoke(cli, ["verify", "--config", str(tiny_config(tmp_path)), "--device", "emu", "--kernel",
                                       "reference", "--kernel-source", str(source), "--include", str(KERNELS_DIR),
                                       "--cache-dir", str(tmp_path / "cache"), "--no-save"])
