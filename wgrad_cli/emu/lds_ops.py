@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.emu.machine import Batch, Op
+from wgrad_cli.emu.memory_ops import from_regs, to_regs
 
-U32 = np.uint32
 
 READS = {"DS_READ_B32": (4, False), "DS_READ_B64": (8, False), "DS_READ_B96": (12, False),
          "DS_READ_B128": (16, False), "DS_READ_U8": (1, False), "DS_READ_I8": (1, True),
@@ -77,26 +77,6 @@ def lds_store(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray) -
         b.lds[idx[inside]] = np.broadcast_to(data, idx.shape)[inside]
 
 
-def read_into(b: Batch, vdst: int, regs: np.ndarray, data: np.ndarray, signed: bool, waves: np.ndarray,
-              lanes: np.ndarray) -> None:
-    n = data.shape[1]
-    if n >= 4:
-        words = np.ascontiguousarray(data).view("<u4")
-        for k in range(n // 4):
-            regs[vdst + k][waves, lanes] = words[:, k]
-        return
-    raw = data[:, 0].astype(U32) if n == 1 else np.ascontiguousarray(data).view("<u2")[:, 0].astype(U32)
-    if signed:
-        raw = np.where(raw >> U32(8 * n - 1), raw | U32((0xFFFFFFFF << (8 * n)) & 0xFFFFFFFF), raw).astype(U32)
-    regs[vdst][waves, lanes] = raw
-
-
-def words_of(regs: np.ndarray, first: int, nbytes: int, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
-    if nbytes >= 4:
-        return np.stack([regs[first + k][waves, lanes] for k in range(nbytes // 4)], axis=1).astype("<u4").view(np.uint8)
-    return np.ascontiguousarray(regs[first][waves, lanes].astype("<u4")).view(np.uint8).reshape(-1, 4)[:, :nbytes]
-
-
 def compile_ds(inst: Any, pc: int, size: int) -> Op:
     name = inst.op.name
     what = name.lower()
@@ -118,14 +98,14 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
         def read(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
             data = lds_load(b, address(b, waves, lanes) + offset, n, waves)
-            read_into(b, vdst, b.a if acc else b.v, data, signed, waves, lanes)
+            to_regs(b.a if acc else b.v, vdst, data, signed, None, waves, lanes)
         return Op(pc, size, what, "lds", read)
     if name in WRITES:
         n = WRITES[name]
 
         def write(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
-            lds_store(b, address(b, waves, lanes) + offset, words_of(b.a if acc else b.v, data0, n, waves, lanes), waves)
+            lds_store(b, address(b, waves, lanes) + offset, from_regs(b.a if acc else b.v, data0, n, False, waves, lanes), waves)
         return Op(pc, size, what, "lds", write)
     if name in READ2:
         n, scale = READ2[name]
@@ -135,8 +115,8 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
             base = address(b, waves, lanes)
             regs = b.a if acc else b.v
             first = [lds_load(b, base + off0 * n * scale, n, waves), lds_load(b, base + off1 * n * scale, n, waves)]
-            read_into(b, vdst, regs, first[0], False, waves, lanes)
-            read_into(b, vdst + n // 4, regs, first[1], False, waves, lanes)
+            to_regs(regs, vdst, first[0], False, None, waves, lanes)
+            to_regs(regs, vdst + n // 4, first[1], False, None, waves, lanes)
         return Op(pc, size, what, "lds", read2)
     if name in WRITE2:
         n, scale = WRITE2[name]
@@ -145,8 +125,8 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
             waves, lanes = np.nonzero(b.lanes())
             base = address(b, waves, lanes)
             regs = b.a if acc else b.v
-            lds_store(b, base + off0 * n * scale, words_of(regs, data0, n, waves, lanes), waves)
-            lds_store(b, base + off1 * n * scale, words_of(regs, data1, n, waves, lanes), waves)
+            lds_store(b, base + off0 * n * scale, from_regs(regs, data0, n, False, waves, lanes), waves)
+            lds_store(b, base + off1 * n * scale, from_regs(regs, data1, n, False, waves, lanes), waves)
         return Op(pc, size, what, "lds", write2)
     if name in TRANSPOSE:
         source = TRANSPOSE[name].ravel()
@@ -156,6 +136,6 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
             blocks = np.zeros((b.W, 64, 8), dtype=np.uint8)
             blocks[waves, lanes] = lds_load(b, address(b, waves, lanes) + offset, 8, waves)
             result = blocks.reshape(b.W, 512)[:, source].reshape(b.W, 64, 8)
-            read_into(b, vdst, b.a if acc else b.v, result[waves, lanes], False, waves, lanes)
+            to_regs(b.a if acc else b.v, vdst, result[waves, lanes], False, None, waves, lanes)
         return Op(pc, size, what, "lds", transpose)
     raise KeyError(name)

@@ -57,9 +57,11 @@ def scatter(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray, lan
     b.heap.bytes[b.heap.offsets(addr)[:, None] + np.arange(nbytes)] = data
 
 
-def _to_regs(b: Batch, regs: np.ndarray, vdst: int, data: np.ndarray, size: int, signed: bool, d16: str | None,
-             waves: np.ndarray, lanes: np.ndarray) -> None:
-    """Loaded bytes (n, size) into VGPRs from vdst, as the load's type extends or places them."""
+def to_regs(regs: np.ndarray, vdst: int, data: np.ndarray, signed: bool, d16: str | None, waves: np.ndarray,
+            lanes: np.ndarray) -> None:
+    """Loaded bytes (n, size) into registers from vdst (VGPRs or AGPRs; global, buffer and LDS loads
+    alike), as the load's type extends or places them."""
+    size = data.shape[1]
     if size >= 4:
         words = np.ascontiguousarray(data).view("<u4")
         for k in range(size // 4):
@@ -77,7 +79,7 @@ def _to_regs(b: Batch, regs: np.ndarray, vdst: int, data: np.ndarray, size: int,
     regs[vdst][waves, lanes] = (old & U32(0xFFFF0000)) | half if d16 == "lo" else (old & U32(0xFFFF)) | (half << U32(16))
 
 
-def _from_regs(regs: np.ndarray, vdata: int, size: int, hi: bool, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+def from_regs(regs: np.ndarray, vdata: int, size: int, hi: bool, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
     if size >= 4:
         return np.stack([regs[vdata + k][waves, lanes] for k in range(size // 4)], axis=1).astype("<u4").view(np.uint8)
     word = regs[vdata][waves, lanes]
@@ -159,7 +161,7 @@ def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
         def load(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
             data = gather(b, addresses(b, waves, lanes), nbytes, waves, lanes, what)
-            _to_regs(b, b.a if acc else b.v, vdst, data, nbytes, signed, d16, waves, lanes)
+            to_regs(b.a if acc else b.v, vdst, data, signed, d16, waves, lanes)
             b.stats.bytes_loaded += data.size
         return Op(pc, size, what, "vmem", load)
     nb, hi = STORES[suffix]
@@ -167,7 +169,7 @@ def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
 
     def store(b: Batch) -> None:
         waves, lanes = np.nonzero(b.lanes())
-        data = _from_regs(b.a if acc else b.v, vdata, nb, hi, waves, lanes)
+        data = from_regs(b.a if acc else b.v, vdata, nb, hi, waves, lanes)
         scatter(b, addresses(b, waves, lanes), data, waves, lanes, what)
         b.stats.bytes_stored += data.size
     return Op(pc, size, what, "vmem", store)
@@ -236,7 +238,7 @@ def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] |
             if lds_dma:
                 into_lds(b, data, waves, lanes, imm, signed, 0x3FFFF)
             else:
-                _to_regs(b, b.a if acc else b.v, vdst, data, nbytes, signed, d16, waves, lanes)
+                to_regs(b.a if acc else b.v, vdst, data, signed, d16, waves, lanes)
             b.stats.bytes_loaded += int(inside.sum()) * min(nbytes, 4)
         return Op(pc, size, what, "vmem", load)
     nb, hi = STORES[suffix]
@@ -245,7 +247,7 @@ def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] |
     def store(b: Batch) -> None:
         waves, lanes = np.nonzero(b.lanes())
         addr, inside = place(b, waves, lanes, nb)
-        data = _from_regs(b.a if acc else b.v, vdata, nb, hi, waves, lanes)
+        data = from_regs(b.a if acc else b.v, vdata, nb, hi, waves, lanes)
         whole = np.asarray(inside.all(axis=1))
         scatter(b, addr[whole], data[whole], waves[whole], lanes[whole], what)
         part = inside & ~whole[:, None]
