@@ -43,7 +43,7 @@ class Flush:
 @dataclass(frozen=True)
 class Measurement:
     times_ms: list[float]  # every sample, per launch
-    stop: str  # converged, stable, timeout or max-samples
+    stop: str  # one of stopping.REASONS
     readings: list[Reading]  # the readings taken while the timed launch ran
     read: int  # samples whose sensors were read (where the platform has sensors)
     throttled: list[bool]  # per sample: its overlapping reading saw the clock held down

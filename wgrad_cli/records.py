@@ -113,7 +113,7 @@ class BenchRow(CodeObject):
     p80_ms: float
     mean_ms: float
     rel_stdev: float  # sample standard deviation / mean
-    stop: str  # converged, stable, timeout or max-samples
+    stop: str  # one of stopping.REASONS
     wall_seconds: float
     flops: int
     min_bytes: int

@@ -19,6 +19,7 @@ import math
 STABLE_AFTER = 64  # noise estimates before the stability test is tried (nvbench's)
 STABLE_EVERY = 16  # samples between tries
 STABLE_WINDOW = 512  # the trailing noise estimates the test looks at
+REASONS = ("converged", "stable", "timeout", "max-samples")  # every verdict, as results record it
 
 
 @dataclass(frozen=True)
