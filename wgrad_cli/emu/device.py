@@ -4,7 +4,7 @@ emulator, so verify runs a gfx950 code object on the CPU exactly as it would on 
 Memory is the emulator's heap; a launch runs to completion before `launch` returns (events are
 therefore done at once, and their times mean nothing: bench refuses this device). Each launch's
 instruction statistics are kept for the results. A fault (an instruction the emulator lacks, an
-access outside every allocation or beyond the LDS) becomes a one-line DriverError.
+access outside every allocation or outside a lane's private segment) becomes a one-line DriverError.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from wgrad_cli.emu.loader import Descriptor, load_image
 from wgrad_cli.emu.machine import EmuFault, Stats
 from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.program import Program
+from wgrad_cli.emu.scratch_ops import refusal
 from wgrad_cli.occupancy import gfx950
 from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Reading
 
@@ -102,9 +103,8 @@ class EmuRuntime:
         if block > k.max_flat_workgroup_size:
             raise DriverError(f"launch of {k.name}: {block} threads per workgroup, beyond its "
                               f".max_flat_workgroup_size of {k.max_flat_workgroup_size}")
-        if k.private_segment_size or k.uses_dynamic_stack:
-            raise DriverError(f"launch of {k.name}: it uses scratch memory ({k.private_segment_size} bytes per "
-                              "work-item), which the emulator does not implement")
+        if (why := refusal(k)) is not None:
+            raise DriverError(f"launch of {k.name}: {why}")
         # padded as a HIP runtime's kernarg pool is: compilers load the last arguments with wide
         # s_load_dwordxN that run past kernarg_size
         kernarg = self.heap.alloc(max(k.kernarg_size, 4) + KERNARG_SLACK)

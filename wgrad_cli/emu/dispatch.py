@@ -2,10 +2,11 @@
 cut into batches of whole workgroups, and the batches spread over worker processes.
 
 Initial state per LLVM's AMDGPUUsage, "Initial Kernel Execution State": user SGPRs in the fixed
-order (private segment buffer, dispatch ptr, queue ptr, kernarg segment ptr, dispatch id, flat
-scratch init, private segment size, preloaded kernargs), then the enabled system SGPRs
-(workgroup id x, y, z, workgroup info, private segment wave offset); work-item ids packed in v0
-(x bits 9:0, y 19:10, z 29:20); EXEC set to the wave's existing lanes.
+order (dispatch ptr, queue ptr, kernarg segment ptr, dispatch id, private segment size, preloaded
+kernargs; gfx950 has no private segment buffer or flat scratch init SGPRs: scratch_ops.refusal),
+then the enabled system SGPRs (workgroup id x, y, z, workgroup info; with architected flat scratch
+no private segment wave offset); work-item ids packed in v0 (x bits 9:0, y 19:10, z 29:20); EXEC
+set to the wave's existing lanes. Each batch holds its waves' private memory.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from wgrad_cli.emu.loader import Descriptor
 from wgrad_cli.emu.machine import EXEC, Batch, EmuFault, Op, Stats, execute
 from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.program import Program
+from wgrad_cli.emu.scratch_ops import segment_bytes
 
 MAX_BATCH_WAVES = 2048  # waves run in lock-step at once: bounds the register arrays (~64 KiB per VGPR)
+MAX_BATCH_PRIVATE = 1 << 27  # bytes of private memory a batch holds at once (one batch per worker process)
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,6 @@ class Launch:
 
 def user_sgprs(k: Descriptor, launch: Launch, kernarg_words: np.ndarray) -> list[int]:
     values: list[int] = []
-    if k.private_segment_buffer:
-        values += [0, 0, 0, 0]
     if k.dispatch_ptr:
         values += [launch.dispatch_packet & 0xFFFFFFFF, launch.dispatch_packet >> 32]
     if k.queue_ptr:
@@ -60,10 +61,8 @@ def user_sgprs(k: Descriptor, launch: Launch, kernarg_words: np.ndarray) -> list
         values += [launch.kernarg & 0xFFFFFFFF, launch.kernarg >> 32]
     if k.dispatch_id:
         values += [0, 0]
-    if k.flat_scratch_init:
-        values += [0, 0]
     if k.private_segment_size_sgpr:
-        values += [k.private_segment_size]
+        values += [segment_bytes(k)]
     start = k.kernarg_preload_offset
     values += [int(w) for w in kernarg_words[start: start + k.kernarg_preload_dwords]]
     return values
@@ -74,7 +73,7 @@ def init_batch(launch: Launch, program: Program, heap: Heap, first_group: int, g
     k = launch.kernel
     wpg = launch.waves_per_group
     lds = k.group_segment_size + launch.dynamic_lds
-    b = Batch(groups * wpg, wpg, k.vgprs, k.agprs, lds, heap)
+    b = Batch(groups * wpg, wpg, k.vgprs, k.agprs, lds, heap, segment_bytes(k))
     gx, gy, _ = launch.grid
     ids = np.arange(first_group, first_group + groups)
     b.group_ids[:, 0], b.group_ids[:, 1], b.group_ids[:, 2] = ids % gx, (ids // gx) % gy, ids // (gx * gy)
@@ -88,9 +87,6 @@ def init_batch(launch: Launch, program: Program, heap: Heap, first_group: int, g
             b.s[reg] = wave_group[:, dim]
             reg += 1
     if k.workgroup_info:
-        b.s[reg] = 0
-        reg += 1
-    if k.private_segment_wave_offset:
         b.s[reg] = 0
     bx, by, _ = launch.block
     tid = (np.arange(b.W) % wpg)[:, None] * 64 + np.arange(64)[None, :]
@@ -106,7 +102,8 @@ def run_groups(launch: Launch, program: Program, heap: Heap, first: int, count: 
     """Run workgroups [first, first + count) in batches; their statistics."""
     stats = Stats()
     kernarg = heap.span(launch.kernarg, -(-max(launch.kernel.kernarg_size, 4) // 4) * 4).view(np.uint32)
-    per_batch = max(1, MAX_BATCH_WAVES // launch.waves_per_group)
+    waves = min(MAX_BATCH_WAVES, MAX_BATCH_PRIVATE // max(1, 64 * segment_bytes(launch.kernel)))
+    per_batch = max(1, waves // launch.waves_per_group)
 
     def describe(op: Op, why: str) -> str:
         return f"{name}: {op.name} at offset {op.pc:#x}: {why}"

@@ -4,6 +4,9 @@ The kernel descriptor (the 64-byte `<kernel>.kd` object) fixes what the hardware
 the first instruction: the kernarg segment size, the LDS the workgroup gets, the register counts,
 which user and system SGPRs are filled, and how work-item ids arrive in VGPRs. Field offsets and
 bit positions are LLVM's AMDGPUUsage, "Kernel Descriptor" and "Initial Kernel Execution State".
+gfx950 has architected flat scratch (AMDGPUUsage, processor table): COMPUTE_PGM_RSRC2 bit 0 then
+enables the hardware's FLAT_SCRATCH setup and adds no system SGPR, and the private segment buffer
+and flat scratch init user SGPRs are "not supported and must be 0".
 """
 
 from __future__ import annotations
@@ -35,30 +38,30 @@ class Descriptor:
     name: str
     entry: int  # address of the first instruction, in the code object's address space
     group_segment_size: int  # static LDS bytes
-    private_segment_size: int  # scratch bytes per work-item
+    private_segment_size: int  # scratch bytes per work-item (PRIVATE_SEGMENT_FIXED_SIZE)
     kernarg_size: int
     vgprs: int  # architected VGPRs the wave gets (granulated)
     agprs: int  # AGPRs (the unified file above accum_offset)
     accum_offset: int
     sgprs: int
     user_sgprs: int
-    private_segment_buffer: bool  # 4 user SGPRs
+    private_segment_buffer: bool  # 4 user SGPRs; must be 0 on gfx950
     dispatch_ptr: bool  # 2
     queue_ptr: bool  # 2
     kernarg_segment_ptr: bool  # 2
     dispatch_id: bool  # 2
-    flat_scratch_init: bool  # 2
+    flat_scratch_init: bool  # 2; must be 0 on gfx950
     private_segment_size_sgpr: bool  # 1
     kernarg_preload_dwords: int  # kernarg dwords preloaded into user SGPRs after the above
     kernarg_preload_offset: int  # in dwords
     workgroup_id: tuple[bool, bool, bool]  # system SGPRs after the user ones
     workgroup_info: bool
-    private_segment_wave_offset: bool
+    enable_private_segment: bool  # FLAT_SCRATCH set up by the hardware; no wave offset SGPR on gfx950
     workitem_id_dims: int  # 1 (x), 2 (x, y) or 3; gfx950 packs them in v0: x 9:0, y 19:10, z 29:20
     wave64: bool
     max_flat_workgroup_size: int
     args: tuple[Arg, ...]
-    uses_dynamic_stack: bool
+    uses_dynamic_stack: bool  # the stack grows at run time: private_segment_size is only its fixed part
 
 
 @dataclass(frozen=True)
@@ -91,11 +94,11 @@ def parse_descriptor(name: str, kd: bytes, address: int, meta: dict[str, Any]) -
         private_segment_size_sgpr=bool(props & 64), kernarg_preload_dwords=_bits(preload, 0, 7),
         kernarg_preload_offset=_bits(preload, 7, 9),
         workgroup_id=(bool(_bits(rsrc2, 7, 1)), bool(_bits(rsrc2, 8, 1)), bool(_bits(rsrc2, 9, 1))),
-        workgroup_info=bool(_bits(rsrc2, 10, 1)), private_segment_wave_offset=bool(_bits(rsrc2, 0, 1)),
+        workgroup_info=bool(_bits(rsrc2, 10, 1)), enable_private_segment=bool(_bits(rsrc2, 0, 1)),
         workitem_id_dims=_bits(rsrc2, 11, 2) + 1, wave64=int(meta.get(".wavefront_size", 64)) == 64,
         max_flat_workgroup_size=int(meta.get(".max_flat_workgroup_size", 1024)),
         args=tuple(Arg(str(a[".value_kind"]), int(a[".offset"]), int(a[".size"])) for a in meta.get(".args", [])),
-        uses_dynamic_stack=bool(props & (1 << 11)))
+        uses_dynamic_stack=bool(props & (1 << 11)) or bool(meta.get(".uses_dynamic_stack", False)))
 
 
 def load_image(data: bytes) -> Image:

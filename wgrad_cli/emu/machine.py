@@ -6,12 +6,14 @@ program counter among the waves that can run, for every wave at that counter at 
 that follow the same path (the usual case) cost one numpy operation per instruction for all of
 them. Waves that diverge wait at higher counters until the others catch up (min-PC scheduling,
 which also reconverges loops). A wave at `s_barrier` waits until every live wave of its workgroup
-has reached one. Memory is synchronous, so `s_waitcnt` has nothing to wait for.
+has reached one. Memory is synchronous, so `s_waitcnt` has nothing to wait for. Private (scratch)
+memory is the batch's too: `private_bytes` per lane, allocated with the batch and gone with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +22,9 @@ from wgrad_cli.emu.memory import Heap
 
 EXEC, VCC, M0 = 126, 106, 124
 SGPR_FILE = 128  # s0..s105, flat_scratch, xnack_mask, vcc, ttmp0..15, m0, null, exec: the 7-bit SGPR space
+# Fresh private memory, per dword: the hardware leaves it undefined; this reads as a NaN in f32 and
+# as ...BADBAD in hex, so a kernel that reads scratch before writing it shows wrong results.
+POISON = 0x7FBADBAD
 
 
 class EmuFault(Exception):
@@ -64,7 +69,7 @@ class Batch:
     """The state of `waves` wave64s: whole workgroups of `waves_per_group` waves each."""
 
     def __init__(self, waves: int, waves_per_group: int, vgprs: int, agprs: int, lds_bytes: int,
-                 heap: Heap) -> None:
+                 heap: Heap, private_bytes: int = 0) -> None:
         self.W = waves
         self.v = np.zeros((max(vgprs, 1), waves, 64), dtype=np.uint32)
         self.a = np.zeros((max(agprs, 1), waves, 64), dtype=np.uint32)
@@ -79,6 +84,9 @@ class Batch:
         self.lds_bytes = lds_bytes
         self.lds = np.zeros(self.groups * max(lds_bytes, 1), dtype=np.uint8)
         self.heap = heap
+        # lane (wave * 64 + lane)'s private segment: bytes [row * private_bytes, (row + 1) * private_bytes)
+        self.private_bytes = private_bytes  # a multiple of 4
+        self.private = np.full(waves * 64 * private_bytes // 4, POISON, dtype="<u4").view(np.uint8)
         self.wm = np.ones(waves, dtype=bool)  # waves that run the current instruction
         self.all = True  # wm is every wave
         self.pc_now = 0
@@ -103,6 +111,17 @@ class Batch:
     def lanes(self) -> np.ndarray:
         """The lanes that execute a vector instruction now: EXEC, in the waves at this PC."""
         return self.exec if self.all else self.exec & self.wm[:, None]
+
+    @contextmanager
+    def only(self, lanes: np.ndarray) -> Iterator[None]:
+        """Within the block, `lanes()` is `lanes` (a subset of it): one instruction's lanes split
+        between two implementations (flat accesses by aperture). The EXEC SGPRs are not touched."""
+        saved = self._exec
+        self._exec = lanes  # the EXEC cache; lanes() ands it with wm, which `lanes` lies within
+        try:
+            yield
+        finally:
+            self._exec = saved
 
     # --- writes ------------------------------------------------------------------------------
     def write_s(self, reg: int, value: np.ndarray | np.integer | int) -> None:

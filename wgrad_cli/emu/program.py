@@ -20,6 +20,7 @@ from wgrad_cli.emu.machine import Batch, EmuFault, Op
 from wgrad_cli.emu.matrix_ops import compile_matrix
 from wgrad_cli.emu.memory_ops import compile_buffer, compile_global
 from wgrad_cli.emu.scalar_ops import compile_scalar
+from wgrad_cli.emu.scratch_ops import compile_scratch, with_private_aperture
 from wgrad_cli.emu.vector_ops import compile_valu
 
 SCALAR = {"SOP1", "SOP1_LIT", "SOP2", "SOP2_LIT", "SOPC", "SOPC_LIT", "SOPK", "SOPK_LIT", "SOPP", "SMEM"}
@@ -80,8 +81,12 @@ def compile_one(d: Decoded) -> Op:
             op = compile_scalar(cls.removesuffix("_LIT"), inst, inst.op.name, d.pc, d.size)
         elif cls in VECTOR:
             op = compile_valu(cls, inst, d.pc, d.size)
-        elif cls in ("GLOBAL", "FLAT"):
+        elif cls == "GLOBAL":
             op = compile_global(cls, inst, d.pc, d.size)
+        elif cls == "FLAT":
+            op = with_private_aperture(inst, compile_global(cls, inst, d.pc, d.size))
+        elif cls == "SCRATCH":
+            op = compile_scratch(inst, d.pc, d.size)
         elif cls == "MUBUF":
             op = compile_buffer(inst, d.pc, d.size)
         elif cls == "DS":
