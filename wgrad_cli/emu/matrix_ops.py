@@ -336,8 +336,8 @@ def _compile_vop3p(inst: Any, pc: int, size: int) -> Op:
                     out |= _pk16_bits(np.asarray(fn16(*args)), t, clamp) << U32(shift)
             b.write_v(b.v, vdst, out)
         return Op(pc, size, lower, "valu", pk16)
-    if name == "V_PK_MOV_B32":  # D.lo = src0[op_sel[0]], D.hi = src1[op_sel_hi[1]] (CDNA4 ISA)
-        (r0, sel0, _, _, _), (r1, _, sel1, _, _) = _half_reads(inst, 2, 64)
+    if name == "V_PK_MOV_B32":  # D.lo = src0[op_sel[0]], D.hi = src1[op_sel[1]] (CDNA4 ISA: OPSEL for both)
+        (r0, sel0, _, _, _), (r1, sel1, _, _, _) = _half_reads(inst, 2, 64)
 
         def mov(b: Batch) -> None:
             lo, hi = _pick32(r0(b), sel0, 0), _pick32(r1(b), sel1, 0)
