@@ -34,8 +34,10 @@ Move = Callable[[Batch, np.ndarray, np.ndarray, np.ndarray], None]  # (batch, wa
 
 def segment_bytes(k: Descriptor) -> int:
     """Each lane's private bytes: the fixed size rounded up to a dword, as the CP does for the
-    private segment size SGPR (AMDGPUUsage, "Initial Kernel Execution State")."""
-    return -(-k.private_segment_size // 4) * 4
+    private segment size SGPR (AMDGPUUsage, "Initial Kernel Execution State"); none where the
+    descriptor does not enable the private segment (the hardware then sets up no FLAT_SCRATCH, so
+    every scratch access stops here)."""
+    return -(-k.private_segment_size // 4) * 4 if k.enable_private_segment else 0
 
 
 def refusal(k: Descriptor) -> str | None:
