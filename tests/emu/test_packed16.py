@@ -97,3 +97,27 @@ def test_packed_16bit_math_and_mad_u16() -> None:
     for col, w in want_f.items():
         bad = np.flatnonzero(got[f16, col] != w[f16])
         assert not len(bad), f"o[{col}] lane {32 + bad[0]}: {got[32 + bad[0], col]:#x} != {int(w[f16][bad[0]]):#x}"
+
+
+def test_pk_mov_b32_takes_each_half_from_the_operand_op_sel_picks() -> None:
+    """v_pk_mov_b32 (CDNA4 pseudo-code): D[31:0] = src0's dword op_sel[0] picks, D[63:32] = src1's
+    dword op_sel[1] picks; op_sel_hi plays no part (clang emits op_sel:[1,0] when it spills)."""
+    image = compile_hip("""
+typedef unsigned long long u64;
+KERNEL void pkmov(u64 *out, const u64 *a, const u64 *b) {
+  unsigned i = tid();
+  u64 x = a[i], y = b[i], r;
+  u64 *o = out + i * 4;
+  asm volatile("v_pk_mov_b32 %0, %1, %2 op_sel:[0,0]" : "=v"(r) : "v"(x), "v"(y)); o[0] = r;
+  asm volatile("v_pk_mov_b32 %0, %1, %2 op_sel:[0,1]" : "=v"(r) : "v"(x), "v"(y)); o[1] = r;
+  asm volatile("v_pk_mov_b32 %0, %1, %2 op_sel:[1,0]" : "=v"(r) : "v"(x), "v"(y)); o[2] = r;
+  asm volatile("v_pk_mov_b32 %0, %1, %2 op_sel:[1,1] op_sel_hi:[0,0]" : "=v"(r) : "v"(x), "v"(y)); o[3] = r;
+}""")
+    assert_uses(image, r"v_pk_mov_b32")
+    rng = np.random.default_rng(5)
+    a, b = (rng.integers(0, 2**63, 64, dtype=np.uint64) for _ in range(2))
+    out, _, _ = run(image, [np.zeros(64 * 4, np.uint64), a, b])
+    dwords = [(v & np.uint64(0xFFFFFFFF), v >> np.uint64(32)) for v in (a, b)]
+    for k, (sel0, sel1) in enumerate([(0, 0), (0, 1), (1, 0), (1, 1)]):
+        lo, hi = dwords[0][sel0], dwords[1][sel1]
+        assert (out[k::4] == lo | (hi << np.uint64(32))).all(), (sel0, sel1)
