@@ -47,6 +47,7 @@ KERNEL void dpp(unsigned *out, const unsigned *a, const unsigned *b, const float
   unsigned i = tid(), x = a[i], y = b[i];
   float p = f[i], q = g[i];
   unsigned *o = out + i * {COLUMNS};
+  asm volatile("" :: "v"(x), "v"(p));  // every lane loads its sources: lanes off in EXEC hold data
   if (on[i]) {{
 """ + "".join(f"    o[{k}] = DPP(y, x, {c:#x}, {rm:#x}, {bm:#x}, {'true' if bc else 'false'});\n"
               for k, (c, _, rm, bm, bc) in enumerate(MOVES)) + ALU + "  }\n}\n"
