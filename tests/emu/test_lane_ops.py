@@ -9,8 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 
 from emukernels import assert_uses, compile_hip, run
+from wgrad_cli.emu.loader import load_image
+from wgrad_cli.emu.program import Program
+from wgrad_cli.runtime import DriverError
 
 # swizzle offsets: and/or/xor masks of 32-lane halves (xor 1, xor 16, a mix, a broadcast of lane 16
 # of each half), then quad permutes [1,0,3,2] and [0,0,3,1]
@@ -117,3 +121,15 @@ def test_cross_lane_moves() -> None:
     for col, name in enumerate(names):
         bad = np.flatnonzero(got[:, col] != want[:, col])
         assert not len(bad), f"{name}: lane {bad[0]}: {got[bad[0], col]:#x} != {want[bad[0], col]:#x}"
+
+
+def test_forms_not_modelled_are_listed_and_stop_the_run() -> None:
+    """row_newbcast (gfx90a's DPP broadcast) and the rotate mode of ds_swizzle_b32 are not
+    implemented: listed before the run and stopping it, never run wrong."""
+    image = compile_hip("KERNEL void rare(unsigned *out, const unsigned *a) {\n  unsigned i = tid(), x = a[i];\n"
+                        "  out[2 * i] = __builtin_amdgcn_update_dpp(0u, x, 0x153, 0xf, 0xf, true);\n"
+                        "  out[2 * i + 1] = __builtin_amdgcn_ds_swizzle(x, 0xC021);\n}")
+    assert_uses(image, "v_mov_b32_dpp", "ds_swizzle_b32")
+    assert {op.name for op in Program(load_image(image)).unsupported()} == {"v_mov_b32_dpp", "ds_swizzle_b32"}
+    with pytest.raises(DriverError, match="is not implemented"):
+        run(image, [np.zeros(128, np.uint32), np.ones(64, np.uint32)])

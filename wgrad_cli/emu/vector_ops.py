@@ -3,8 +3,8 @@
 Each opcode is a row of `VOPS`: the destination type, the source types and a numpy function of
 the typed sources; the encoding's modifiers (abs, neg, clamp, omod, op_sel, SDWA selects) are
 applied around it, as the CDNA4 ISA reference's "Vector ALU Operations" chapter and each
-opcode's pseudo-code define them; a DPP form reads its first source from another lane (`Dpp`). Lanes outside EXEC keep their old values (VOPC writes 0 for
-them into its mask). Float arithmetic is IEEE round-to-nearest-even as numpy does it; fused
+opcode's pseudo-code define them; a DPP form reads its first source from another lane (`Dpp`).
+Lanes outside EXEC keep their old values (VOPC writes 0 for them into its mask). Float arithmetic is IEEE round-to-nearest-even as numpy does it; fused
 multiply-adds are rounded once (see `fused`).
 """
 
@@ -410,10 +410,11 @@ def _class(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 def _dpp_source(ctrl: int) -> tuple[np.ndarray, np.ndarray]:
     """For a gfx9 dpp_ctrl: the lane each lane reads its first source from, and whether that lane
-    exists (a shift past the row or wave does not). Per the CDNA4 ISA's DPP_CTRL table, with
-    LLVM's spellings (AMDGPUModifierSyntax): row_shl:n reads n lanes up, row_shr:n and row_ror:n n
-    lanes down, within each row of 16 lanes. row_bcast:15 gives row r lane 15 of row r - 1 and
-    row_bcast:31 gives rows 2 and 3 lane 31; the rows before have no source, as the shifts' edges."""
+    exists (none past the edge of a row or the wave). Per the CDNA4 ISA's DPP_CTRL table, with
+    LLVM's spellings (AMDGPUModifierSyntax): within each row of 16 lanes, lane i reads lane i + n
+    for row_shl:n and lane i - n for row_shr:n and row_ror:n. row_bcast:15 gives each row lane 15
+    of the row before and row_bcast:31 gives rows 2 and 3 lane 31; the table names no source for
+    the rows before those (row 0; rows 0 and 1), so they are taken as past the edge."""
     lane = np.arange(64)
     row, pos, n = lane & ~15, lane & 15, ctrl & 15
     everywhere = np.ones(64, dtype=bool)
@@ -637,16 +638,15 @@ def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
     return Op(pc, size, lower, "valu", run)
 
 
-CARRIES = ("V_ADD_CO_U32", "V_SUB_CO_U32", "V_SUBREV_CO_U32", "V_ADDC_CO_U32", "V_SUBB_CO_U32", "V_SUBBREV_CO_U32")
-
-
 def _dpp_capable(name: str) -> bool:
-    """Ops whose DPP form runs here: 32- and 16-bit table ops, cndmask and the carries, which all
-    write through `Ctx.lanes`. 64-bit operands take DPP only as row_newbcast (gfx90a on), not modelled."""
-    if name in VOPS:
+    """Ops whose DPP form runs here: those that write one VGPR only, through `Ctx.lanes`: 32- and
+    16-bit table ops and cndmask. Not the carries (the ISA's masks apply to the VGPR write only, and
+    what becomes of the carry-out of a lane not written is not said), not the literal forms (DPP
+    has no literal) and not 64-bit operands (those take DPP only as row_newbcast, gfx90a on)."""
+    if name in VOPS and name not in ("V_FMAMK_F32", "V_FMAAK_F32"):
         dt, sts, _ = VOPS[name]
         return all(BITS[t] < 64 for t in (dt, *sts))
-    return name in ("V_CNDMASK_B32", *CARRIES)
+    return name == "V_CNDMASK_B32"
 
 
 def _lit_read(ctx: Ctx) -> Callable[[Batch], np.ndarray]:
@@ -785,7 +785,8 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
         src = opd.vector(ctx.src_number(0), 64, ctx.literal)
         d = _vdst(inst)
         return lambda b: _write_dest(b, ctx, d, "b64", np.broadcast_to(src(b), (b.W, 64)))
-    if name in CARRIES:
+    if name in ("V_ADD_CO_U32", "V_SUB_CO_U32", "V_SUBREV_CO_U32", "V_ADDC_CO_U32", "V_SUBB_CO_U32",
+                "V_SUBBREV_CO_U32"):
         a, c = ctx.read(0, "u32"), ctx.read(1, "u32")
         carry_out = int(inst.sdst.offset) if ctx.vop3 else VCC
         carry_in = int(inst.src2.offset) if ctx.vop3 else VCC
@@ -801,7 +802,7 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
             cin = b.mask64(carry_in).astype(np.int64) if uses_in else 0
             total = x + y + cin if add else x - y - cin
             out = (total > 0xFFFFFFFF) if add else (total < 0)
-            lanes = ctx.lanes(b)
+            lanes = b.lanes()
             _write_dest(b, ctx, d, "u32", (total & 0xFFFFFFFF).astype(U32))
             b.write_mask64(carry_out, np.broadcast_to(out, (b.W, 64)) & lanes)
         return carry
