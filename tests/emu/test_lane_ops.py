@@ -89,7 +89,7 @@ def permute(offset: int) -> Column:
 def expected(x: np.ndarray, addr: np.ndarray, on: np.ndarray) -> np.ndarray:
     wave_of = np.arange(len(x)) // 64
     w = x.copy()
-    w[wave_of[::64] * 64 + 5] = PICK * 0x01010101  # writelane writes lane 5 whatever EXEC holds
+    w[np.arange(0, len(x), 64) + 5] = PICK * 0x01010101  # writelane writes lane 5 whatever EXEC holds
     first = np.array([np.flatnonzero(on[k:k + 64])[0] for k in range(0, len(x), 64)])
     moves = [swizzle(s) for s in SWIZZLES] + [permute(0), permute(12), bpermute(0), bpermute(8)]
     cols = [per_wave(m, x, on, addr) for m in moves] + [
