@@ -6,6 +6,9 @@ size (by 64 elements for the ST64 forms) for the READ2/WRITE2 forms. Bytes beyon
 workgroup's LDS allocation read as 0 and are not written (CDNA4 ISA, "Out-of-Range behavior":
 reads return zero, writes are discarded; AMD's gem5 GPU model does the same. HipKittens'
 pack_scales reads past the end of its last scale tile and relies on it).
+
+The cross-lane forms (ds_swizzle_b32, ds_permute_b32, ds_bpermute_b32) use the LDS pipe to move
+registers between the lanes of a wave and touch no LDS memory.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from wgrad_cli.emu.machine import Batch, Op
+from wgrad_cli.emu.machine import Batch, Op, Run
 from wgrad_cli.emu.memory_ops import from_regs, to_regs
 
 
@@ -43,6 +46,53 @@ def _transpose_source(bits: int) -> np.ndarray:
 
 
 TRANSPOSE = {"DS_READ_B64_TR_B8": _transpose_source(8), "DS_READ_B64_TR_B16": _transpose_source(16)}
+CROSS_LANE = ("DS_SWIZZLE_B32", "DS_PERMUTE_B32", "DS_BPERMUTE_B32")
+
+
+def _swizzle_source(offset: int) -> np.ndarray:
+    """DS_SWIZZLE_B32: the lane each lane reads, by the 16-bit offset. The CDNA4 text carries only
+    its FFT table; the modes are those of AMD's RDNA3 ISA pseudo-code (LLVM's swizzle() spellings
+    encode the same bits for gfx9): below 0xC000, offset[15] set selects a quad permute, lane 4q+k
+    reading lane 4q + offset[2k+1:2k]; offset[15] clear the bit masks of 32-lane halves, lane
+    reading ((lane & and_mask) | or_mask) ^ xor_mask with the masks at offset[4:0], [9:5], [14:10].
+    The rotate (from 0xC000) and FFT (from 0xE000) modes are not implemented."""
+    lane = np.arange(64)
+    if offset >= 0xC000:
+        raise KeyError(f"DS_SWIZZLE_B32 offset {offset:#x}")
+    if offset & 0x8000:
+        return np.asarray((lane & ~3) + ((offset >> 2 * (lane & 3)) & 3))
+    and_mask, or_mask, xor_mask = offset & 0x1F, (offset >> 5) & 0x1F, (offset >> 10) & 0x1F
+    return np.asarray((lane & 0x20) | ((((lane & 0x1F) & and_mask) | or_mask) ^ xor_mask))
+
+
+def _pull(b: Batch, data: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """Each lane's value of `data` (wave, lane) from lane `source` (wave, lane) of its wave, 0 where
+    that lane is outside EXEC (the source thread is invalid: swizzle and bpermute pseudo-code)."""
+    waves = np.arange(b.W)[:, None]
+    return np.where(b.exec[waves, source], data[waves, source], np.uint32(0))
+
+
+def _push(b: Batch, data: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """DS_PERMUTE_B32: each lane in EXEC sends its value to lane `target`; a lane no one sends to gets
+    0, and of several senders the highest-numbered lane wins (CDNA4 pseudo-code)."""
+    sender = np.full((b.W, 64), -1)
+    waves, lanes = np.nonzero(b.exec)
+    np.maximum.at(sender, (waves, target[waves, lanes]), lanes)
+    return np.where(sender >= 0, data[np.arange(b.W)[:, None], np.maximum(sender, 0)], np.uint32(0))
+
+
+def _compile_cross_lane(name: str, vaddr: int, data0: int, vdst: int, offset: int) -> Run:
+    """ds_swizzle_b32 (its data in the ADDR field), ds_permute_b32 and ds_bpermute_b32 (lane =
+    (ADDR + offset) / 4 mod 64): the lanes in EXEC write the result."""
+    if name == "DS_SWIZZLE_B32":
+        source = _swizzle_source(offset)
+        return lambda b: b.write_v(b.v, vdst, _pull(b, b.v[vaddr], np.broadcast_to(source, (b.W, 64))))
+    move = _pull if name == "DS_BPERMUTE_B32" else _push
+
+    def run(b: Batch) -> None:
+        lane = ((b.v[vaddr].astype(np.int64) + offset) >> 2) & 63
+        b.write_v(b.v, vdst, move(b, b.v[data0], lane))
+    return run
 
 
 def lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -128,6 +178,8 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
             lds_store(b, base + off0 * n * scale, from_regs(regs, data0, n, False, waves, lanes), waves)
             lds_store(b, base + off1 * n * scale, from_regs(regs, data1, n, False, waves, lanes), waves)
         return Op(pc, size, what, "lds", write2)
+    if name in CROSS_LANE and not acc:  # AGPR operands (acc) of these are not modelled
+        return Op(pc, size, what, "lds", _compile_cross_lane(name, vaddr, data0, vdst, offset))
     if name in TRANSPOSE:
         source = TRANSPOSE[name].ravel()
 

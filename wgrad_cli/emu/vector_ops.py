@@ -1,10 +1,10 @@
-"""Vector ALU instructions: VOP1, VOP2, VOP3, VOP3SD, VOPC and their SDWA forms.
+"""Vector ALU instructions: VOP1, VOP2, VOP3, VOP3SD, VOPC and their SDWA and DPP forms.
 
 Each opcode is a row of `VOPS`: the destination type, the source types and a numpy function of
 the typed sources; the encoding's modifiers (abs, neg, clamp, omod, op_sel, SDWA selects) are
 applied around it, as the CDNA4 ISA reference's "Vector ALU Operations" chapter and each
-opcode's pseudo-code define them. Lanes outside EXEC keep their old values (VOPC writes 0 for
-them into its mask). Float arithmetic is IEEE round-to-nearest-even as numpy does it; fused
+opcode's pseudo-code define them; a DPP form reads its first source from another lane (`Dpp`).
+Lanes outside EXEC keep their old values (VOPC writes 0 for them into its mask). Float arithmetic is IEEE round-to-nearest-even as numpy does it; fused
 multiply-adds are rounded once (see `fused`).
 """
 
@@ -408,6 +408,63 @@ def _class(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return out
 
 
+def _dpp_source(ctrl: int) -> tuple[np.ndarray, np.ndarray]:
+    """For a gfx9 dpp_ctrl: the lane each lane reads its first source from, and whether that lane
+    exists (none past the edge of a row or the wave). Per the CDNA4 ISA's DPP_CTRL table, with
+    LLVM's spellings (AMDGPUModifierSyntax): within each row of 16 lanes, lane i reads lane i + n
+    for row_shl:n and lane i - n for row_shr:n and row_ror:n. row_bcast:15 gives each row lane 15
+    of the row before and row_bcast:31 gives rows 2 and 3 lane 31; the table names no source for
+    the rows before those (row 0; rows 0 and 1), so they are taken as past the edge."""
+    lane = np.arange(64)
+    row, pos, n = lane & ~15, lane & 15, ctrl & 15
+    everywhere = np.ones(64, dtype=bool)
+    if ctrl <= 0xFF:  # quad_perm:[a,b,c,d]: lane 4q+k reads lane 4q + ctrl[2k+1:2k]
+        return (lane & ~3) + ((ctrl >> 2 * (lane & 3)) & 3), everywhere
+    if 0x101 <= ctrl <= 0x10F:  # row_shl
+        return row + pos + n, pos + n < 16
+    if 0x111 <= ctrl <= 0x11F:  # row_shr
+        return row + pos - n, pos >= n
+    if 0x121 <= ctrl <= 0x12F:  # row_ror
+        return row + ((pos - n) & 15), everywhere
+    whole_wave = {0x130: (lane + 1, lane < 63), 0x134: ((lane + 1) & 63, everywhere),  # wave_shl:1, wave_rol:1
+                  0x138: (lane - 1, lane > 0), 0x13C: ((lane - 1) & 63, everywhere),  # wave_shr:1, wave_ror:1
+                  0x140: (row + 15 - pos, everywhere), 0x141: ((lane & ~7) + 7 - (lane & 7), everywhere),  # mirrors
+                  0x142: (row - 1, lane >= 16), 0x143: (np.full(64, 31), lane >= 32)}  # row_bcast:15, row_bcast:31
+    if ctrl not in whole_wave:
+        raise KeyError(f"dpp_ctrl {ctrl:#x}")  # row_newbcast and reserved values: not implemented
+    return whole_wave[ctrl]
+
+
+class Dpp:
+    """A DPP16 encoding's lane movement: src0 comes from the lane `_dpp_source` names. A source lane
+    that does not exist or is outside EXEC is invalid: with bound_ctrl the source reads 0, otherwise
+    the destination lane is not written; lanes of rows or banks (4 lanes of a row) cleared in
+    row_mask / bank_mask are not written either (CDNA4 ISA, DPP fields)."""
+
+    def __init__(self, inst: Any) -> None:
+        source, exists = _dpp_source(int(inst.dpp))
+        lane = np.arange(64)
+        self.source: np.ndarray = np.where(exists, source, lane)
+        self.exists: np.ndarray = exists
+        self.zero_fill = bool(inst.bc)
+        rows, banks = int(inst.row_mask) >> (lane >> 4), int(inst.bank_mask) >> ((lane >> 2) & 3)
+        self.written: np.ndarray = (rows & banks & 1) == 1
+
+    def valid(self, b: Batch) -> np.ndarray:
+        return np.asarray(self.exists & b.exec[:, self.source])
+
+    def read(self, src: opd.Read) -> opd.Read:
+        def moved(b: Batch) -> np.ndarray:
+            value = np.broadcast_to(src(b), (b.W, 64))[:, self.source]
+            return np.where(self.valid(b), value, value.dtype.type(0)) if self.zero_fill else value
+        return moved
+
+    def lanes(self, b: Batch) -> np.ndarray:
+        """The lanes the instruction writes."""
+        written = b.lanes() & self.written
+        return np.asarray(written if self.zero_fill else written & self.valid(b))
+
+
 class Ctx:
     """What compiling one vector instruction needs to know about its encoding."""
 
@@ -417,6 +474,11 @@ class Ctx:
         self.literal = getattr(inst, "literal", None)
         self.vop3 = cls.startswith("VOP3")
         self.sdwa = cls.endswith("SDWA") or cls.endswith("SDWA_SDST")
+        self.dpp = Dpp(inst) if cls.endswith("DPP16") else None
+
+    def lanes(self, b: Batch) -> np.ndarray:
+        """The lanes a result is written to: the executing ones, narrowed by DPP's masks."""
+        return b.lanes() if self.dpp is None else self.dpp.lanes(b)
 
     def field(self, name: str, default: int = 0) -> int:
         value = getattr(self.inst, name, default)
@@ -424,14 +486,14 @@ class Ctx:
 
     def src_number(self, k: int) -> int:
         inst = self.inst
-        if self.sdwa:
+        if self.sdwa or self.dpp:
             return (inst.vsrc0.offset if k == 0 else inst.vsrc1.offset) if k < 2 else -1
         if self.cls in ("VOP2", "VOP2_LIT", "VOPC") and k == 1:
             return int(inst.vsrc1.offset)
         return int(getattr(inst, f"src{k}").offset)
 
     def read(self, k: int, t: str) -> Callable[[Batch], np.ndarray]:
-        """Source k as typed values, with abs/neg/op_sel/SDWA applied."""
+        """Source k as typed values, with abs/neg/op_sel/SDWA/DPP applied."""
         src = self.src_number(k)
         if self.sdwa and src < 256 and k < 2:
             s0 = self.field("s0" if k == 0 else "s1")
@@ -439,17 +501,20 @@ class Ctx:
                 src = src - 256 if src >= 256 else src  # SGPR source in SDWA
         bits = 64 if BITS[t] == 64 else 32
         raw = opd.vector(src, bits, self.literal, t.startswith("f"))
+        if self.dpp and k == 0:
+            raw = self.dpp.read(raw)
         hi = bool((self.field("opsel") >> k) & 1) if self.vop3 and BITS[t] == 16 else False
-        if self.sdwa:
-            sel = self.field("src0_sel" if k == 0 else "src1_sel", 6)
-            sext = self.field("src0_sext" if k == 0 else "src1_sext")
+        if self.sdwa or self.dpp:  # per-source fields; DPP's act on the value moved from the other lane
             absf = self.field("src0_abs" if k == 0 else "src1_abs")
             negf = self.field("src0_neg" if k == 0 else "src1_neg")
-            inner = raw
-            raw = lambda b: _sdwa_select(inner(b), sel, bool(sext))  # noqa: E731
         else:
             absf = (self.field("abs") >> k) & 1 if self.vop3 and self.cls != "VOP3P" else 0
             negf = (self.field("neg") >> k) & 1 if self.vop3 else 0
+        if self.sdwa:
+            sel = self.field("src0_sel" if k == 0 else "src1_sel", 6)
+            sext = self.field("src0_sext" if k == 0 else "src1_sext")
+            inner = raw
+            raw = lambda b: _sdwa_select(inner(b), sel, bool(sext))  # noqa: E731
         base = raw
 
         def read(b: Batch) -> np.ndarray:
@@ -522,9 +587,10 @@ def _finish(ctx: Ctx, t: str, result: np.ndarray) -> np.ndarray:
 
 def _write_dest(b: Batch, ctx: Ctx, reg: int, t: str, value: np.ndarray) -> None:
     bits = to_bits(np.broadcast_to(value, (b.W, 64)), t)
+    lanes = ctx.lanes(b)
     if BITS[t] == 64:
-        b.write_v(b.v, reg, (bits & U64(0xFFFFFFFF)).astype(U32))
-        b.write_v(b.v, reg + 1, (bits >> U64(32)).astype(U32))
+        b.write_v(b.v, reg, (bits & U64(0xFFFFFFFF)).astype(U32), lanes)
+        b.write_v(b.v, reg + 1, (bits >> U64(32)).astype(U32), lanes)
         return
     if BITS[t] == 16:
         hi = ctx.vop3 and (ctx.field("opsel") >> 3) & 1
@@ -533,14 +599,14 @@ def _write_dest(b: Batch, ctx: Ctx, reg: int, t: str, value: np.ndarray) -> None
         bits = (old & U32(0xFFFF)) | (bits << U32(16)) if hi else bits
     if ctx.sdwa:
         bits = _sdwa_write(b.v[reg], bits, ctx.field("dst_sel", 6), ctx.field("dst_unused"))
-    b.write_v(b.v, reg, bits)
+    b.write_v(b.v, reg, bits, lanes)
 
 
 def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
     name = base_name(inst.op)
     ctx = Ctx(inst, cls)
     lower = inst.op.name.lower()
-    if cls in ("VOP1_DPP16", "VOP2_DPP16"):
+    if ctx.dpp and not _dpp_capable(name):
         raise KeyError(name)
     if name.startswith("V_CMP") and cls in ("VOPC", "VOP3", "VOP3_SDST", "VOPC_SDWA_SDST"):
         return Op(pc, size, lower, "valu", _compare(ctx, name))
@@ -570,6 +636,17 @@ def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
             result = _finish(ctx, dt, np.asarray(fn(*(r(b) for r in reads))))
         _write_dest(b, ctx, dst_reg, dt, result)
     return Op(pc, size, lower, "valu", run)
+
+
+def _dpp_capable(name: str) -> bool:
+    """Ops whose DPP form runs here: those that write one VGPR only, through `Ctx.lanes`: 32- and
+    16-bit table ops and cndmask. Not the carries (the ISA's masks apply to the VGPR write only, and
+    what becomes of the carry-out of a lane not written is not said), not the literal forms (DPP
+    has no literal) and not 64-bit operands (those take DPP only as row_newbcast, gfx90a on)."""
+    if name in VOPS and name not in ("V_FMAMK_F32", "V_FMAAK_F32"):
+        dt, sts, _ = VOPS[name]
+        return all(BITS[t] < 64 for t in (dt, *sts))
+    return name == "V_CNDMASK_B32"
 
 
 def _lit_read(ctx: Ctx) -> Callable[[Batch], np.ndarray]:
