@@ -69,9 +69,9 @@ class Backend(ABC):
 
     def open_runtime(self, device: Device) -> Runtime:
         """A Runtime on GPU `device` of this vendor; DriverError (one line) if there is none."""
-        from wgrad_cli.runtime import DriverError
+        from wgrad_cli.runtime import DriverError, Emulated
 
-        if device == EMULATED:
+        if isinstance(device, Emulated):
             raise DriverError(f"--device {EMULATED} emulates a gfx950 (MI355X); it cannot run {self.vendor} code")
         try:
             shim = importlib.import_module(self.runtime_module)
@@ -110,10 +110,12 @@ class Gfx950(Backend):
         return gfx950_peak(device)
 
     def open_runtime(self, device: Device) -> Runtime:
-        if device == EMULATED:
+        from wgrad_cli.runtime import Emulated
+
+        if isinstance(device, Emulated):
             from wgrad_cli.emu.device import EmuRuntime
 
-            return EmuRuntime()
+            return EmuRuntime(strict_lds=device.strict_lds)
         return super().open_runtime(device)
 
 

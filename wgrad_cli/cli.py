@@ -13,6 +13,7 @@ import click
 
 from wgrad_cli import __version__
 from wgrad_cli.errors import KernelHang, WgradError
+from wgrad_cli.runtime import Device, Emulated
 from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.waiting import KERNEL_TIMEOUT_S
 
@@ -37,12 +38,12 @@ class Group(click.Group):
             ctx.exit(exc.exit_code)
 
 
-def parse_device(_ctx: click.Context, _param: click.Parameter, value: str) -> int | str:
+def parse_device(_ctx: click.Context, _param: click.Parameter, value: str) -> Device:
     """--device: a device index (0, 1, ...) or emu, the emulated gfx950."""
     from wgrad_cli.backends import EMULATED
 
     if value == EMULATED:
-        return value
+        return Emulated()
     if value.isdigit():
         return int(value)
     raise click.BadParameter(f"{value!r} is neither a device index (0, 1, ...) nor {EMULATED} (the emulated gfx950)")
@@ -169,10 +170,17 @@ def run_options(f: F) -> F:
 @click.option("--edge-cases", is_flag=True,
               help="Also run every shape with half its experts empty, all tokens in one expert, and skewed routing.")
 @click.option("--per-expert", is_flag=True, help="Print every shape's per-expert table (failures always get one).")
-def verify(**kw: Any) -> None:
+@click.option("--strict-lds", is_flag=True,
+              help="With --device emu: stop at the first LDS access beyond the workgroup's allocation (the hardware "
+                   "reads 0 and drops the write; by default the emulator does the same and counts them).")
+def verify(strict_lds: bool, **kw: Any) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
     from wgrad_cli.device_commands import verify_command
 
+    if strict_lds:
+        if not isinstance(kw["device"], Emulated):
+            raise WgradError("--strict-lds: only the emulated device checks LDS accesses; add --device emu")
+        kw["device"] = Emulated(strict_lds=True)
     verify_command(**kw)
 
 

@@ -16,6 +16,7 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.isolation import Crash, Crashed
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.report import err, out, progress
+from wgrad_cli.runtime import Emulated
 from wgrad_cli.records import BenchRow, Document, Row, SCHEMA
 from wgrad_cli.results import default_path, order, save
 from wgrad_cli.session import Session, open_session
@@ -93,7 +94,7 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
         raise WgradError(unknown(only_baselines))
     baselines = baselines or bool(only_baselines)
     plan = Plan(criterion, hot, repeat, warmup, flush_kind, discard_throttled, only_baselines or BASELINES)
-    if selection.get("device") == EMULATED:
+    if isinstance(selection.get("device"), Emulated):
         raise WgradError(f"bench: --device {EMULATED} runs kernels functionally, with no clock to time them; "
                          f"wgrad verify --device {EMULATED} records what each kernel executed instead")
     if baselines or flush_kind == "read":

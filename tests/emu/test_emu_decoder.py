@@ -98,3 +98,8 @@ KERNEL void lds_oob(unsigned *out, unsigned k) {
     assert (out[64:] == np.where(lane + k < 64, 7, 0)).all()
     # not silent: the counters say how many bytes fell outside (48 lanes x 4 bytes, written then read)
     assert rt.stats[-1].lds_out_of_range == 2 * 48 * 4
+    # verify --strict-lds: the first such access stops the run, naming its address and lane
+    with pytest.raises(DriverError, match=r"^lds_oob: ds_write_b32 at offset 0x[0-9a-f]+: LDS access of 4 bytes at "
+                                          r"0x100, beyond the workgroup's 256 bytes of LDS \(workgroup \(0, 0, 0\), "
+                                          r"wave 0, lane 16\)"):
+        run(image, [np.zeros(128, np.uint32), k], rt=EmuRuntime(workers=1, strict_lds=True))

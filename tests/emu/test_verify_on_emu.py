@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-
 @pytest.mark.parametrize("config, shapes", [("smoke.yaml", ("one-expert", "gaps")), ("emu.yaml", ())])
 def test_reference_kernel_passes_on_the_emulator(config: str, shapes: tuple[str, ...], tmp_path: Path) -> None:
     out = tmp_path / "verify.json"
-    result = CliRunner().invoke(cli, ["verify", "--config", str(CONFIGS_DIR / config), "--device", "emu",
+    result = CliRunner().invoke(cli, ["verify", "--config", str(CONFIGS_DIR / config), "--device", "emu", "--strict-lds",
                                       *(f"--shape={s}" for s in shapes), "--json", str(out),
                                       "--cache-dir", str(tmp_path / "cache")])
     assert result.exit_code == 0, result.output
@@ -35,6 +35,12 @@ def test_reference_kernel_passes_on_the_emulator(config: str, shapes: tuple[str,
         counters = r["counters"]
         assert counters["waves"] > 0 and counters["instructions"]["valu"] > 0 and counters["bytes_stored"] > 0
     assert "executed on the emulator" in result.output
+
+
+def test_strict_lds_needs_the_emulator() -> None:
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "0", "--strict-lds"])
+    assert result.exit_code == 2 and result.stderr.strip() == (
+        "--strict-lds: only the emulated device checks LDS accesses; add --device emu")
 
 
 def test_bench_refuses_the_emulator() -> None:

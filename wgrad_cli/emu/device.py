@@ -43,13 +43,14 @@ class EmuRuntime:
 
     crash_prone = False  # a fault is a DriverError, and the device lives in this process
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, strict_lds: bool = False) -> None:
         version = importlib.metadata.version("tinygrad")
         self.device = DeviceInfo("amd", 0, "emulated gfx950 (wgrad)", "gfx950", UNITS, 0,
                                  os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 0,
                                  "wgrad emulator", f"tinygrad {version} decoder", emulated=True)
         self.heap = Heap()
         self.workers = workers or os.cpu_count() or 1
+        self.strict_lds = strict_lds
         self.stats: list[Stats] = []  # one per launch, in order
         self._programs: dict[bytes, Program] = {}
 
@@ -112,7 +113,7 @@ class EmuRuntime:
         try:
             self._write_kernargs(k, kernarg, grid, block, kernel_params)
             self._write_packet(packet, k, grid, block, dynamic_shared, kernarg)
-            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet)
+            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet, self.strict_lds)
             self.stats.append(run(launch, function.program, self.heap, k.name, self.workers))
         except EmuFault as exc:
             raise DriverError(str(exc)) from None

@@ -37,6 +37,7 @@ class Launch:
     dynamic_lds: int
     kernarg: int  # device address of the kernarg segment
     dispatch_packet: int  # device address of an AQL dispatch packet describing this launch
+    strict_lds: bool = False  # an LDS access beyond the workgroup's allocation stops the run
 
     @property
     def threads(self) -> int:
@@ -73,7 +74,7 @@ def init_batch(launch: Launch, program: Program, heap: Heap, first_group: int, g
     k = launch.kernel
     wpg = launch.waves_per_group
     lds = k.group_segment_size + launch.dynamic_lds
-    b = Batch(groups * wpg, wpg, k.vgprs, k.agprs, lds, heap, segment_bytes(k))
+    b = Batch(groups * wpg, wpg, k.vgprs, k.agprs, lds, heap, segment_bytes(k), launch.strict_lds)
     gx, gy, _ = launch.grid
     ids = np.arange(first_group, first_group + groups)
     b.group_ids[:, 0], b.group_ids[:, 1], b.group_ids[:, 2] = ids % gx, (ids // gx) % gy, ids // (gx * gy)

@@ -5,7 +5,8 @@ plus a 16-bit instruction offset (offset1:offset0), or two 8-bit offsets scaled 
 size (by 64 elements for the ST64 forms) for the READ2/WRITE2 forms. Bytes beyond the
 workgroup's LDS allocation read as 0 and are not written (CDNA4 ISA, "Out-of-Range behavior":
 reads return zero, writes are discarded; AMD's gem5 GPU model does the same. HipKittens'
-pack_scales reads past the end of its last scale tile and relies on it).
+pack_scales reads past the end of its last scale tile and relies on it), or stop the run where
+the launch is strict about LDS (verify --strict-lds).
 
 The cross-lane forms (ds_swizzle_b32, ds_permute_b32, ds_bpermute_b32) use the LDS pipe to move
 registers between the lanes of a wave and touch no LDS memory.
@@ -17,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from wgrad_cli.emu.machine import Batch, Op, Run
-from wgrad_cli.emu.memory_ops import from_regs, to_regs
+from wgrad_cli.emu.machine import Batch, EmuFault, Op, Run
+from wgrad_cli.emu.memory_ops import from_regs, to_regs, where
 
 
 READS = {"DS_READ_B32": (4, False), "DS_READ_B64": (8, False), "DS_READ_B96": (12, False),
@@ -95,21 +96,27 @@ def _compile_cross_lane(name: str, vaddr: int, data0: int, vdst: int, offset: in
     return run
 
 
-def lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """Flat indices into the batch's LDS of nbytes at each lane's address, and which of those bytes
-    lie inside the group's allocation (None: all of them). Bytes outside it index byte 0 of the group."""
+def lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray,
+              lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Flat indices into the batch's LDS of nbytes at each (wave, lane)'s address, and which of
+    those bytes lie inside the group's allocation (None: all of them). Bytes outside it index byte 0
+    of the group, or stop the run where the batch is strict about LDS (verify --strict-lds)."""
     addr = addr.astype(np.int64) & 0xFFFFFFFF  # VGPR + offset is a 32-bit sum: compilers rely on it wrapping
     start = b.group[waves].astype(np.int64) * b.lds_bytes
     if not len(addr) or int(addr.max()) + nbytes <= b.lds_bytes:
         return np.asarray((start + addr)[:, None] + np.arange(nbytes)), None
     at = addr[:, None] + np.arange(nbytes)
     inside = at < b.lds_bytes
+    if b.strict_lds:
+        i = int(np.argmin(inside.all(axis=1)))
+        raise EmuFault(f"LDS access of {nbytes} bytes at {int(addr[i]):#x}, beyond the workgroup's {b.lds_bytes} "
+                       f"bytes of LDS ({where(b, int(waves[i]), int(lanes[i]))})")
     return np.asarray(start[:, None] + np.where(inside, at, 0)), inside
 
 
-def lds_load(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray) -> np.ndarray:
+def lds_load(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
     """(lanes, nbytes) bytes at each lane's LDS address; 0 outside the allocation."""
-    idx, inside = lds_index(b, addr, nbytes, waves)
+    idx, inside = lds_index(b, addr, nbytes, waves, lanes)
     data: np.ndarray = b.lds[idx]
     if inside is None:
         return data
@@ -117,9 +124,9 @@ def lds_load(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray) -> np.n
     return np.where(inside, data, np.uint8(0))
 
 
-def lds_store(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray) -> None:
+def lds_store(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray) -> None:
     """Each lane's bytes to its LDS address; bytes outside the allocation are dropped."""
-    idx, inside = lds_index(b, addr, data.shape[1], waves)
+    idx, inside = lds_index(b, addr, data.shape[1], waves, lanes)
     if inside is None:
         b.lds[idx] = data
     else:
@@ -147,7 +154,7 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
 
         def read(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
-            data = lds_load(b, address(b, waves, lanes) + offset, n, waves)
+            data = lds_load(b, address(b, waves, lanes) + offset, n, waves, lanes)
             to_regs(b.a if acc else b.v, vdst, data, signed, None, waves, lanes)
         return Op(pc, size, what, "lds", read)
     if name in WRITES:
@@ -155,7 +162,8 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
 
         def write(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
-            lds_store(b, address(b, waves, lanes) + offset, from_regs(b.a if acc else b.v, data0, n, False, waves, lanes), waves)
+            lds_store(b, address(b, waves, lanes) + offset, from_regs(b.a if acc else b.v, data0, n, False, waves, lanes),
+                      waves, lanes)
         return Op(pc, size, what, "lds", write)
     if name in READ2:
         n, scale = READ2[name]
@@ -164,7 +172,8 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
             waves, lanes = np.nonzero(b.lanes())
             base = address(b, waves, lanes)
             regs = b.a if acc else b.v
-            first = [lds_load(b, base + off0 * n * scale, n, waves), lds_load(b, base + off1 * n * scale, n, waves)]
+            first = [lds_load(b, base + off0 * n * scale, n, waves, lanes),
+                     lds_load(b, base + off1 * n * scale, n, waves, lanes)]
             to_regs(regs, vdst, first[0], False, None, waves, lanes)
             to_regs(regs, vdst + n // 4, first[1], False, None, waves, lanes)
         return Op(pc, size, what, "lds", read2)
@@ -175,8 +184,8 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
             waves, lanes = np.nonzero(b.lanes())
             base = address(b, waves, lanes)
             regs = b.a if acc else b.v
-            lds_store(b, base + off0 * n * scale, from_regs(regs, data0, n, False, waves, lanes), waves)
-            lds_store(b, base + off1 * n * scale, from_regs(regs, data1, n, False, waves, lanes), waves)
+            lds_store(b, base + off0 * n * scale, from_regs(regs, data0, n, False, waves, lanes), waves, lanes)
+            lds_store(b, base + off1 * n * scale, from_regs(regs, data1, n, False, waves, lanes), waves, lanes)
         return Op(pc, size, what, "lds", write2)
     if name in CROSS_LANE and not acc:  # AGPR operands (acc) of these are not modelled
         return Op(pc, size, what, "lds", _compile_cross_lane(name, vaddr, data0, vdst, offset))
@@ -186,7 +195,7 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
         def transpose(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
             blocks = np.zeros((b.W, 64, 8), dtype=np.uint8)
-            blocks[waves, lanes] = lds_load(b, address(b, waves, lanes) + offset, 8, waves)
+            blocks[waves, lanes] = lds_load(b, address(b, waves, lanes) + offset, 8, waves, lanes)
             result = blocks.reshape(b.W, 512)[:, source].reshape(b.W, 64, 8)
             to_regs(b.a if acc else b.v, vdst, result[waves, lanes], False, None, waves, lanes)
         return Op(pc, size, what, "lds", transpose)

@@ -69,7 +69,7 @@ class Batch:
     """The state of `waves` wave64s: whole workgroups of `waves_per_group` waves each."""
 
     def __init__(self, waves: int, waves_per_group: int, vgprs: int, agprs: int, lds_bytes: int,
-                 heap: Heap, private_bytes: int = 0) -> None:
+                 heap: Heap, private_bytes: int = 0, strict_lds: bool = False) -> None:
         self.W = waves
         self.v = np.zeros((max(vgprs, 1), waves, 64), dtype=np.uint32)
         self.a = np.zeros((max(agprs, 1), waves, 64), dtype=np.uint32)
@@ -84,6 +84,7 @@ class Batch:
         self.lds_bytes = lds_bytes
         self.lds = np.zeros(self.groups * max(lds_bytes, 1), dtype=np.uint8)
         self.heap = heap
+        self.strict_lds = strict_lds  # LDS beyond the allocation stops the run instead of reading 0 / dropping writes
         # lane (wave * 64 + lane)'s private segment: bytes [row * private_bytes, (row + 1) * private_bytes)
         self.private_bytes = private_bytes  # a multiple of 4
         self.private = np.full(waves * 64 * private_bytes // 4, POISON, dtype="<u4").view(np.uint8)

@@ -112,7 +112,7 @@ def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, o
         data = np.ascontiguousarray(raw.astype("<u4")).view(np.uint8).reshape(-1, 4)
     stride = 16 if data.shape[1] > 4 else 4
     addr = (b.s[M0][waves].astype(np.int64) & m0_mask) + offset + lanes.astype(np.int64) * stride
-    lds_store(b, addr, data, waves)
+    lds_store(b, addr, data, waves, lanes)
 
 
 def _kind(name: str) -> tuple[str, str]:

@@ -117,7 +117,17 @@ class Runtime(Protocol):
     def close(self) -> None: ...
 
 
-Device = int | str  # a device index, or backends.EMULATED
+@dataclass(frozen=True)
+class Emulated:
+    """--device emu: gfx950's emulated device (wgrad_cli.emu), and how strict its sanitizer is."""
+
+    strict_lds: bool = False  # stop at an LDS access beyond the workgroup's allocation (hardware: reads 0, drops writes)
+
+    def __str__(self) -> str:
+        return "emu"
+
+
+Device = int | Emulated  # a device index, or the emulated gfx950
 
 def open_runtime(vendor: Vendor, index: Device) -> Runtime:
     """A Runtime on device `index` of `vendor` (or its emulated device); DriverError (one line, exit 2)
