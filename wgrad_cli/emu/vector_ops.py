@@ -10,14 +10,16 @@ multiply-adds are rounded once (see `fused`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from wgrad_cli.emu import operands as opd
-from wgrad_cli.emu.machine import EXEC, VCC, Batch, Op, Run
+from wgrad_cli.emu.machine import EXEC, VCC, Batch, EmuFault, Op, Run
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64
 F16, F32, F64 = np.float16, np.float32, np.float64
@@ -144,15 +146,11 @@ def _perm(a: np.ndarray, b: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return out
 
 
-def _fp8_table(fmt: str) -> np.ndarray:
-    """fp32 values of every fp8 byte: OCP E4M3FN (fp8) or E5M2 (bf8), as gfx950 converts them."""
-    import ml_dtypes
-
-    dtype = ml_dtypes.float8_e4m3fn if fmt == "fp8" else ml_dtypes.float8_e5m2
-    return np.asarray(np.arange(256, dtype=np.uint8).view(dtype).astype(F32), dtype=F32)
-
-
-FP8 = {"fp8": _fp8_table("fp8"), "bf8": _fp8_table("bf8")}
+# The small float formats gfx950 converts: OCP E4M3FN (fp8), E5M2 (bf8) and E2M1 (fp4).
+SMALL: dict[str, Any] = {"fp8": ml_dtypes.float8_e4m3fn, "bf8": ml_dtypes.float8_e5m2, "fp4": ml_dtypes.float4_e2m1fn}
+SMALL_BITS = {"fp8": 8, "bf8": 8, "fp4": 4}
+# the exact (fp64) value of every code of each small format
+CODES = {fmt: np.arange(1 << SMALL_BITS[fmt], dtype=np.uint8).view(dtype).astype(F64) for fmt, dtype in SMALL.items()}
 
 
 def _bf16_to_f32(x: np.ndarray) -> np.ndarray:
@@ -201,8 +199,8 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_FFBL_B32": ("u32", ("u32",), lambda a: np.where(a == 0, U32(0xFFFFFFFF), np.log2((a & (~a + U32(1))).astype(F64)).astype(U32))),
     "V_FREXP_EXP_I32_F32": ("i32", ("f32",), lambda a: np.asarray(np.where(np.isfinite(a), np.frexp(a)[1], 0), dtype=np.int32)),
     "V_FREXP_MANT_F32": ("f32", ("f32",), lambda a: np.asarray(np.where(np.isfinite(a), np.frexp(a)[0], a), dtype=F32)),
-    "V_CVT_F32_FP8": ("f32", ("b32",), lambda a: FP8["fp8"][a & U32(0xFF)]),
-    "V_CVT_F32_BF8": ("f32", ("b32",), lambda a: FP8["bf8"][a & U32(0xFF)]),
+    "V_CVT_F32_FP8": ("f32", ("b32",), lambda a: CODES["fp8"][a & U32(0xFF)]),
+    "V_CVT_F32_BF8": ("f32", ("b32",), lambda a: CODES["bf8"][a & U32(0xFF)]),
     # VOP2
     "V_ADD_F32": ("f32", ("f32", "f32"), np.add), "V_SUB_F32": ("f32", ("f32", "f32"), np.subtract),
     "V_SUBREV_F32": ("f32", ("f32", "f32"), lambda a, b: b - a), "V_MUL_F32": ("f32", ("f32", "f32"), np.multiply),
@@ -876,7 +874,7 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
             b.write_v(b.v, s0, y)
         return swap
     if name == "V_CVT_PK_F32_FP8" or name == "V_CVT_PK_F32_BF8":
-        table = FP8["fp8" if name.endswith("FP8") else "bf8"]
+        table = CODES["fp8" if name.endswith("FP8") else "bf8"]
         src = ctx.read(0, "b32")
         hi = bool(ctx.field("opsel") & 1) if ctx.vop3 else (ctx.sdwa and ctx.field("src0_sel", 6) in (5,))
         d = _vdst(inst)
@@ -887,9 +885,14 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
             _write_dest(b, ctx, d + 1, "f32", table[(word >> U32(8)) & U32(0xFF)])
         return pk
     if name in ("V_CVT_PK_FP8_F32", "V_CVT_PK_BF8_F32"):
-        return _cvt_pk_f8(ctx, name.endswith("BF8_F32"))
-    if name.startswith("V_CVT_SCALEF32_") and name.endswith(("_F32_FP8", "_F32_BF8")):
-        return _cvt_scaled_from_f8(ctx, name)
+        return _cvt_to_small(ctx, name[9:12].lower(), "f32", scaled=False)
+    scaled = SCALED.fullmatch(name)
+    if scaled:
+        to, frm = scaled.group(2).lower(), scaled.group(3).lower()
+        return _cvt_to_small(ctx, to, frm, scaled=True) if to in SMALL else \
+            _cvt_scaled_from_small(ctx, frm, to, bool(scaled.group(1)))
+    if name in ("V_PERMLANE16_SWAP_B32", "V_PERMLANE32_SWAP_B32"):
+        return _permlane_swap(ctx, 16 if "16" in name else 32)
     if name in ("V_BITOP3_B32", "V_BITOP3_B16"):
         return _bitop3(ctx, name == "V_BITOP3_B16")
     if name in ("V_ACCVGPR_READ", "V_ACCVGPR_WRITE", "V_ACCVGPR_MOV_B32"):
@@ -906,53 +909,142 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
     return None
 
 
-def _to_f8(x: np.ndarray, bf8: bool) -> np.ndarray:
-    """fp32 -> OCP E4M3FN (fp8) or E5M2 (bf8) bits, round to nearest even (ml_dtypes' conversion). With
-    MODE.FP16_OVFL clear (LLVM's default) an overflow is NaN for fp8 and infinity for bf8, as the CDNA4
-    ISA's table says of infinite inputs."""
-    import ml_dtypes
-
-    dtype = ml_dtypes.float8_e5m2 if bf8 else ml_dtypes.float8_e4m3fn
+def _to_small(x: np.ndarray, fmt: str) -> np.ndarray:
+    """Float values -> fp8, bf8 or fp4 codes, rounded to nearest even once from the exact value
+    (ml_dtypes rounds from the input type itself). fp8/bf8: with MODE.FP16_OVFL clear (LLVM's
+    default) an overflow is NaN for fp8 and infinity for bf8, as the CDNA4 ISA's FP16_OVFL table says
+    of infinite inputs. fp4: "If a value exceeds the FP4/FP6 representable range after rounding, the
+    value is clamped/saturated to the maximum FP4/FP6 magnitude, preserving the sign", and a value
+    below the smallest subnormal after rounding is zero (signed, as rounding leaves it); fp4 has no
+    NaN and the text does not say what a NaN becomes, so one stops the run (CDNA4 ISA 7.3)."""
     with np.errstate(all="ignore"):
-        return np.asarray(x, dtype=F32).astype(dtype).view(np.uint8).astype(U32)
+        if fmt == "fp4":
+            if np.isnan(x).any():
+                raise EmuFault("a NaN converted to FP4 is not implemented by the emulator (the ISA does not define it)")
+            x = np.clip(x, -6.0, 6.0)
+        return np.asarray(x).astype(SMALL[fmt]).view(np.uint8).astype(U32)
 
 
-def _cvt_pk_f8(ctx: Ctx, bf8: bool) -> Run:
-    """V_CVT_PK_FP8_F32 / _BF8_F32: {f8(S1), f8(S0)} into the low 16 bits of D, or the high 16 bits when
-    OPSEL[3] is set; the other half is preserved (CDNA4 pseudo-code). abs/neg apply to the sources."""
-    a, c = ctx.read(0, "f32"), ctx.read(1, "f32")
-    hi = bool((ctx.field("opsel") >> 3) & 1)
+def _e8m0(scale: np.ndarray) -> np.ndarray:
+    """The exponent of a scale operand as 2^(e - 127) in fp64: "The scale is an E8M0 exponent with a bias
+    of 127", read from the float's exponent field (bits 30:23), and 0xFF is NaN (CDNA4 ISA 6.7.1, 7.2)."""
+    e = ((scale >> U32(23)) & U32(0xFF)).astype(np.int64)
+    return np.asarray(np.where(e == 255, np.nan, np.ldexp(1.0, e - 127)))
+
+
+def _round_16(x: np.ndarray, t: str) -> np.ndarray:
+    """fp64 values rounded to nearest even to f16 or bf16, as 16-bit codes in uint32. Only values with a
+    short significand (small formats times a power of two) come here: those are exact in fp32, so
+    rounding fp32 to bf16 is the one rounding."""
+    with np.errstate(all="ignore"):
+        return to_bits(x.astype(F16), "f16") if t == "f16" else _f32_to_bf16_rne(x.astype(F32))
+
+
+SCALED = re.compile(r"V_CVT_SCALEF32_(PK_)?(F32|F16|BF16|FP8|BF8|FP4)_(F32|F16|BF16|FP8|BF8|FP4)")
+
+
+def _half_read(word: opd.Read, t: str, hi: bool) -> Callable[[Batch], np.ndarray]:
+    """The low or high half of a register as f16 or bf16 values (bf16 as its exact fp32)."""
+    if t == "f16":
+        return lambda b: typed(word(b), "f16", hi)
+    return lambda b: _bf16_to_f32(typed(word(b), "b16", hi))
+
+
+def _cvt_to_small(ctx: Ctx, fmt: str, src: str, scaled: bool) -> Run:
+    """V_CVT_PK_FP8_F32 / _BF8_F32 and V_CVT_SCALEF32_PK_{FP8,BF8,FP4}_{F32,F16,BF16} (CDNA4 pseudo-code):
+    two values, S0 and S1 (f32) or S0's low and high halves (f16, bf16), each divided by the scale
+    2^(e - 127) of the next operand (the F8/F4 value times the scale is the number it stands for: the
+    scale "add[s] an 8-bit exponent bias ... to each F4/F6/F8 value", ISA 6.7.1; so does LLVM's
+    arith.scaling_truncf, x / scale, lowered to these ops), rounded to nearest even (`_to_small`);
+    { tmp1, tmp0 } is written to the 16-bit half OPSEL[3] picks (fp8, bf8) or the byte OPSEL[3:2]
+    picks (fp4), and "Other destination bits are preserved". f32 sources take abs/neg; the packed
+    16-bit ones do not here (which half a modifier acts on is not said), nor the scaled ops clamp or omod."""
+    bits = 2 * SMALL_BITS[fmt]
+    if src == "f32":
+        first, second = ctx.read(0, "f32"), ctx.read(1, "f32")
+        reads: list[Callable[[Batch], np.ndarray]] = [first, second]
+    else:
+        if ctx.field("abs") or ctx.field("neg"):
+            raise KeyError(f"{ctx.inst.op.name} with input modifiers")
+        reads = [_half_read(opd.vector(ctx.src_number(0), 32, ctx.literal), src, hi) for hi in (False, True)]
+    scale = opd.vector(ctx.src_number(len(reads)), 32, ctx.literal) if scaled else None
+    if scaled and (ctx.field("clmp") or ctx.field("omod")):  # V_CVT_PK_FP8_F32 "ignores: clamp, omod" (ISA table 31)
+        raise KeyError(f"{ctx.inst.op.name} with clamp or omod")
+    opsel = ctx.field("opsel")
+    shift = U32(16 * ((opsel >> 3) & 1) if bits == 16 else 8 * ((opsel >> 2) & 3))
+    mask = U32(((1 << bits) - 1) << int(shift))
     d = _vdst(ctx.inst)
 
     def run(b: Batch) -> None:
-        pair = _to_f8(np.broadcast_to(a(b), (b.W, 64)), bf8) | (_to_f8(np.broadcast_to(c(b), (b.W, 64)), bf8) << U32(8))
-        old = b.v[d]
-        b.write_v(b.v, d, (old & U32(0xFFFF)) | (pair << U32(16)) if hi else (old & U32(0xFFFF0000)) | pair)
+        factor = 1.0 / _e8m0(np.broadcast_to(scale(b), (b.W, 64))) if scale is not None else 1.0  # exact: a power of two
+        codes = [_to_small(np.broadcast_to(r(b), (b.W, 64)).astype(F64) * factor, fmt) for r in reads]
+        pair = codes[0] | (codes[1] << U32(bits // 2))
+        b.write_v(b.v, d, (b.v[d] & ~mask) | (pair << shift))
     return run
 
 
-def _cvt_scaled_from_f8(ctx: Ctx, name: str) -> Run:
-    """V_CVT_SCALEF32_[PK_]F32_FP8/BF8 (CDNA4 pseudo-code): the fp8 or bf8 byte(s) OPSEL picks from S0
-    (byte OPSEL[1:0], or the 16-bit half OPSEL[0] for the packed form) times 2^(e - 127), e being the
-    exponent field of S1 read as an E8M0 scale ("The scale is an E8M0 exponent with a bias of 127";
-    255 is NaN). The sources take no modifiers ("Conversion from F4/F6/F8 do not support input
-    modifiers")."""
-    table = FP8["bf8" if name.endswith("BF8") else "fp8"].astype(F64)
-    packed = "_PK_" in name
+def _cvt_scaled_from_small(ctx: Ctx, fmt: str, dst: str, packed: bool) -> Run:
+    """V_CVT_SCALEF32_[PK_]{F32,F16,BF16}_{FP8,BF8,FP4} (CDNA4 pseudo-code): one or two codes of S0 (the
+    byte OPSEL[1:0] picks; for two fp8/bf8 codes the 16-bit half OPSEL[0] picks; two fp4 codes are the
+    low and high nibble of the byte), each times 2^(e - 127) for the E8M0 scale e of S1, rounded to
+    nearest even to the destination type (exact in fp64 before). f32 results go to D and D+1, 16-bit
+    ones to D's low and high halves; the single f16 result to the half OPSEL[3] picks ("OPSEL[3]
+    controls destination hi/lo"), the other half kept, as LLVM's form of the op (its old value a tied
+    operand) has it. The sources take no modifiers ("Conversion from F4/F6/F8 do not support input
+    modifiers"); clamp and omod are not taken either."""
+    table, width = CODES[fmt], SMALL_BITS[fmt]
+    count = 2 if packed else 1
     src = opd.vector(ctx.src_number(0), 32, ctx.literal)
-    scale_src = opd.vector(ctx.src_number(1), 32, ctx.literal)
+    scale = opd.vector(ctx.src_number(1), 32, ctx.literal)
+    if ctx.field("clmp") or ctx.field("omod"):
+        raise KeyError(f"{ctx.inst.op.name} with clamp or omod")
     opsel = ctx.field("opsel")
-    shift = U32(16 * (opsel & 1) if packed else 8 * (opsel & 3))
+    unit = width * count  # the bits selected: one byte, or a half for two fp8 codes
+    shift = U32(unit * (opsel & (32 // unit - 1)))
     d = _vdst(ctx.inst)
 
     def run(b: Batch) -> None:
-        e = (np.broadcast_to(scale_src(b), (b.W, 64)) >> U32(23)) & U32(0xFF)
-        factor = np.where(e == 255, np.nan, np.ldexp(1.0, e.astype(np.int64) - 127))
+        factor = _e8m0(np.broadcast_to(scale(b), (b.W, 64)))
         word = np.broadcast_to(src(b), (b.W, 64)) >> shift
         with np.errstate(all="ignore"):
-            for k in range(2 if packed else 1):
-                value = (table[(word >> U32(8 * k)) & U32(0xFF)] * factor).astype(F32)
-                b.write_v(b.v, d + k, value.view(U32))
+            values = [table[(word >> U32(width * k)) & U32((1 << width) - 1)] * factor for k in range(count)]
+        if dst == "f32":
+            for k, value in enumerate(values):
+                b.write_v(b.v, d + k, value.astype(F32).view(U32))
+        elif packed:
+            b.write_v(b.v, d, _round_16(values[0], dst) | (_round_16(values[1], dst) << U32(16)))
+        else:
+            hi = bool((opsel >> 3) & 1)
+            half = _round_16(values[0], dst)
+            b.write_v(b.v, d, (b.v[d] & U32(0xFFFF)) | (half << U32(16)) if hi else (b.v[d] & U32(0xFFFF0000)) | half)
+    return run
+
+
+def _permlane_swap(ctx: Ctx, rows: int) -> Run:
+    """V_PERMLANE16_SWAP_B32 / V_PERMLANE32_SWAP_B32 (CDNA4 pseudo-code), both registers written: SRC0's
+    lanes L with L & rows == 0 (rows 0 and 2 of 16 lanes, or rows 0-1) trade values with VDST's lanes
+    L + rows. The text loops over every lane with no EXEC test and gives the VOP3 form's fi and
+    bound_ctrl bits (OPSEL[0], OPSEL[1] in LLVM's encoding) no meaning; the EXEC rule of other VALU
+    ops would keep lanes off in EXEC. The two agree only with every lane on, so a wave with lanes off
+    stops the run; fi and bound_ctrl change nothing then. ABS, NEG and OMOD "should all be zeroed":
+    an encoding with any of them (or clamp, SDWA, DPP) is not run."""
+    if ctx.sdwa or ctx.dpp or ctx.field("abs") or ctx.field("neg") or ctx.field("omod") or ctx.field("clmp"):
+        raise KeyError(ctx.inst.op.name)
+    a = ctx.src_number(0) - 256
+    if a < 0:
+        raise KeyError(f"{ctx.inst.op.name} with a non-VGPR source")
+    d = _vdst(ctx.inst)
+    lane = np.arange(64)
+    low = (lane & rows) == 0
+    partner = lane ^ rows
+
+    def run(b: Batch) -> None:
+        if not b.exec[b.wm].all():
+            raise EmuFault(f"{ctx.inst.op.name.lower()} with lanes off in EXEC is not implemented by the emulator "
+                           "(the ISA does not say what EXEC, fi and bound_ctrl do)")
+        x, y = b.v[a].copy(), b.v[d].copy()
+        b.write_v(b.v, a, np.where(low, y[:, partner], x))
+        b.write_v(b.v, d, np.where(low, y, x[:, partner]))
     return run
 
 
