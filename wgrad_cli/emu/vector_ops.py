@@ -967,7 +967,7 @@ def _cvt_to_small(ctx: Ctx, fmt: str, src: str, scaled: bool) -> Run:
         if ctx.field("abs") or ctx.field("neg"):
             raise KeyError(f"{ctx.inst.op.name} with input modifiers")
         reads = [_half_read(opd.vector(ctx.src_number(0), 32, ctx.literal), src, hi) for hi in (False, True)]
-    scale = opd.vector(ctx.src_number(len(reads)), 32, ctx.literal) if scaled else None
+    scale = opd.vector(ctx.src_number(2 if src == "f32" else 1), 32, ctx.literal) if scaled else None
     if scaled and (ctx.field("clmp") or ctx.field("omod")):  # V_CVT_PK_FP8_F32 "ignores: clamp, omod" (ISA table 31)
         raise KeyError(f"{ctx.inst.op.name} with clamp or omod")
     opsel = ctx.field("opsel")
@@ -1001,20 +1001,20 @@ def _cvt_scaled_from_small(ctx: Ctx, fmt: str, dst: str, packed: bool) -> Run:
     opsel = ctx.field("opsel")
     unit = width * count  # the bits selected: one byte, or a half for two fp8 codes
     shift = U32(unit * (opsel & (32 // unit - 1)))
+    hi = bool((opsel >> 3) & 1)
     d = _vdst(ctx.inst)
 
     def run(b: Batch) -> None:
         factor = _e8m0(np.broadcast_to(scale(b), (b.W, 64)))
         word = np.broadcast_to(src(b), (b.W, 64)) >> shift
-        with np.errstate(all="ignore"):
-            values = [table[(word >> U32(width * k)) & U32((1 << width) - 1)] * factor for k in range(count)]
+        values = [table[(word >> U32(width * k)) & U32((1 << width) - 1)] * factor for k in range(count)]
         if dst == "f32":
             for k, value in enumerate(values):
-                b.write_v(b.v, d + k, value.astype(F32).view(U32))
+                with np.errstate(over="ignore"):
+                    b.write_v(b.v, d + k, value.astype(F32).view(U32))
         elif packed:
             b.write_v(b.v, d, _round_16(values[0], dst) | (_round_16(values[1], dst) << U32(16)))
         else:
-            hi = bool((opsel >> 3) & 1)
             half = _round_16(values[0], dst)
             b.write_v(b.v, d, (b.v[d] & U32(0xFFFF)) | (half << U32(16)) if hi else (b.v[d] & U32(0xFFFF0000)) | half)
     return run

@@ -1,0 +1,281 @@
+"""gfx950's scaled conversions, V_CVT_SCALEF32_*: fp32, f16 and bf16 to packed fp8, bf8 and fp4, and
+back. The scale operand's exponent field e (bits 30:23) is an E8M0 scale 2^(e - 127), 255 NaN; a small
+float stands for its value times the scale, so quantizing divides by it and dequantizing multiplies.
+Results round to nearest even; fp8 overflows to NaN and bf8 to infinity (MODE.FP16_OVFL clear), fp4
+saturates to +-6. op_sel picks the byte or half read and the byte or half written; the destination's
+other bits are kept, and so are lanes off in EXEC. Expected values: the formats decoded and rounded
+here with exact rational arithmetic from their definitions (OCP MX, CDNA4 ISA 7.3), never through the
+emulator's tables or ml_dtypes."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from emukernels import assert_uses, compile_hip, run
+from wgrad_cli.runtime import DriverError
+
+LANES = 512  # two workgroups of 256: every byte position of q holds every code twice
+COLUMNS = 22
+QUANT = [  # column, asm, initial destination, source operands (a/b: f32, h: f16 pair, g: bf16 pair; 4: fp4 inputs)
+    (0, "v_cvt_scalef32_pk_fp8_f32 %0, %1, %2, %3 op_sel:[0,0,0,1]", 0xA5A5A5A5, "a b s"),
+    (1, "v_cvt_scalef32_pk_bf8_f32 %0, %1, %2, %3", 0x12345678, "a b s"),
+    (2, "v_cvt_scalef32_pk_fp8_f16 %0, %1, %2", 0x9ABCDEF0, "h s"),
+    (3, "v_cvt_scalef32_pk_bf8_f16 %0, %1, %2 op_sel:[0,0,1]", 0x0F1E2D3C, "h s"),
+    (4, "v_cvt_scalef32_pk_fp8_bf16 %0, %1, %2 op_sel:[0,0,1]", 0x4B5A6978, "g s"),
+    (5, "v_cvt_scalef32_pk_bf8_bf16 %0, %1, %2", 0x87968574, "g s"),
+    (6, "v_cvt_scalef32_pk_fp4_f32 %0, %1, %2, %3 op_sel:[0,0,1,0]", 0xC3D2E1F0, "a4 b4 s4"),
+    (7, "v_cvt_scalef32_pk_fp4_f32 %0, %1, %2, %3 op_sel:[0,0,1,1]", 0x13579BDF, "a4 b4 s4"),
+    (8, "v_cvt_scalef32_pk_fp4_f16 %0, %1, %2 op_sel:[0,0,0,1]", 0x2468ACE0, "h4 s4"),
+    (9, "v_cvt_scalef32_pk_fp4_bf16 %0, %1, %2", 0xFEDCBA98, "g4 s4"),
+    (20, "v_cvt_scalef32_pk_fp8_f32 %0, -%1, |%2|, %3", 0x55AA55AA, "a b s"),
+]
+DEQUANT = [  # column, asm, initial destination (16-bit single results keep the other half)
+    (10, "v_cvt_scalef32_pk_f16_fp8 %0, %1, %2 op_sel:[1,0,0]", 0),
+    (11, "v_cvt_scalef32_pk_f16_bf8 %0, %1, %2", 0),
+    (12, "v_cvt_scalef32_pk_bf16_fp8 %0, %1, %2", 0),
+    (13, "v_cvt_scalef32_pk_bf16_bf8 %0, %1, %2 op_sel:[1,0,0]", 0),
+    (14, "v_cvt_scalef32_f16_fp8 %0, %1, %2 op_sel:[1,1,1]", 0x7777CAFE),
+    (15, "v_cvt_scalef32_f16_bf8 %0, %1, %2 op_sel:[0,1,0]", 0xBEEF3333),
+    (18, "v_cvt_scalef32_pk_f16_fp4 %0, %1, %2 op_sel:[1,0,0]", 0),
+    (19, "v_cvt_scalef32_pk_bf16_fp4 %0, %1, %2", 0),
+]
+ARGS = "a b h g a4 b4 h4 g4 q s s4 on".split()
+
+
+def _quant(col: int, asm: str, init: int, ops: str) -> str:
+    names = ops.split()
+    return (f'    w = {init:#x}u; asm volatile("{asm}" : "+v"(w) : '
+            + ", ".join(f'"v"({n})' for n in names) + f"); o[{col}] = w;\n")
+
+
+SOURCE = ("KERNEL void cvt(unsigned *out, " + ", ".join(f"const unsigned *{n}_" for n in ARGS) + ") {\n"
+          "  unsigned i = gid() * 256 + tid(), w;\n  unsigned *o = out + i * " + str(COLUMNS) + ";\n"
+          + "".join(f"  unsigned {n} = {n}_[i];\n" for n in ARGS)
+          + "  if (on) {\n" + "".join(_quant(*q) for q in QUANT)
+          + "".join(f'    w = {init:#x}u; asm volatile("{asm}" : "+v"(w) : "v"(q), "v"(s)); o[{col}] = w;\n'
+                    for col, asm, init in DEQUANT)
+          + '    unsigned long long p; asm volatile("v_cvt_scalef32_pk_f32_fp4 %0, %1, %2 op_sel:[1,1,0]" '
+            ': "=v"(p) : "v"(q), "v"(s));\n    o[16] = (unsigned)p; o[17] = (unsigned)(p >> 32);\n'
+          + '    o[21] = __builtin_bit_cast(unsigned, __builtin_amdgcn_cvt_scalef32_f32_bf8(q, '
+            '__builtin_bit_cast(float, s), 3));\n'
+          + "  }\n}\n")
+
+# (exponent bits, mantissa bits, bias) of each format, and how codes past the top behave
+FORMATS = {"fp8": (4, 3, 7), "bf8": (5, 2, 15), "fp4": (2, 1, 1), "f16": (5, 10, 15), "bf16": (8, 7, 127),
+           "f32": (8, 23, 127)}
+
+
+def decode(code: int, fmt: str) -> float:
+    """A code's value from the format's definition: OCP E4M3FN (S.1111.111 NaN, no infinity), E5M2
+    (IEEE-like), E2M1 (every code finite), IEEE f16 and f32, bf16."""
+    eb, mb, bias = FORMATS[fmt]
+    sign = -1.0 if code >> (eb + mb) & 1 else 1.0
+    e, m = (code >> mb) & ((1 << eb) - 1), code & ((1 << mb) - 1)
+    top = (1 << eb) - 1
+    if fmt == "fp8" and e == top and m == (1 << mb) - 1:
+        return float("nan")
+    if fmt not in ("fp8", "fp4") and e == top:
+        return sign * float("inf") if m == 0 else float("nan")
+    return sign * float(Fraction(m, 1 << mb) * Fraction(2) ** (1 - bias) if e == 0
+                        else (1 + Fraction(m, 1 << mb)) * Fraction(2) ** (e - bias))
+
+
+def largest(fmt: str) -> Fraction:
+    """The largest finite value: fp8 gives S.1111.111 to NaN, fp4 uses its top exponent, the others
+    (E5M2 and the IEEE types) keep it for infinity."""
+    eb, mb, bias = FORMATS[fmt]
+    top = (1 << eb) - (1 if fmt in ("fp8", "fp4") else 2)
+    return (2 - Fraction(1 << mb) ** -1 * (2 if fmt == "fp8" else 1)) * Fraction(2) ** (top - bias)
+
+
+def bits_of(value: Fraction | float, fmt: str) -> int:
+    """The code of a value the format holds exactly (zeros keep their sign)."""
+    if fmt in SMALL_CODES:
+        return SMALL_CODES[fmt][(float(value), bool(np.signbit(float(value))))]
+    if fmt == "f16":
+        return int(np.float16(float(value)).view(np.uint16))
+    word = int(np.float32(float(value)).view(np.uint32))
+    return word >> 16 if fmt == "bf16" else word
+
+
+def encode(x: float, fmt: str) -> int:
+    """x rounded to nearest, ties to the even code, with unbounded exponent; then past the largest
+    finite value: NaN for fp8, the largest value for fp4, infinity for the others. NaN: the format's
+    positive quiet NaN (results are compared by NaN-ness)."""
+    eb, mb, bias = FORMATS[fmt]
+    sign = 1 << (eb + mb)
+    if np.isnan(x):
+        return (sign - 1) if fmt == "fp8" else ((1 << eb) - 1) << mb | 1 << (mb - 1)
+    s = sign if np.signbit(x) else 0
+    over = {"fp8": sign - 1, "fp4": bits_of(largest("fp4"), "fp4")}.get(fmt, ((1 << eb) - 1) << mb)
+    if np.isinf(x):
+        return s | over
+    a = Fraction(abs(x))
+    if a == 0:
+        return s
+    exp = a.numerator.bit_length() - a.denominator.bit_length() + 1
+    while Fraction(2) ** exp > a:  # floor(log2 a)
+        exp -= 1
+    quantum = Fraction(2) ** (max(exp, 1 - bias) - mb)  # subnormals: the smallest normal's quantum
+    r = round(a / quantum) * quantum  # Fraction rounds half to even
+    if r > largest(fmt):
+        return s | over
+    return s | bits_of(r, fmt) if r else s
+
+
+SMALL_CODES = {fmt: {(decode(c, fmt), bool(np.signbit(decode(c, fmt)))): c for c in range(1 << (1 + sum(FORMATS[fmt][:2])))}
+               for fmt in ("fp8", "bf8", "fp4")}
+
+
+def scale_of(bits: int) -> float:
+    e = (bits >> 23) & 0xFF
+    return float("nan") if e == 255 else 2.0 ** (e - 127)
+
+
+def same(got: int, want: int, fmt: str) -> bool:
+    """Equal codes, or both NaN."""
+    nan = np.isnan(decode(got, fmt))
+    return nan and bool(np.isnan(decode(want, fmt))) if nan else got == want
+
+
+def inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Per lane: a scale (E8M0 extremes 0, 1, 127, 254, 255 and ordinary ones, with arbitrary sign and
+    mantissa bits), values placed on and between the codes that scale reaches (ties included),
+    infinities, NaNs and zeros; every code in each byte of q."""
+    e = rng.integers(105, 150, LANES)
+    e[:16] = [0, 1, 127, 254, 255, 126, 128, 253, 0, 254, 255, 127, 1, 130, 120, 140]
+    s = (rng.integers(0, 2, LANES) << 31 | e << 23 | rng.integers(0, 1 << 23, LANES)).astype(np.uint32)
+    e4 = np.where(e == 255, 127, e)  # no NaN scale for fp4: a NaN has no fp4 code
+    s4 = (e4 << 23 | rng.integers(0, 1 << 23, LANES)).astype(np.uint32)
+
+    def near(fmt: str, exps: np.ndarray, n: int) -> np.ndarray:
+        codes = rng.integers(0, 1 << (8 if fmt != "fp4" else 4), n)
+        lo = np.array([decode(int(c), fmt) for c in codes])
+        hi = np.array([decode(int(c) + 1, fmt) if (int(c) + 1) % (1 << (7 if fmt != "fp4" else 3)) else 2 * decode(int(c), fmt)
+                       for c in codes])
+        t = np.where(np.isfinite(lo) & np.isfinite(hi), lo + (hi - lo) * rng.choice([0.5, 0.25, 0.75, 0, 1e-3], n), 3.0)
+        t = np.where(rng.random(n) < 0.15, rng.standard_normal(n) * 300, t)
+        with np.errstate(all="ignore"):
+            return np.ldexp(t, exps - 127)
+
+    with np.errstate(all="ignore"):
+        a, b = near("fp8", e, LANES).astype(np.float32), near("bf8", e, LANES).astype(np.float32)
+        a[16:24] = [np.inf, -np.inf, np.nan, -0.0, 0.0, 1e-45, 3e38, -464.0]
+        b[16:24] = [61440.0, -np.inf, 1.0, np.nan, -57344.0, 2.0**-17, 2.0**-16 * 1.5, -1e30]
+        hp = near("fp8", np.repeat(e, 2), 2 * LANES).astype(np.float16)
+        hp[32:40] = [np.inf, np.nan, -0.0, 65504, 2.0**-24, -448, 464, 57344]
+        gp = near("bf8", np.repeat(e, 2), 2 * LANES).astype(np.float32)
+        gp[32:38] = [np.inf, np.nan, -0.0, 3e38, 61440, -1e-40]
+        a4, b4 = near("fp4", e4, LANES).astype(np.float32), near("fp4", e4, LANES).astype(np.float32)
+        a4[16:24] = [np.inf, -np.inf, 0.25, -0.25, 5.0, 100.0, -0.0, 2.0**-149]
+        h4 = near("fp4", np.repeat(e4, 2), 2 * LANES).astype(np.float16)
+        h4[32:36] = [np.inf, -65504, 0.75, -5.0]
+        g4 = near("fp4", np.repeat(e4, 2), 2 * LANES).astype(np.float32)
+        g4[32:36] = [-np.inf, 3e38, 2.5, 1e-38]
+    f16_pair = hp.view(np.uint16).astype(np.uint32)
+    bf16_pair = gp.view(np.uint32) >> 16
+    byte = (np.arange(LANES)[:, None] + 64 * np.arange(4)) & 0xFF
+    q = (byte << (8 * np.arange(4))).sum(axis=1).astype(np.uint32)
+    on = (np.arange(LANES) < 256) | (np.arange(LANES) % 5 != 2)
+    return {"a": a.view(np.uint32), "b": b.view(np.uint32), "h": f16_pair[0::2] | f16_pair[1::2] << 16,
+            "g": (bf16_pair[0::2] | bf16_pair[1::2] << 16).astype(np.uint32), "a4": a4.view(np.uint32),
+            "b4": b4.view(np.uint32),
+            "h4": (h4.view(np.uint16).astype(np.uint32)[0::2] | h4.view(np.uint16).astype(np.uint32)[1::2] << 16),
+            "g4": ((g4.view(np.uint32) >> 16)[0::2] | (g4.view(np.uint32) >> 16)[1::2] << 16).astype(np.uint32),
+            "q": q, "s": s, "s4": s4, "on": on.astype(np.uint32)}
+
+
+def f32(bits: int) -> float:
+    return float(np.uint32(bits).view(np.float32))
+
+
+def halves(word: int, fmt: str) -> list[float]:
+    return [decode(word & 0xFFFF, fmt), decode(word >> 16, fmt)]
+
+
+def test_scaled_conversions() -> None:
+    image = compile_hip(SOURCE)
+    assert_uses(image, *{asm.split()[0] for _, asm, *_ in QUANT + DEQUANT}, "v_cvt_scalef32_pk_f32_fp4",
+                "v_cvt_scalef32_f32_bf8")
+    data = inputs(np.random.default_rng(5))
+    out, = run(image, [np.full(LANES * COLUMNS, 0xD1D1D1D1, np.uint32), *(data[n] for n in ARGS)], grid=2, block=256)[:1]
+    got = out.reshape(LANES, COLUMNS)
+    for i in range(LANES):
+        if not data["on"][i]:
+            assert (got[i] == 0xD1D1D1D1).all(), f"lane {i} is off in EXEC"
+            continue
+        row = {n: int(data[n][i]) for n in ARGS}
+        sc, sc4 = scale_of(row["s"]), scale_of(row["s4"])
+        srcs = {"a": f32(row["a"]), "b": f32(row["b"]), "a4": f32(row["a4"]), "b4": f32(row["b4"])}
+        pairs = {"h": halves(row["h"], "f16"), "g": halves(row["g"], "bf16"),
+                 "h4": halves(row["h4"], "f16"), "g4": halves(row["g4"], "bf16")}
+        for col, asm, init, ops in QUANT:
+            names = ops.split()
+            fmt = asm.split()[0].split("_")[-2]
+            div = sc4 if fmt == "fp4" else sc
+            values = pairs[names[0]] if len(names) == 2 else [srcs[names[0]], srcs[names[1]]]
+            if col == 20:
+                values = [-values[0], abs(values[1])]
+            codes = [encode(v / div, fmt) for v in values]
+            sel = [int(c) for c in asm.split("op_sel:[")[1].rstrip("]").split(",")] if "op_sel" in asm else [0] * 4
+            width = 4 if fmt == "fp4" else 8
+            if fmt == "fp4":  # op_sel:[.., c, d]: OPSEL[3:2] is the byte written
+                shift = 8 * (sel[-2] + 2 * sel[-1])
+            else:  # the last op_sel bit is OPSEL[3], the half written
+                shift = 16 * sel[-1]
+            mask = ((1 << 2 * width) - 1) << shift
+            word = int(got[i, col])
+            assert word & ~mask & 0xFFFFFFFF == init & ~mask & 0xFFFFFFFF, f"lane {i} col {col}: other bits {word:#x}"
+            for k in range(2):
+                code = (word >> (shift + width * k)) & ((1 << width) - 1)
+                assert same(code, codes[k], fmt), \
+                    f"lane {i} col {col} [{k}]: {values[k]} / {div} -> {code:#x}, want {codes[k]:#x}"
+        q = row["q"]
+        for col, asm, init in DEQUANT:
+            mn = asm.split()[0]
+            dst, src = mn.split("_")[-2:]
+            sel = [int(c) for c in asm.split("op_sel:[")[1].rstrip("]").split(",")] if "op_sel" in asm else [0, 0, 0]
+            if src == "fp4":
+                byte = (q >> 8 * (sel[0] + 2 * sel[1])) & 0xFF
+                vals = [decode(byte & 15, "fp4"), decode(byte >> 4, "fp4")]
+            elif "_pk_" in mn:
+                word16 = (q >> 16 * sel[0]) & 0xFFFF
+                vals = [decode(word16 & 0xFF, src), decode(word16 >> 8, src)]
+            else:
+                vals = [decode((q >> 8 * (sel[0] + 2 * sel[1])) & 0xFF, src)]
+            want = [encode(v * sc, dst) for v in vals]
+            word = int(got[i, col])
+            if len(want) == 2:
+                have = [word & 0xFFFF, word >> 16]
+            else:  # op_sel's last bit (OPSEL[3]) picks the half written; the other is kept
+                hi = sel[2]
+                have = [word >> 16 if hi else word & 0xFFFF]
+                kept = (word & 0xFFFF, init & 0xFFFF) if hi else (word >> 16, init >> 16)
+                assert kept[0] == kept[1], f"lane {i} col {col}: kept half {word:#x}"
+            for k, (h, w_) in enumerate(zip(have, want)):
+                assert same(h, w_, dst), f"lane {i} col {col} [{k}]: {vals[k]} * {sc} -> {h:#x}, want {w_:#x}"
+        byte3 = q >> 24
+        for k, nib in enumerate((byte3 & 15, byte3 >> 4)):
+            assert same(int(got[i, 16 + k]), encode(decode(nib, "fp4") * sc, "f32"), "f32"), f"lane {i} pk_f32_fp4 [{k}]"
+        assert same(int(got[i, 21]), encode(decode(q >> 24, "bf8") * sc, "f32"), "f32"), f"lane {i} f32_bf8"
+
+
+NAN_TO_FP4 = """
+KERNEL void nan4(unsigned *out, const float *x) {
+  unsigned i = tid(), w = 0;
+  asm volatile("v_cvt_scalef32_pk_fp4_f32 %0, %1, %2, %3" : "+v"(w) : "v"(x[i]), "v"(x[i]), "v"(1.0f));
+  out[i] = w;
+}
+"""
+
+
+def test_nan_to_fp4_stops_the_run() -> None:
+    """FP4 has no NaN and the ISA does not say what a NaN converts to: the run stops rather than guess."""
+    image = compile_hip(NAN_TO_FP4)
+    x = np.ones(64, np.float32)
+    x[7] = np.nan
+    with pytest.raises(DriverError, match="is not implemented"):
+        run(image, [np.zeros(64, np.uint32), x])
