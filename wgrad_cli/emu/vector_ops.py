@@ -1040,9 +1040,10 @@ def _permlane_swap(ctx: Ctx, rows: int) -> Run:
         if not b.exec[b.wm].all():
             raise EmuFault(f"{ctx.inst.op.name.lower()} with lanes off in EXEC is not implemented by the emulator "
                            "(the ISA does not say what EXEC, fi and bound_ctrl do)")
-        x, y = b.v[a].copy(), b.v[d].copy()
-        b.write_v(b.v, a, np.where(low, y[:, partner], x))
-        b.write_v(b.v, d, np.where(low, y, x[:, partner]))
+        x, y = b.v[a][:, partner], b.v[d][:, partner]  # copies, both read before either is written
+        lanes = b.lanes()
+        b.write_v(b.v, a, y, lanes & low)  # only SRC0's low lanes and VDST's high ones: SRC0 may be VDST
+        b.write_v(b.v, d, x, lanes & ~low)
     return run
 
 
