@@ -915,11 +915,10 @@ def _to_small(x: np.ndarray, fmt: str) -> np.ndarray:
     default) an overflow is NaN for fp8 and infinity for bf8, as the CDNA4 ISA's FP16_OVFL table says
     of infinite inputs. fp4: "If a value exceeds the FP4/FP6 representable range after rounding, the
     value is clamped/saturated to the maximum FP4/FP6 magnitude, preserving the sign", and a value
-    below the smallest subnormal after rounding is zero (signed, as rounding leaves it); fp4 has no
-    NaN and the text does not say what a NaN becomes, so one stops the run (CDNA4 ISA 7.3)."""
+    below the smallest subnormal after rounding is zero (signed, as rounding leaves it), which is what
+    ml_dtypes does (CDNA4 ISA 7.3). fp4 has no NaN and the text does not say what a NaN becomes: the
+    caller stops the run rather than take ml_dtypes' choice."""
     with np.errstate(all="ignore"):
-        if fmt == "fp4" and np.isnan(x).any():  # ml_dtypes saturates fp4 as the text says; its NaN is its own choice
-            raise EmuFault("a NaN converted to FP4 is not implemented by the emulator (the ISA does not define it)")
         return np.asarray(x).astype(SMALL[fmt]).view(np.uint8).astype(U32)
 
 
@@ -975,7 +974,10 @@ def _cvt_to_small(ctx: Ctx, fmt: str, src: str, scaled: bool) -> Run:
 
     def run(b: Batch) -> None:
         factor = 1.0 / _e8m0(np.broadcast_to(scale(b), (b.W, 64))) if scale is not None else 1.0  # exact: a power of two
-        codes = [_to_small(np.broadcast_to(r(b), (b.W, 64)).astype(F64) * factor, fmt) for r in reads]
+        values = [np.broadcast_to(r(b), (b.W, 64)).astype(F64) * factor for r in reads]
+        if fmt == "fp4" and any(np.isnan(v[b.lanes()]).any() for v in values):
+            raise EmuFault("a NaN converted to FP4 is not implemented by the emulator (the ISA does not define it)")
+        codes = [_to_small(v, fmt) for v in values]
         pair = codes[0] | (codes[1] << U32(bits // 2))
         b.write_v(b.v, d, (b.v[d] & ~mask) | (pair << shift))
     return run
