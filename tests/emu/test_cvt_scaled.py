@@ -63,30 +63,31 @@ SOURCE = ("KERNEL void cvt(unsigned *out, " + ", ".join(f"const unsigned *{n}_" 
           + "  }\n" + "".join(f"  o[{col}] = w{col};\n" for col, *_ in QUANT + DEQUANT) + "}\n")
 
 # (exponent bits, mantissa bits, bias) of each format, and how codes past the top behave
-FORMATS = {"fp8": (4, 3, 7), "bf8": (5, 2, 15), "fp4": (2, 1, 1), "f16": (5, 10, 15), "bf16": (8, 7, 127),
-           "f32": (8, 23, 127)}
+FORMATS = {"fp8": (4, 3, 7), "bf8": (5, 2, 15), "fp6": (2, 3, 1), "bf6": (3, 2, 3), "fp4": (2, 1, 1),
+           "f16": (5, 10, 15), "bf16": (8, 7, 127), "f32": (8, 23, 127)}
+SATURATING = ("fp6", "bf6", "fp4")  # every code finite; past the top a value saturates
 
 
 def decode(code: int, fmt: str) -> float:
     """A code's value from the format's definition: OCP E4M3FN (S.1111.111 NaN, no infinity), E5M2
-    (IEEE-like), E2M1 (every code finite), IEEE f16 and f32, bf16."""
+    (IEEE-like), E2M3, E3M2 and E2M1 (every code finite), IEEE f16 and f32, bf16."""
     eb, mb, bias = FORMATS[fmt]
     sign = -1.0 if code >> (eb + mb) & 1 else 1.0
     e, m = (code >> mb) & ((1 << eb) - 1), code & ((1 << mb) - 1)
     top = (1 << eb) - 1
     if fmt == "fp8" and e == top and m == (1 << mb) - 1:
         return float("nan")
-    if fmt not in ("fp8", "fp4") and e == top:
+    if fmt not in ("fp8", *SATURATING) and e == top:
         return sign * float("inf") if m == 0 else float("nan")
     return sign * float(Fraction(m, 1 << mb) * Fraction(2) ** (1 - bias) if e == 0
                         else (1 + Fraction(m, 1 << mb)) * Fraction(2) ** (e - bias))
 
 
 def largest(fmt: str) -> Fraction:
-    """The largest finite value: fp8 gives S.1111.111 to NaN, fp4 uses its top exponent, the others
-    (E5M2 and the IEEE types) keep it for infinity."""
+    """The largest finite value: fp8 gives S.1111.111 to NaN, fp6, bf6 and fp4 use their top exponent,
+    the others (E5M2 and the IEEE types) keep it for infinity."""
     eb, mb, bias = FORMATS[fmt]
-    top = (1 << eb) - (1 if fmt in ("fp8", "fp4") else 2)
+    top = (1 << eb) - (1 if fmt in ("fp8", *SATURATING) else 2)
     return (2 - Fraction(1 << mb) ** -1 * (2 if fmt == "fp8" else 1)) * Fraction(2) ** (top - bias)
 
 
@@ -102,14 +103,14 @@ def bits_of(value: Fraction | float, fmt: str) -> int:
 
 def encode(x: float, fmt: str) -> int:
     """x rounded to nearest, ties to the even code, with unbounded exponent; then past the largest
-    finite value: NaN for fp8, the largest value for fp4, infinity for the others. NaN: the format's
+    finite value: NaN for fp8, the largest value for fp6, bf6, fp4, infinity for the others. NaN: the format's
     positive quiet NaN (results are compared by NaN-ness)."""
     eb, mb, bias = FORMATS[fmt]
     sign = 1 << (eb + mb)
     if np.isnan(x):
         return (sign - 1) if fmt == "fp8" else ((1 << eb) - 1) << mb | 1 << (mb - 1)
     s = sign if np.signbit(x) else 0
-    over = {"fp8": sign - 1, "fp4": bits_of(largest("fp4"), "fp4")}.get(fmt, ((1 << eb) - 1) << mb)
+    over = sign - 1 if fmt == "fp8" else bits_of(largest(fmt), fmt) if fmt in SATURATING else ((1 << eb) - 1) << mb
     if np.isinf(x):
         return s | over
     a = Fraction(abs(x))
@@ -126,7 +127,7 @@ def encode(x: float, fmt: str) -> int:
 
 
 SMALL_CODES = {fmt: {(decode(c, fmt), bool(np.signbit(decode(c, fmt)))): c for c in range(1 << (1 + sum(FORMATS[fmt][:2])))}
-               for fmt in ("fp8", "bf8", "fp4")}
+               for fmt in ("fp8", "bf8", *SATURATING)}
 
 
 def scale_of(bits: int) -> float:
@@ -289,3 +290,79 @@ def test_nan_to_fp4_stops_the_run() -> None:
     on[7] = 1
     with pytest.raises(DriverError, match="a NaN converted to FP4 is not implemented"):
         run(image, [np.zeros(64, np.uint32), x, on])
+
+
+SIX = """
+typedef unsigned v6 __attribute__((ext_vector_type(6)));
+typedef unsigned v16 __attribute__((ext_vector_type(16)));
+typedef unsigned v32 __attribute__((ext_vector_type(32)));
+KERNEL void six(unsigned *out, const v16 *x, const v16 *y, const v16 *h, const unsigned *c, const unsigned *s) {
+  unsigned i = tid(), sc = s[i];
+  v16 a = x[i], b = y[i], p = h[i];
+  v6 q, r0, r1, r2, r3;  // a 6-vector takes 8 dwords in memory: its codes are loaded one by one
+  for (int k = 0; k < 6; ++k) q[k] = c[i * 6 + k];
+  asm volatile("v_cvt_scalef32_2xpk16_fp6_f32 %0, %1, %2, %3" : "=v"(r0) : "v"(a), "v"(b), "v"(sc));
+  asm volatile("v_cvt_scalef32_2xpk16_bf6_f32 %0, %1, %2, %3" : "=v"(r1) : "v"(a), "v"(b), "v"(sc));
+  asm volatile("v_cvt_scalef32_pk32_fp6_f16 %0, %1, %2" : "=v"(r2) : "v"(p), "v"(sc));
+  asm volatile("v_cvt_scalef32_pk32_bf6_bf16 %0, %1, %2" : "=v"(r3) : "v"(p), "v"(sc));
+  v32 d0;
+  v16 d1, d2;
+  asm volatile("v_cvt_scalef32_pk32_f32_fp6 %0, %1, %2" : "=v"(d0) : "v"(q), "v"(sc));
+  asm volatile("v_cvt_scalef32_pk32_f16_bf6 %0, %1, %2" : "=v"(d1) : "v"(q), "v"(sc));
+  asm volatile("v_cvt_scalef32_pk32_bf16_fp6 %0, %1, %2" : "=v"(d2) : "v"(q), "v"(sc));
+  unsigned *o = out + i * 88;
+  for (int k = 0; k < 6; ++k) { o[k] = r0[k]; o[6 + k] = r1[k]; o[12 + k] = r2[k]; o[18 + k] = r3[k]; }
+  for (int k = 0; k < 32; ++k) o[24 + k] = d0[k];
+  for (int k = 0; k < 16; ++k) { o[56 + k] = d1[k]; o[72 + k] = d2[k]; }
+}
+"""
+
+
+def unpack6(words: list[int]) -> list[int]:
+    """Code k at bits 6k+5:6k of the registers' 192 bits (pseudo-code: tmp[dOffset + 5 : dOffset])."""
+    bits = sum(w << (32 * j) for j, w in enumerate(words))
+    return [(bits >> (6 * k)) & 63 for k in range(32)]
+
+
+def test_fp6_conversions() -> None:
+    """32 fp6/bf6 codes in six registers, to and from f32 (two sources of 16, interleaved), f16, bf16."""
+    image = compile_hip(SIX)
+    assert_uses(image, "v_cvt_scalef32_2xpk16_fp6_f32", "v_cvt_scalef32_2xpk16_bf6_f32", "v_cvt_scalef32_pk32_fp6_f16",
+                "v_cvt_scalef32_pk32_bf6_bf16", "v_cvt_scalef32_pk32_f32_fp6", "v_cvt_scalef32_pk32_f16_bf6",
+                "v_cvt_scalef32_pk32_bf16_fp6")
+    rng = np.random.default_rng(6)
+    e = rng.integers(110, 145, 64)
+    e[:6] = [0, 1, 127, 254, 253, 126]
+    s = (e << 23 | rng.integers(0, 1 << 23, 64)).astype(np.uint32)
+    ties = np.array([0.0625, 0.1875, 7.75, 7.25, 26.0, 30.0, -0.03125, 3.75])  # on and between codes, past the top
+    with np.errstate(all="ignore"):
+        t = np.where(rng.random((64, 32)) < 0.5, rng.choice(ties, (64, 32)), rng.standard_normal((64, 32)) * 6)
+        x = np.ldexp(t, e[:, None] - 127).astype(np.float32)
+        x[0, :4] = [np.inf, -np.inf, -0.0, 1e-45]
+        t16 = np.ldexp(rng.choice(ties, (64, 32)) * rng.choice([1, -1, 1.01], (64, 32)), e[:, None] - 127)
+        p16 = t16.astype(np.float16).view(np.uint16)
+    c = np.zeros((64, 6), np.uint32)
+    for i in range(64):  # codes (32i + k) mod 64: every code in two lanes
+        bits = sum(((32 * i + k) % 64) << (6 * k) for k in range(32))
+        c[i] = [(bits >> (32 * j)) & 0xFFFFFFFF for j in range(6)]
+    x32 = x.view(np.uint32)
+    h = (p16[:, 0::2].astype(np.uint32) | p16[:, 1::2].astype(np.uint32) << 16)
+    out, = run(image, [np.zeros(64 * 88, np.uint32), np.ascontiguousarray(x32[:, :16]),
+                       np.ascontiguousarray(x32[:, 16:]), h, c, s])[:1]
+    got = out.reshape(64, 88)
+    for i in range(64):
+        sc = scale_of(int(s[i]))
+        a, b = [f32(int(w)) for w in x32[i, :16]], [f32(int(w)) for w in x32[i, 16:]]
+        f16s = [decode(int(v), "f16") for v in p16[i]]
+        bf16s = [decode(int(v), "bf16") for v in p16[i]]
+        interleaved = [v for pair in zip(a, b) for v in pair]
+        for col, fmt, values in ((0, "fp6", interleaved), (6, "bf6", interleaved), (12, "fp6", f16s), (18, "bf6", bf16s)):
+            have = unpack6([int(w) for w in got[i, col:col + 6]])
+            want = [encode(v / sc, fmt) for v in values]
+            assert have == want, f"lane {i} col {col}: {[hex(v) for v in have]} != {[hex(v) for v in want]}"
+        codes = unpack6([int(w) for w in c[i]])
+        assert all(same(int(got[i, 24 + k]), encode(decode(q, "fp6") * sc, "f32"), "f32") for k, q in enumerate(codes)), i
+        for col, dst, src in ((56, "f16", "bf6"), (72, "bf16", "fp6")):
+            halves16 = [int(got[i, col + k // 2]) >> (16 * (k % 2)) & 0xFFFF for k in range(32)]
+            want = [encode(decode(q, src) * sc, dst) for q in codes]
+            assert halves16 == want, f"lane {i} col {col}: {[hex(v) for v in halves16]} != {[hex(v) for v in want]}"

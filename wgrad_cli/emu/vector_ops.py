@@ -146,9 +146,10 @@ def _perm(a: np.ndarray, b: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return out
 
 
-# The small float formats gfx950 converts: OCP E4M3FN (fp8), E5M2 (bf8) and E2M1 (fp4).
-SMALL: dict[str, Any] = {"fp8": ml_dtypes.float8_e4m3fn, "bf8": ml_dtypes.float8_e5m2, "fp4": ml_dtypes.float4_e2m1fn}
-SMALL_BITS = {"fp8": 8, "bf8": 8, "fp4": 4}
+# The small float formats gfx950 converts: OCP E4M3FN (fp8), E5M2 (bf8), E2M3 (fp6), E3M2 (bf6), E2M1 (fp4).
+SMALL: dict[str, Any] = {"fp8": ml_dtypes.float8_e4m3fn, "bf8": ml_dtypes.float8_e5m2, "fp6": ml_dtypes.float6_e2m3fn,
+                         "bf6": ml_dtypes.float6_e3m2fn, "fp4": ml_dtypes.float4_e2m1fn}
+SMALL_BITS = {"fp8": 8, "bf8": 8, "fp6": 6, "bf6": 6, "fp4": 4}
 # the exact (fp64) value of every code of each small format
 CODES = {fmt: np.arange(1 << SMALL_BITS[fmt], dtype=np.uint8).view(dtype).astype(F64) for fmt, dtype in SMALL.items()}
 
@@ -891,6 +892,9 @@ def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
         to, frm = scaled.group(2).lower(), scaled.group(3).lower()
         return _cvt_to_small(ctx, to, frm, scaled=True) if to in SMALL else \
             _cvt_scaled_from_small(ctx, frm, to, bool(scaled.group(1)))
+    wide = WIDE_SCALED.fullmatch(name)
+    if wide:
+        return _cvt_scaled_32(ctx, wide.group(2).lower(), wide.group(3).lower(), wide.group(1) == "2XPK16")
     if name in ("V_PERMLANE16_SWAP_B32", "V_PERMLANE32_SWAP_B32"):
         return _permlane_swap(ctx, 16 if "16" in name else 32)
     if name in ("V_BITOP3_B32", "V_BITOP3_B16"):
@@ -916,10 +920,16 @@ def _to_small(x: np.ndarray, fmt: str) -> np.ndarray:
     of infinite inputs. fp4: "If a value exceeds the FP4/FP6 representable range after rounding, the
     value is clamped/saturated to the maximum FP4/FP6 magnitude, preserving the sign", and a value
     below the smallest subnormal after rounding is zero (signed, as rounding leaves it), which is what
-    ml_dtypes does (CDNA4 ISA 7.3). fp4 has no NaN and the text does not say what a NaN becomes: the
-    caller stops the run rather than take ml_dtypes' choice."""
+    ml_dtypes does (CDNA4 ISA 7.3); fp6 and bf6 likewise. These have no NaN and the text does not say
+    what a NaN becomes: `_no_nan` stops the run rather than take ml_dtypes' choice."""
     with np.errstate(all="ignore"):
         return np.asarray(x).astype(SMALL[fmt]).view(np.uint8).astype(U32)
+
+
+def _no_nan(b: Batch, values: np.ndarray, fmt: str) -> None:
+    """Stop the run where a lane in EXEC converts a NaN to a format without NaN (fp6, bf6, fp4)."""
+    if fmt not in ("fp8", "bf8") and np.isnan(values[b.lanes()]).any():
+        raise EmuFault(f"a NaN converted to {fmt.upper()} is not implemented by the emulator (the ISA does not define it)")
 
 
 def _e8m0(scale: np.ndarray) -> np.ndarray:
@@ -975,8 +985,8 @@ def _cvt_to_small(ctx: Ctx, fmt: str, src: str, scaled: bool) -> Run:
     def run(b: Batch) -> None:
         factor = 1.0 / _e8m0(np.broadcast_to(scale(b), (b.W, 64))) if scale is not None else 1.0  # exact: a power of two
         values = [np.broadcast_to(r(b), (b.W, 64)).astype(F64) * factor for r in reads]
-        if fmt == "fp4" and any(np.isnan(v[b.lanes()]).any() for v in values):
-            raise EmuFault("a NaN converted to FP4 is not implemented by the emulator (the ISA does not define it)")
+        for v in values:
+            _no_nan(b, v, fmt)
         codes = [_to_small(v, fmt) for v in values]
         pair = codes[0] | (codes[1] << U32(bits // 2))
         b.write_v(b.v, d, (b.v[d] & ~mask) | (pair << shift))
@@ -1018,6 +1028,66 @@ def _cvt_scaled_from_small(ctx: Ctx, fmt: str, dst: str, packed: bool) -> Run:
             half = _round_16(values[0], dst)
             b.write_v(b.v, d, (b.v[d] & U32(0xFFFF)) | (half << U32(16)) if hi else (b.v[d] & U32(0xFFFF0000)) | half)
     return run
+
+
+WIDE_SCALED = re.compile(r"V_CVT_SCALEF32_(PK32|2XPK16)_(F32|F16|BF16|FP6|BF6)_(F32|F16|BF16|FP6|BF6)")
+SIX = [divmod(6 * k, 32) for k in range(32)]  # (register, bit) of each of 32 packed 6-bit codes
+
+
+def _cvt_scaled_32(ctx: Ctx, to: str, frm: str, two: bool) -> Run:
+    """V_CVT_SCALEF32_PK32_* and _2XPK16_* (CDNA4 pseudo-code): 32 fp6/bf6 codes packed in six VGPRs (code
+    k at bits 6k+5:6k of the 192) to or from 32 f32 (32 VGPRs), f16 or bf16 values (element k at bits
+    16k+15:16k of 16 VGPRs); 2XPK16 takes 16 f32 values from each of S0 and S1, interleaved (S0's element
+    p is code 2p, S1's code 2p+1). The scale is the E8M0 exponent of the last source; values are divided
+    by it (to fp6) or multiplied (from fp6) and rounded to nearest even as in `_cvt_to_small` and
+    `_cvt_scaled_from_small` (the fp6 descriptions name no rounding mode: MODE's default, the one the
+    emulator models, is taken). Multi-register operands must be VGPRs (ISA 6.7.1); no modifier, clamp
+    or omod is taken."""
+    if ctx.field("abs") or ctx.field("neg") or ctx.field("clmp") or ctx.field("omod"):
+        raise KeyError(f"{ctx.inst.op.name} with modifiers")
+    sources = [ctx.src_number(k) - 256 for k in range(2 if two else 1)]
+    if min(sources) < 0:
+        raise KeyError(f"{ctx.inst.op.name} with a non-VGPR source")
+    scale = opd.vector(ctx.src_number(len(sources)), 32, ctx.literal)
+    d = _vdst(ctx.inst)
+
+    def regs(b: Batch, base: int, n: int) -> np.ndarray:
+        return np.moveaxis(b.v[base:base + n], 0, -1)  # (wave, lane, register)
+
+    def halves(words: np.ndarray, t: str) -> np.ndarray:
+        h = (words[..., None] >> np.array([0, 16], dtype=U32)).reshape(*words.shape[:-1], -1) & U32(0xFFFF)
+        return h.astype(U16).view(F16).astype(F64) if t == "f16" else _bf16_to_f32(h).astype(F64)
+
+    def quantize(b: Batch) -> None:
+        if two:  # interleave S0 and S1: code 2p from S0[p], 2p+1 from S1[p]
+            values = np.stack([regs(b, r, 16).view(F32) for r in sources], axis=-1).reshape(b.W, 64, 32).astype(F64)
+        else:
+            values = halves(regs(b, sources[0], 16), frm)
+        values = values / _e8m0(np.broadcast_to(scale(b), (b.W, 64)))[..., None]
+        _no_nan(b, values, to)
+        codes = _to_small(values, to).astype(U64)
+        words = np.zeros((b.W, 64, 7), dtype=U64)
+        for k, (reg, bit) in enumerate(SIX):  # a code may straddle two registers
+            words[..., reg] |= codes[..., k] << U64(bit)
+            words[..., reg + 1] |= words[..., reg] >> U64(32)
+            words[..., reg] &= U64(0xFFFFFFFF)
+        for j in range(6):
+            b.write_v(b.v, d + j, words[..., j].astype(U32))
+
+    def dequantize(b: Batch) -> None:
+        words = regs(b, sources[0], 6).astype(U64)
+        pairs = words | (np.concatenate([words[..., 1:], np.zeros_like(words[..., :1])], axis=-1) << U64(32))
+        codes = np.stack([(pairs[..., reg] >> U64(bit)) & U64(63) for reg, bit in SIX], axis=-1)
+        values = CODES[frm][codes] * _e8m0(np.broadcast_to(scale(b), (b.W, 64)))[..., None]
+        if to == "f32":
+            with np.errstate(over="ignore"):
+                results = values.astype(F32).view(U32)
+        else:
+            h = _round_16(values, to)
+            results = h[..., 0::2] | (h[..., 1::2] << U32(16))
+        for j in range(results.shape[-1]):
+            b.write_v(b.v, d + j, results[..., j])
+    return quantize if to in SMALL else dequantize
 
 
 def _permlane_swap(ctx: Ctx, rows: int) -> Run:
