@@ -1,8 +1,8 @@
-"""gfx950's scaled conversions, V_CVT_SCALEF32_*: fp32, f16 and bf16 to packed fp8, bf8 and fp4, and
-back. The scale operand's exponent field e (bits 30:23) is an E8M0 scale 2^(e - 127), 255 NaN; a small
+"""gfx950's scaled conversions, V_CVT_SCALEF32_*: fp32, f16 and bf16 to packed fp8, bf8, fp6, bf6 and
+fp4, and back (the stochastic-rounding SR forms stop the run). The scale operand's exponent field e (bits 30:23) is an E8M0 scale 2^(e - 127), 255 NaN; a small
 float stands for its value times the scale, so quantizing divides by it and dequantizing multiplies.
-Results round to nearest even; fp8 overflows to NaN and bf8 to infinity (MODE.FP16_OVFL clear), fp4
-saturates to +-6. op_sel picks the byte or half read and the byte or half written; the destination's
+Results round to nearest even; fp8 overflows to NaN and bf8 to infinity (MODE.FP16_OVFL clear), fp6,
+bf6 and fp4 saturate, and a NaN into them stops the run. op_sel picks the byte or half read and the byte or half written; the destination's
 other bits are kept, and so are lanes off in EXEC. Expected values: the formats decoded and rounded
 here with exact rational arithmetic from their definitions (OCP MX, CDNA4 ISA 7.3), never through the
 emulator's tables or ml_dtypes."""
@@ -366,3 +366,19 @@ def test_fp6_conversions() -> None:
             halves16 = [int(got[i, col + k // 2]) >> (16 * (k % 2)) & 0xFFFF for k in range(32)]
             want = [encode(decode(q, src) * sc, dst) for q in codes]
             assert halves16 == want, f"lane {i} col {col}: {[hex(v) for v in halves16]} != {[hex(v) for v in want]}"
+
+
+STOCHASTIC = """
+KERNEL void sr(unsigned *out, const float *x, const unsigned *seed) {
+  unsigned i = tid(), w = 0;
+  asm volatile("v_cvt_scalef32_sr_fp8_f32 %0, %1, %2, %3" : "+v"(w) : "v"(x[i]), "v"(seed[i]), "v"(1.0f));
+  out[i] = w;
+}
+"""
+
+
+def test_stochastic_rounding_is_not_implemented() -> None:
+    """The text does not define the stochastic rounding of the SR forms to the bit: they stop the run."""
+    image = compile_hip(STOCHASTIC)
+    with pytest.raises(DriverError, match="v_cvt_scalef32_sr_fp8_f32 is not implemented"):
+        run(image, [np.zeros(64, np.uint32), np.ones(64, np.float32), np.arange(64, dtype=np.uint32)])
