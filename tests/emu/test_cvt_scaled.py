@@ -1,11 +1,12 @@
 """gfx950's scaled conversions, V_CVT_SCALEF32_*: fp32, f16 and bf16 to packed fp8, bf8, fp6, bf6 and
-fp4, and back (the stochastic-rounding SR forms stop the run). The scale operand's exponent field e (bits 30:23) is an E8M0 scale 2^(e - 127), 255 NaN; a small
-float stands for its value times the scale, so quantizing divides by it and dequantizing multiplies.
-Results round to nearest even; fp8 overflows to NaN and bf8 to infinity (MODE.FP16_OVFL clear), fp6,
-bf6 and fp4 saturate, and a NaN into them stops the run. op_sel picks the byte or half read and the byte or half written; the destination's
-other bits are kept, and so are lanes off in EXEC. Expected values: the formats decoded and rounded
-here with exact rational arithmetic from their definitions (OCP MX, CDNA4 ISA 7.3), never through the
-emulator's tables or ml_dtypes."""
+fp4, and back (the stochastic-rounding SR forms stop the run). The scale operand's exponent field e
+(bits 30:23) is an E8M0 scale 2^(e - 127), 255 NaN; a small float stands for its value times the
+scale, so quantizing divides by it and dequantizing multiplies. Results round to nearest even; fp8
+overflows to NaN and bf8 to infinity (MODE.FP16_OVFL clear), fp6, bf6 and fp4 saturate, and a NaN
+into them stops the run. op_sel picks the byte or half read and the byte or half written; the
+destination's other bits are kept, and so are lanes off in EXEC. Expected values: the formats decoded
+and rounded here with exact rational arithmetic from their definitions (OCP MX, CDNA4 ISA 7.3), never
+through the emulator's tables or ml_dtypes."""
 
 from __future__ import annotations
 
