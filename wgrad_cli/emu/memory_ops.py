@@ -1,4 +1,5 @@
-"""Vector memory instructions: global, flat (to global memory) and buffer (MUBUF) loads and stores.
+"""Vector memory instructions: global, flat (to global memory) and buffer (MUBUF) loads, stores and
+atomics (their read-modify-writes are atomic_ops').
 
 Addresses follow the CDNA4 ISA reference ("Global, Scratch and Flat Address Space", "Buffer
 Instructions"): global is a 64-bit VGPR pair plus a signed 13-bit offset, or an SGPR pair base
