@@ -12,7 +12,7 @@ from rich.markup import escape
 from wgrad_cli.build import run_builds
 from wgrad_cli.cache import Cache, default_root
 from wgrad_cli.commands import select
-from wgrad_cli.emu import lds_ops, matrix_ops, memory_ops, scalar_ops, vector_ops
+from wgrad_cli.emu import atomic_ops, lds_atomic_ops, lds_ops, matrix_ops, memory_ops, scalar_ops, vector_ops
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program
 from wgrad_cli.errors import WgradError
@@ -42,7 +42,8 @@ def table_opcodes() -> list[str]:
     names = [*vector_ops.VOPS, *scalar_ops.SOP2, *scalar_ops.SOP1_32, *scalar_ops.SOP1_64, *scalar_ops.SAVEEXEC,
              *scalar_ops.WREXEC, *lds_ops.READS, *lds_ops.WRITES, *lds_ops.READ2, *lds_ops.WRITE2, *lds_ops.TRANSPOSE,
              *matrix_ops.PK_F32, *matrix_ops.PK_16, *(f"GLOBAL_LOAD_{k}" for k in memory_ops.LOADS),
-             *(f"GLOBAL_STORE_{k}" for k in memory_ops.STORES)]
+             *(f"GLOBAL_STORE_{k}" for k in memory_ops.STORES), *(f"GLOBAL_ATOMIC_{k}" for k in atomic_ops.ATOMICS),
+             *lds_atomic_ops.LDS_ATOMICS]
     return sorted({n.lower() for n in names})
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from wgrad_cli.emu import atomic_ops
 from wgrad_cli.emu.loader import Descriptor
 from wgrad_cli.emu.machine import EXEC, Batch, EmuFault, Op, Stats, execute
 from wgrad_cli.emu.memory import Heap
@@ -138,16 +139,17 @@ def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int) -
     ctx = multiprocessing.get_context("fork")
     share = -(-groups // workers)
     procs, pipes = [], []
-    for w in range(workers):
-        first, count = w * share, min(share, groups - w * share)
-        if count <= 0:
-            break
-        recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_worker, args=(send, launch, program, heap, first, count, name), daemon=True)
-        p.start()
-        send.close()
-        procs.append(p)
-        pipes.append(recv)
+    with atomic_ops.workers_lock(ctx, program.ops.values()):  # the workers inherit it as they fork
+        for w in range(workers):
+            first, count = w * share, min(share, groups - w * share)
+            if count <= 0:
+                break
+            recv, send = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_worker, args=(send, launch, program, heap, first, count, name), daemon=True)
+            p.start()
+            send.close()
+            procs.append(p)
+            pipes.append(recv)
     stats = Stats()
     problems = []
     for p, pipe in zip(procs, pipes):

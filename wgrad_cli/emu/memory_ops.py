@@ -1,4 +1,5 @@
-"""Vector memory instructions: global, flat (to global memory) and buffer (MUBUF) loads and stores.
+"""Vector memory instructions: global, flat (to global memory) and buffer (MUBUF) loads, stores and
+atomics (their read-modify-writes are atomic_ops').
 
 Addresses follow the CDNA4 ISA reference ("Global, Scratch and Flat Address Space", "Buffer
 Instructions"): global is a 64-bit VGPR pair plus a signed 13-bit offset, or an SGPR pair base
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from wgrad_cli.emu import atomic_ops
 from wgrad_cli.emu.machine import M0, Batch, EmuFault, Op
 
 U32, U64 = np.uint32, np.uint64
@@ -38,23 +40,23 @@ def where(b: Batch, wave: int, lane: int) -> str:
     return f"workgroup ({g[0]}, {g[1]}, {g[2]}), wave {wave % max(1, int((b.group == b.group[wave]).sum()))}, lane {lane}"
 
 
-def gather(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
-    """The bytes at each address, (n, nbytes); EmuFault naming the first lane outside every allocation."""
+def checked(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
+    """Heap offsets of the accesses; EmuFault naming the first lane outside every allocation."""
     fault = b.heap.check(addr, nbytes)
     if fault is not None:
         raise EmuFault(f"{what} of {nbytes} bytes at {fault.address:#x} outside every allocation "
                        f"({where(b, int(waves[fault.lane]), int(lanes[fault.lane]))})")
-    offsets = b.heap.offsets(addr)
-    return b.heap.bytes[offsets[:, None] + np.arange(nbytes)]
+    return b.heap.offsets(addr)
+
+
+def gather(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
+    """The bytes at each address, (n, nbytes)."""
+    return b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what)[:, None] + np.arange(nbytes)]
 
 
 def scatter(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, what: str) -> None:
     nbytes = data.shape[1]
-    fault = b.heap.check(addr, nbytes)
-    if fault is not None:
-        raise EmuFault(f"{what} of {nbytes} bytes at {fault.address:#x} outside every allocation "
-                       f"({where(b, int(waves[fault.lane]), int(lanes[fault.lane]))})")
-    b.heap.bytes[b.heap.offsets(addr)[:, None] + np.arange(nbytes)] = data
+    b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what)[:, None] + np.arange(nbytes)] = data
 
 
 def to_regs(regs: np.ndarray, vdst: int, data: np.ndarray, signed: bool, d16: str | None, waves: np.ndarray,
@@ -86,6 +88,44 @@ def from_regs(regs: np.ndarray, vdata: int, size: int, hi: bool, waves: np.ndarr
     if hi:
         word = word >> U32(16)
     return np.ascontiguousarray(word.astype("<u4")).view(np.uint8).reshape(-1, 4)[:, :size]
+
+
+def words(regs: np.ndarray, reg: int, width: int, count: int, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    """`count` consecutive words of `width` bytes from registers reg.., as (lanes, count) unsigned."""
+    return from_regs(regs, reg, width * count, False, waves, lanes).view(U32 if width == 4 else U64)
+
+
+Place = Callable[[Batch, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def compile_atomic(suffix: str, pc: int, size: int, what: str, acc: bool, vdata: int, vdst: int, returns: bool,
+                   place: Place) -> Op:
+    """A global, flat or buffer atomic (CDNA4 ISA, `*_ATOMIC_*`): `place` gives each lane's address
+    and whether the atomic is done there (buffer range checking: one outside num_records is not
+    done and returns 0). The data registers hold the operand, then cmpswap's compare value; with
+    SC0 (GLC) the pre-op word goes to `vdst`. An address outside every allocation stops the run, as
+    for loads; so does one not aligned to the word, whose effect the ISA leaves undefined."""
+    atomic = atomic_ops.ATOMICS[suffix]
+    width = atomic.width
+
+    def run(b: Batch) -> None:
+        waves, lanes = np.nonzero(b.lanes())
+        addr, done = place(b, waves, lanes)
+        regs = b.a if acc else b.v
+        data = words(regs, vdata, width, 2 if atomic.pair else 1, waves, lanes)[done]
+        at = checked(b, addr[done], width, waves[done], lanes[done], what)
+        if np.any(at % width):
+            lane = int(np.flatnonzero(at % width)[0])
+            raise EmuFault(f"{what} at {int(addr[done][lane]):#x}, not aligned to {width} bytes "
+                           f"({where(b, int(waves[done][lane]), int(lanes[done][lane]))})")
+        old = np.zeros(len(waves), dtype=U32 if width == 4 else U64)
+        with atomic_ops.serialised():
+            old[done] = atomic_ops.rmw(b.heap.bytes, at, atomic, data[:, 0], data[:, 1] if atomic.pair else None)
+        if returns:
+            to_regs(regs, vdst, old.view(np.uint8).reshape(-1, width), False, None, waves, lanes)
+            b.stats.bytes_loaded += len(at) * width
+        b.stats.bytes_stored += len(at) * width
+    return Op(pc, size, what, "vmem", run)
 
 
 # Loads that can write LDS directly (CDNA4 ISA, "Memory Buffer Load to LDS"; gfx950 adds x3 and x4).
@@ -126,7 +166,7 @@ def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
     kind, suffix = _kind(name)
     lds_dma = suffix.startswith("LDS_")
     suffix = suffix.removeprefix("LDS_")
-    if kind not in ("LOAD", "STORE") or (kind == "LOAD" and suffix not in LOADS) or \
+    if kind not in ("LOAD", "STORE", "ATOMIC") or (kind == "LOAD" and suffix not in LOADS) or \
             (kind == "STORE" and suffix not in STORES) or (lds_dma and suffix not in LDS_DMA):
         raise KeyError(name)
     vaddr = int(inst.addr.offset) - 256
@@ -145,6 +185,9 @@ def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
             base = sbase + b.v[vaddr][waves, lanes].astype(U64)
         return np.asarray((base.astype(np.int64) + offset).astype(U64))
 
+    if kind == "ATOMIC":
+        return compile_atomic(suffix, pc, size, what, acc, int(inst.data.offset) - 256, int(inst.vdst.offset) - 256,
+                              bool(inst.sc0), lambda b, ws, ls: (addresses(b, ws, ls), np.ones(len(ws), dtype=bool)))
     if lds_dma:
         nbytes = LOADS[suffix][0]
 
@@ -187,7 +230,7 @@ def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] |
     name = inst.op.name
     kind, suffix = _kind(name)
     lds_dma = bool(getattr(inst, "lds", 0))
-    if kind not in ("LOAD", "STORE") or (kind == "LOAD" and suffix not in LOADS) or \
+    if kind not in ("LOAD", "STORE", "ATOMIC") or (kind == "LOAD" and suffix not in LOADS) or \
             (kind == "STORE" and suffix not in STORES) or (lds_dma and suffix not in LDS_DMA):
         raise KeyError(name + ("_LDS" if lds_dma else ""))
     srsrc = int(inst.srsrc.offset)
@@ -220,6 +263,15 @@ def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] |
                             dtype=bool)
         return base + soffset(b)[waves].astype(U64) + index * stride + offset, inside
 
+    if kind == "ATOMIC":
+        width = atomic_ops.ATOMICS[suffix].width
+        vdata = int(inst.vdata.offset) - 256
+
+        def in_range(b: Batch, waves: np.ndarray, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            addr, inside = place(b, waves, lanes, width)
+            return addr, np.asarray(inside.all(axis=1))
+        # the pre-op word returns to the data registers (CDNA4 ISA, MUBUF atomics: "returned to VDATA")
+        return compile_atomic(suffix, pc, size, what, acc, vdata, vdata, bool(inst.sc0), in_range)
     if kind == "LOAD":
         nbytes, signed, d16 = LOADS[suffix]
         vdst = int(inst.vdata.offset) - 256

@@ -14,6 +14,7 @@ from typing import Any
 
 from tinygrad.renderer.amd import decode_inst
 
+from wgrad_cli.emu.lds_atomic_ops import LDS_ATOMICS, compile_lds_atomic
 from wgrad_cli.emu.lds_ops import compile_ds
 from wgrad_cli.emu.loader import Image
 from wgrad_cli.emu.machine import Batch, EmuFault, Op
@@ -89,6 +90,8 @@ def compile_one(d: Decoded) -> Op:
             op = compile_scratch(inst, d.pc, d.size)
         elif cls == "MUBUF":
             op = compile_buffer(inst, d.pc, d.size)
+        elif cls == "DS" and inst.op.name in LDS_ATOMICS:
+            op = compile_lds_atomic(inst, d.pc, d.size)
         elif cls == "DS":
             op = compile_ds(inst, d.pc, d.size)
         elif cls in MATRIX:
