@@ -61,7 +61,7 @@ def compile_lds_atomic(inst: Any, pc: int, size: int) -> Op:
             lane = int(np.flatnonzero(addr % width)[0])
             raise EmuFault(f"LDS address {int(addr[lane]):#x} not aligned to {width} bytes "
                            f"({where(b, int(waves[lane]), int(lanes[lane]))})")
-        idx, inside = lds_index(b, addr, width, waves)
+        idx, inside = lds_index(b, addr, width, waves, lanes)
         done = np.ones(len(waves), dtype=bool) if inside is None else np.asarray(inside.all(axis=1))
         if inside is not None:
             b.stats.lds_out_of_range += int(inside.size - np.count_nonzero(inside))
