@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.emu.machine import Op
-from wgrad_cli.emu.vector_ops import _bf16_to_f32, _f32_to_bf16_rne
+from wgrad_cli.emu.vector_ops import bf16_to_f32, f32_to_bf16_rne
 
 U32, U64 = np.uint32, np.uint64
 F16, F32, F64 = np.float16, np.float32, np.float64
@@ -71,8 +71,8 @@ def _float(t: type, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Fn:
 
 
 def _pk_add_bf16(o: np.ndarray, s: np.ndarray, c: np.ndarray) -> np.ndarray:
-    lo = _f32_to_bf16_rne(_bf16_to_f32(o & U32(0xFFFF)) + _bf16_to_f32(s & U32(0xFFFF)))
-    hi = _f32_to_bf16_rne(_bf16_to_f32(o >> U32(16)) + _bf16_to_f32(s >> U32(16)))
+    lo = f32_to_bf16_rne(bf16_to_f32(o & U32(0xFFFF)) + bf16_to_f32(s & U32(0xFFFF)))
+    hi = f32_to_bf16_rne(bf16_to_f32(o >> U32(16)) + bf16_to_f32(s >> U32(16)))
     return np.asarray(lo | (hi << U32(16)), dtype=U32)
 
 

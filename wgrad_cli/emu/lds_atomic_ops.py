@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.emu import atomic_ops
-from wgrad_cli.emu.lds_ops import lds_index
+from wgrad_cli.emu.lds_ops import ds_fields, lds_index
 from wgrad_cli.emu.machine import Batch, EmuFault, Op
 from wgrad_cli.emu.memory_ops import to_regs, where, words
 
@@ -33,25 +33,21 @@ _KINDS = {
 }
 # DS opcode -> (atomic, returns the pre-op word); each kind has a plain and an RTN form, and the
 # exchanges have only RTN forms
+_ALL = atomic_ops.ATOMICS | atomic_ops.LDS_ONLY
 LDS_ATOMICS: dict[str, tuple[atomic_ops.Atomic, bool]] = {
-    **{f"DS_{k}": ((atomic_ops.ATOMICS | atomic_ops.LDS_ONLY)[a], False) for k, a in _KINDS.items()},
-    **{"DS_{}_RTN_{}".format(*k.rsplit("_", 1)): ((atomic_ops.ATOMICS | atomic_ops.LDS_ONLY)[a], True)
-       for k, a in _KINDS.items()},
+    **{f"DS_{k}": (_ALL[a], False) for k, a in _KINDS.items()},
+    **{"DS_{}_RTN_{}".format(*k.rsplit("_", 1)): (_ALL[a], True) for k, a in _KINDS.items()},
     "DS_WRXCHG_RTN_B32": (atomic_ops.ATOMICS["SWAP"], True), "DS_WRXCHG_RTN_B64": (atomic_ops.ATOMICS["SWAP_X2"], True),
 }
 
 
 def compile_lds_atomic(inst: Any, pc: int, size: int) -> Op:
     name = inst.op.name
-    if bool(getattr(inst, "gds", 0)):
-        raise KeyError(name + "_GDS")
+    vaddr, vdst, data0, data1, off0, off1, acc = ds_fields(inst)
+    offset = off0 | (off1 << 8)
     atomic, returns = LDS_ATOMICS[name]
     width = atomic.width
     what = name.lower()
-    vaddr, vdst = int(inst.addr.offset) - 256, int(inst.vdst.offset) - 256
-    data0, data1 = int(inst.data0.offset) - 256, int(inst.data1.offset) - 256
-    offset = int(inst.offset0) | (int(inst.offset1) << 8)
-    acc = bool(getattr(inst, "acc", 0))
 
     def run(b: Batch) -> None:
         waves, lanes = np.nonzero(b.lanes())

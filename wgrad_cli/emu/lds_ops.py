@@ -14,7 +14,7 @@ registers between the lanes of a wave and touch no LDS memory.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -134,17 +134,32 @@ def lds_store(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray, l
         b.lds[idx[inside]] = np.broadcast_to(data, idx.shape)[inside]
 
 
+class DsFields(NamedTuple):
+    """A DS instruction's operands: VGPR numbers, its two 8-bit offsets (one 16-bit offset,
+    offset1:offset0, for the single-address forms) and whether the data registers are AGPRs."""
+
+    vaddr: int
+    vdst: int
+    data0: int
+    data1: int
+    off0: int
+    off1: int
+    acc: bool
+
+
+def ds_fields(inst: Any) -> DsFields:
+    """The operands of a DS instruction; KeyError for the GDS forms, which the emulator lacks."""
+    if bool(getattr(inst, "gds", 0)):
+        raise KeyError(inst.op.name + "_GDS")
+    return DsFields(int(inst.addr.offset) - 256, int(inst.vdst.offset) - 256, int(inst.data0.offset) - 256,
+                    int(inst.data1.offset) - 256, int(inst.offset0), int(inst.offset1), bool(getattr(inst, "acc", 0)))
+
+
 def compile_ds(inst: Any, pc: int, size: int) -> Op:
     name = inst.op.name
     what = name.lower()
-    vaddr = int(inst.addr.offset) - 256
-    off0, off1 = int(inst.offset0), int(inst.offset1)
+    vaddr, vdst, data0, data1, off0, off1, acc = ds_fields(inst)
     offset = off0 | (off1 << 8)
-    acc = bool(getattr(inst, "acc", 0))
-    vdst = int(inst.vdst.offset) - 256
-    data0, data1 = int(inst.data0.offset) - 256, int(inst.data1.offset) - 256
-    if bool(getattr(inst, "gds", 0)):
-        raise KeyError(name + "_GDS")
 
     def address(b: Batch, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
         return np.asarray(b.v[vaddr][waves, lanes], dtype=np.int64)

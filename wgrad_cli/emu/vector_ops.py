@@ -154,11 +154,11 @@ SMALL_BITS = {"fp8": 8, "bf8": 8, "fp6": 6, "bf6": 6, "fp4": 4}
 CODES = {fmt: np.arange(1 << SMALL_BITS[fmt], dtype=np.uint8).view(dtype).astype(F64) for fmt, dtype in SMALL.items()}
 
 
-def _bf16_to_f32(x: np.ndarray) -> np.ndarray:
+def bf16_to_f32(x: np.ndarray) -> np.ndarray:
     return (x.astype(U32) << U32(16)).view(F32)
 
 
-def _f32_to_bf16_rne(x: np.ndarray) -> np.ndarray:
+def f32_to_bf16_rne(x: np.ndarray) -> np.ndarray:
     bits = x.astype(F32).view(U32)
     rounded = ((bits.astype(U64) + U64(0x7FFF) + ((bits >> U32(16)) & U32(1)).astype(U64)) >> U64(16)).astype(U32)
     return np.where(np.isnan(x), (bits >> U32(16)) | U32(0x40), rounded) & U32(0xFFFF)
@@ -186,7 +186,7 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_CVT_F32_UBYTE1": ("f32", ("u32",), lambda a: ((a >> U32(8)) & U32(0xFF)).astype(F32)),
     "V_CVT_F32_UBYTE2": ("f32", ("u32",), lambda a: ((a >> U32(16)) & U32(0xFF)).astype(F32)),
     "V_CVT_F32_UBYTE3": ("f32", ("u32",), lambda a: (a >> U32(24)).astype(F32)),
-    "V_CVT_F32_BF16": ("f32", ("b16",), lambda a: _bf16_to_f32(a)),
+    "V_CVT_F32_BF16": ("f32", ("b16",), lambda a: bf16_to_f32(a)),
     "V_TRUNC_F32": ("f32", ("f32",), np.trunc), "V_CEIL_F32": ("f32", ("f32",), np.ceil),
     "V_FLOOR_F32": ("f32", ("f32",), np.floor), "V_RNDNE_F32": ("f32", ("f32",), np.rint),
     "V_FRACT_F32": ("f32", ("f32",), lambda a: np.minimum(a - np.floor(a), F32(np.nextafter(F32(1), F32(0))))),
@@ -280,7 +280,7 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_CVT_PK_U16_U32": ("b32", ("u32", "u32"), lambda a, b: (a & U32(0xFFFF)) | (b << U32(16))),
     "V_PACK_B32_F16": ("b32", ("b16", "b16"), lambda a, b: a.astype(U32) | (b.astype(U32) << U32(16))),
     "V_CVT_PKRTZ_F16_F32": ("b32", ("f32", "f32"), lambda a, b: _f16_rtz(a) | (_f16_rtz(b) << U32(16))),
-    "V_CVT_PK_BF16_F32": ("b32", ("f32", "f32"), lambda a, b: _f32_to_bf16_rne(a) | (_f32_to_bf16_rne(b) << U32(16))),
+    "V_CVT_PK_BF16_F32": ("b32", ("f32", "f32"), lambda a, b: f32_to_bf16_rne(a) | (f32_to_bf16_rne(b) << U32(16))),
     "V_DIV_FIXUP_F32": ("f32", ("f32",) * 3, lambda a, b, c: _div_fixup(a, b, c)),
     "V_DIV_FIXUP_F64": ("f64", ("f64",) * 3, lambda a, b, c: _div_fixup(a, b, c)),
     "V_RCP_IFLAG_F32": ("f32", ("f32",), lambda a: (1.0 / a.astype(F64)).astype(F32)),
@@ -944,7 +944,7 @@ def _round_16(x: np.ndarray, t: str) -> np.ndarray:
     short significand (small formats times a power of two) come here: those are exact in fp32, so
     rounding fp32 to bf16 is the one rounding."""
     with np.errstate(all="ignore"):
-        return to_bits(x.astype(F16), "f16") if t == "f16" else _f32_to_bf16_rne(x.astype(F32))
+        return to_bits(x.astype(F16), "f16") if t == "f16" else f32_to_bf16_rne(x.astype(F32))
 
 
 SCALED = re.compile(r"V_CVT_SCALEF32_(PK_)?(F32|F16|BF16|FP8|BF8|FP4)_(F32|F16|BF16|FP8|BF8|FP4)")
@@ -954,7 +954,7 @@ def _half_read(word: opd.Read, t: str, hi: bool) -> Callable[[Batch], np.ndarray
     """The low or high half of a register as f16 or bf16 values (bf16 as its exact fp32)."""
     if t == "f16":
         return lambda b: typed(word(b), "f16", hi)
-    return lambda b: _bf16_to_f32(typed(word(b), "b16", hi))
+    return lambda b: bf16_to_f32(typed(word(b), "b16", hi))
 
 
 def _cvt_to_small(ctx: Ctx, fmt: str, src: str, scaled: bool) -> Run:
@@ -1056,7 +1056,7 @@ def _cvt_scaled_32(ctx: Ctx, to: str, frm: str, two: bool) -> Run:
 
     def halves(words: np.ndarray, t: str) -> np.ndarray:
         h = (words[..., None] >> np.array([0, 16], dtype=U32)).reshape(*words.shape[:-1], -1) & U32(0xFFFF)
-        return h.astype(U16).view(F16).astype(F64) if t == "f16" else _bf16_to_f32(h).astype(F64)
+        return h.astype(U16).view(F16).astype(F64) if t == "f16" else bf16_to_f32(h).astype(F64)
 
     def quantize(b: Batch) -> None:
         if two:  # interleave S0 and S1: code 2p from S0[p], 2p+1 from S1[p]
