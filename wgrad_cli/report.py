@@ -19,6 +19,7 @@ from wgrad_cli.atomic import write_text
 from wgrad_cli.build import BuildResult
 from wgrad_cli.errors import WgradError
 from wgrad_cli.records import SCHEMA
+from wgrad_cli.shipped import kernel_files
 from wgrad_cli.grid import Grid, plural
 from wgrad_cli.toolchain import Candidate
 
@@ -55,13 +56,19 @@ def git_commit() -> str | None:
     return head and head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
+def source_files() -> list[tuple[str, Path]]:
+    """(name, path) of every file source_sha256 covers: the package's Python source and every kernel file."""
+    root = Path(__file__).resolve().parent
+    files = [(str(p.relative_to(root)), p) for p in root.glob("**/*.py")]
+    return sorted(files + [(f"kernels/{p.name}", p) for p in kernel_files()])
+
+
 def source_sha256() -> str:
     """One hash of the tool's own Python source and kernels: names the code that ran even where
     the checkout's git history is missing or stale (a copy sent to a GPU machine)."""
-    root = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted([*root.glob("**/*.py"), *root.glob("kernels/*")]):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, path in source_files():
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
