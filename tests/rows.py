@@ -8,7 +8,7 @@ from typing import Any
 
 from wgrad_cli.check import Comparison
 from wgrad_cli.records import BenchRow, Errors, ShapeRef, VerifyRow, build
-from wgrad_cli.report import write_json
+from wgrad_cli.document import write_json
 from wgrad_cli.results import save
 from wgrad_cli.stats import summarize
 

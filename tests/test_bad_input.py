@@ -14,7 +14,7 @@ from test_compare import BENCH
 
 from wgrad_cli.cli import cli
 from wgrad_cli.records import to_json
-from wgrad_cli.report import write_json
+from wgrad_cli.document import write_json
 
 UNREADABLE = {
     "binary": b"\x7fELF\x02\x01\x01\x00\x00\xff\xfe",

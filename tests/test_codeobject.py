@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from wgrad_cli.toolchain import Compiler
+from wgrad_cli.compilers import Compiler
 from wgrad_cli.codeobject import (CodeObjectError, Param, amd_metadata, amd_params, check_params, cubin_params,
                                   mangled_kinds, match_symbol, nvidia_kernel_params, nvidia_resources)
 

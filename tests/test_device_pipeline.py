@@ -14,10 +14,11 @@ from hostdevice import HostDevice
 from wgrad_cli.abi import Dims
 from wgrad_cli.cli import cli
 from wgrad_cli.kernelspec import KernelSpec
-from wgrad_cli.runtime import DriverError, Runtime
+from wgrad_cli.errors import DriverError
+from wgrad_cli.runtime import Runtime
 from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.stopping import REASONS
-from wgrad_cli.toolchain import Compiler
+from wgrad_cli.compilers import Compiler
 
 FAST = ["--min-samples", "3", "--min-time", "0", "--timeout", "0.5", "--warmup", "1"]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wgrad_cli.report import source_files
-from wgrad_cli.toolchain import Compiler
+from wgrad_cli.document import source_files
+from wgrad_cli.compilers import Compiler
 
 REPO = Path(__file__).resolve().parent.parent
 

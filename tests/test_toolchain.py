@@ -14,7 +14,8 @@ from wgrad_cli.build import BuildJob, build_one
 from wgrad_cli.cache import Cache
 from wgrad_cli.errors import ToolchainError
 from wgrad_cli.kernelspec import KernelSpec
-from wgrad_cli.toolchain import Compiler, Toolchains, amd_candidates, nvidia_candidates
+from wgrad_cli.compilers import Compiler, amd_candidates, nvidia_candidates
+from wgrad_cli.toolchain import Toolchains
 
 
 def fake_clang(directory: Path, name: str, version: str) -> Path:

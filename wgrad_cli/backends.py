@@ -21,10 +21,10 @@ from wgrad_cli.targets import Target, Vendor
 if TYPE_CHECKING:
     from wgrad_cli.codeobject import Param, Resources
     from wgrad_cli.peaks import Peak
-    from wgrad_cli.runtime import Device, DeviceInfo, Runtime
-    from wgrad_cli.toolchain import Candidate
+    from wgrad_cli.options import Device
+    from wgrad_cli.runtime import DeviceInfo, Runtime
+    from wgrad_cli.compilers import Candidate
 
-EMULATED = "emu"  # --device emu: gfx950's emulated device
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,8 @@ class Backend(ABC):
 
     def open_runtime(self, device: Device) -> Runtime:
         """A Runtime on GPU `device` of this vendor; DriverError (one line) if there is none."""
-        from wgrad_cli.runtime import DriverError, Emulated
+        from wgrad_cli.options import EMULATED, Emulated
+        from wgrad_cli.errors import DriverError
 
         if isinstance(device, Emulated):
             raise DriverError(f"--device {EMULATED} emulates a gfx950 (MI355X); it cannot run {self.vendor} code")
@@ -90,7 +91,7 @@ class Gfx950(Backend):
     torch_baselines = False  # torch's ROCm wheels bring their own HIP runtime (see docs/hip.md)
 
     def candidates(self, named: str | None, rocm_path: str | None, shim_dir: Path) -> Iterator[Candidate]:
-        from wgrad_cli.toolchain import amd_candidates
+        from wgrad_cli.compilers import amd_candidates
 
         return amd_candidates(named, rocm_path, shim_dir)
 
@@ -110,7 +111,7 @@ class Gfx950(Backend):
         return gfx950_peak(device)
 
     def open_runtime(self, device: Device) -> Runtime:
-        from wgrad_cli.runtime import Emulated
+        from wgrad_cli.options import Emulated
 
         if isinstance(device, Emulated):
             from wgrad_cli.emu.device import EmuRuntime
@@ -128,7 +129,7 @@ class Sm90a(Backend):
     torch_baselines = True
 
     def candidates(self, named: str | None, rocm_path: str | None, shim_dir: Path) -> Iterator[Candidate]:
-        from wgrad_cli.toolchain import nvidia_candidates
+        from wgrad_cli.compilers import nvidia_candidates
 
         return nvidia_candidates(named)
 
@@ -155,4 +156,15 @@ BY_VENDOR: dict[Vendor, Backend] = {b.vendor: b for b in BACKENDS.values()}
 def backend(target: Target | str) -> Backend:
     """The backend of a target (or target name)."""
     return BACKENDS[target if isinstance(target, str) else target.name]
+
+
+def open_runtime(vendor: Vendor, index: Device) -> Runtime:
+    """A Runtime on device `index` of `vendor` (or its emulated device); DriverError (one line, exit 2)
+    if there is none."""
+    return BY_VENDOR[vendor].open_runtime(index)
+
+
+def peak(device: DeviceInfo) -> Peak | None:
+    """The device's peaks, or None for a device its backend does not know (bench then omits % of peak)."""
+    return BY_VENDOR[device.vendor].peak(device)
 

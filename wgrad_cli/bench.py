@@ -23,14 +23,16 @@ from typing import Any, TypeVar
 
 from wgrad_cli import isolation
 from wgrad_cli.abi import Dims, flops, min_bytes
-from wgrad_cli.baselines import NAMES as BASELINES
+from wgrad_cli.baseline_names import NAMES as BASELINES
 from wgrad_cli.baselines import baselines, require_torch, spin
 from wgrad_cli.build import BuildJob
 from wgrad_cli.config import Shape
-from wgrad_cli.isolation import Crash, Crashed
+from wgrad_cli.errors import Crashed
+from wgrad_cli.isolation import Crash
 from wgrad_cli.launch import DeviceProblem, Kernel, prepare, upload
 from wgrad_cli.measure import Flush, Measurement, measure
-from wgrad_cli.peaks import flush_bytes, peak
+from wgrad_cli.backends import peak
+from wgrad_cli.peaks import flush_bytes
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.records import BenchRow, build
 from wgrad_cli.results import order
@@ -117,7 +119,7 @@ class Plan:
     hot: bool
     repeat: int
     warmup: int
-    flush: str = "zero"  # measure.FLUSHES
+    flush: str = "zero"  # options.FLUSHES
     discard_throttled: bool = False
     baselines: tuple[str, ...] = BASELINES  # which baselines run, with_baselines
 
@@ -162,7 +164,7 @@ def _measured(s: Session, plan: Plan, shape: Shape, runs: Callable[[DeviceProble
     """Upload the shape's problem, measure each of `runs` on it `plan.repeat` times (cold: after a flush of
     the last-level cache), and give their rows; `work` is (FLOPs, bytes), from the problem if None."""
     rows = []
-    nbytes = flush_bytes(s.rt.device)
+    nbytes = flush_bytes(s.rt.device, peak(s.rt.device))
     ptr = None if plan.hot or plan.flush == "read" else s.rt.alloc(nbytes)
     try:
         flush = None if plan.hot else _flush(s, plan.flush, ptr or 0, nbytes)
@@ -190,7 +192,7 @@ def calibrate(s: Session, plan: Plan) -> list[BenchRow]:
     """The calibration row: the empty kernel, one workgroup, timed as the shapes are."""
     empty = BuildJob(s.specs["empty"], s.target.name, CALIBRATION.dims)
 
-    def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
+    def runs(dev: DeviceProblem, _p: Problem) -> list[Run]:
         kernel = _kernel(s, empty, dev)
         head = {**_head(s, Record(-1, empty, CALIBRATION), kernel), "calibration": True}
         return [(head, kernel, replace(plan.criterion, max_samples=CALIBRATION_SAMPLES), 1, False)]
@@ -202,7 +204,7 @@ def measure_record(s: Session, job: tuple[Plan, Record]) -> list[BenchRow]:
     """One kernel on one shape, `repeat` rows."""
     plan, rec = job
 
-    def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
+    def runs(dev: DeviceProblem, _p: Problem) -> list[Run]:
         kernel = _kernel(s, rec.job, dev)
         return [(_head(s, rec, kernel), kernel, plan.criterion, plan.repeat, False)]
 
@@ -213,7 +215,7 @@ def measure_baselines(s: Session, job: tuple[Plan, Record]) -> list[BenchRow]:
     """The torch baselines on a record's shape, `repeat` rows each."""
     plan, rec = job
 
-    def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
+    def runs(_dev: DeviceProblem, p: Problem) -> list[Run]:
         head = {**rec.to_json(), "baseline": True, "code_object_sha256": None, "compiler": None, "flags": None,
                 "build_errors": [], "grid": None}
         return [({**head, "kernel": name}, fn, plan.criterion, plan.repeat, True)

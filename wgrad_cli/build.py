@@ -21,7 +21,8 @@ from wgrad_cli.codeobject import CodeObjectError, Resources
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
 from wgrad_cli.kernelspec import KernelSpec
 from wgrad_cli.targets import TARGETS
-from wgrad_cli.toolchain import Compiler, Toolchains
+from wgrad_cli.compilers import Compiler
+from wgrad_cli.toolchain import Toolchains
 
 ERROR_LINES = 12
 

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import click
 
 from wgrad_cli import __version__
-from wgrad_cli.errors import KernelHang, WgradError
-from wgrad_cli.runtime import Device, Emulated
+from wgrad_cli.errors import CheckFailed, KernelHang, WgradError
+from wgrad_cli.options import EMULATED, FLUSHES, Device, Emulated
 from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.waiting import KERNEL_TIMEOUT_S
 
@@ -40,8 +40,6 @@ class Group(click.Group):
 
 def parse_device(_ctx: click.Context, _param: click.Parameter, value: str) -> Device:
     """--device: a device index (0, 1, ...) or emu, the emulated gfx950."""
-    from wgrad_cli.backends import EMULATED
-
     if value == EMULATED:
         return Emulated()
     if value.isdigit():
@@ -228,7 +226,7 @@ def emu_check(**kw: Any) -> None:
                    "same FLOPs on the e4m3 bytes, block scales ignored (the fp8 rate; needs torch with a GPU).")
 @click.option("--baseline", "only_baselines", multiple=True,
               help="Only this baseline (repeatable; implies --baselines).")
-@click.option("--flush", "flush_kind", type=click.Choice(["zero", "pattern", "read"]), default="zero",
+@click.option("--flush", "flush_kind", type=click.Choice(FLUSHES), default="zero",
               show_default=True, help="How a cold sample's cache is flushed: a memset of zeros, of a byte that "
                                       "changes every sample, or a read of the buffer by torch (docs/timing.md).")
 @click.option("--discard-throttled", is_flag=True,
@@ -254,7 +252,7 @@ def compare(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> 
     from rich.markup import escape
 
     from wgrad_cli.compare import compare_docs, summary
-    from wgrad_cli.report import err, out
+    from wgrad_cli.console import err, out
     from wgrad_cli.tables import compare_table
 
     command, deltas = compare_docs(base, new, threshold, allow)
@@ -264,7 +262,7 @@ def compare(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> 
             err.print(f"[red]regression[/] {escape(d.label)}: {escape(d.regression)}", highlight=False, soft_wrap=True)
     out.print(summary(deltas, threshold), highlight=False)
     if any(d.regression for d in deltas):
-        raise SystemExit(1)
+        raise CheckFailed()
 
 
 @cli.command()
@@ -276,7 +274,7 @@ def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -
     """Speed-ups over the baselines across bench results files (run with --baselines), with the
     geometric mean per kernel over every row given."""
     from wgrad_cli.grid import plural
-    from wgrad_cli.report import out
+    from wgrad_cli.console import out
     from wgrad_cli.speedup import load_speedups, only
     from wgrad_cli.tables import speedup_markdown, speedup_table
 
@@ -296,7 +294,7 @@ def plot(files: tuple[Path, ...], out: Path) -> None:
     """Plot bench results files: per shape, each kernel's TFLOP/s next to its baselines, and a
     roofline (FLOP per byte from the minimum bytes, against the file's recorded peak and bandwidth)."""
     from wgrad_cli.plot import plot_command
-    from wgrad_cli.report import out as console
+    from wgrad_cli.console import out as console
 
     plot_command(list(files), out)
     console.print(f"wrote {out}", highlight=False, markup=False)
@@ -323,7 +321,7 @@ def show(files: tuple[Path, ...], form: str | None) -> None:
 def merge(shards: tuple[Path, ...], json_path: Path) -> None:
     """Join the --shard i/n results files of one run into one file and table."""
     from wgrad_cli.compare import merge_docs
-    from wgrad_cli.report import out
+    from wgrad_cli.console import out
     from wgrad_cli.results import save
     from wgrad_cli.tables import document_table
 

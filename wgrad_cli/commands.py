@@ -10,10 +10,12 @@ from rich.markup import escape
 from wgrad_cli.build import BuildJob, BuildResult, resolve_compilers, result_json, run_builds
 from wgrad_cli.cache import Cache, default_root
 from wgrad_cli.config import Config, Shape, load_config, source_problem
-from wgrad_cli.errors import ToolchainError, WgradError
+from wgrad_cli.errors import CheckFailed, ToolchainError, WgradError
 from wgrad_cli.grid import Grid, plural
 from wgrad_cli.kernelspec import KernelSpec, load_specs
-from wgrad_cli.report import build_table, err, out, progress, toolchain_table, write_json
+from wgrad_cli.console import err, out, progress
+from wgrad_cli.document import write_json
+from wgrad_cli.report import build_table, toolchain_table
 from wgrad_cli.shipped import config_file, shipped_configs
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.toolchain import Toolchains
@@ -129,7 +131,7 @@ def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[st
               f"limits: {limits}", highlight=False)
     asked = [j for j in left_out if j.target in targets or j.kernel.name in kernels]
     if failed or asked or not results:
-        raise SystemExit(1)
+        raise CheckFailed()
 
 
 def matrix_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],

@@ -8,15 +8,17 @@ from typing import Any
 
 from rich.markup import escape
 
-from wgrad_cli.backends import EMULATED, backend
-from wgrad_cli.baselines import NAMES as BASELINES
+from wgrad_cli.backends import backend
+from wgrad_cli.options import EMULATED
+from wgrad_cli.baseline_names import NAMES as BASELINES
 from wgrad_cli.baselines import require_torch, unknown
 from wgrad_cli.bench import CALIBRATION, Plan, bench
-from wgrad_cli.errors import WgradError
-from wgrad_cli.isolation import Crash, Crashed
-from wgrad_cli.peaks import flush_bytes, peak
-from wgrad_cli.report import err, out, progress
-from wgrad_cli.runtime import Emulated
+from wgrad_cli.errors import CheckFailed, Crashed, WgradError
+from wgrad_cli.isolation import Crash
+from wgrad_cli.backends import peak
+from wgrad_cli.peaks import flush_bytes
+from wgrad_cli.console import err, out, progress
+from wgrad_cli.options import Emulated
 from wgrad_cli.records import BenchRow, Document, Row, SCHEMA
 from wgrad_cli.results import default_path, order, save
 from wgrad_cli.session import Session, open_session
@@ -80,9 +82,9 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
     for c in crashes:
         err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
     if crashes:
-        raise SystemExit(Crashed.exit_code)
+        raise Crashed()
     if failed:
-        raise SystemExit(1)
+        raise CheckFailed()
 
 
 def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_time: float, max_noise: float,
@@ -105,7 +107,8 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
         raise WgradError(f"--baselines on a {s.target} device: PyTorch's ROCm wheels load their own libamdhip64.so beside "
                          "hip-python's, and wgrad's events would not order torch's kernels (their times would come "
                          "out near zero); time the kernels without --baselines, and the torch paths with torch's events")
-    known, flush = peak(s.rt.device), 0 if hot else flush_bytes(s.rt.device)
+    known = peak(s.rt.device)
+    flush = 0 if hot else flush_bytes(s.rt.device, known)
     details = {"criterion": criterion.to_json(), "peak": known.__dict__ if known else None, "warmup": warmup,
                "flush": None if hot else flush_kind, "discard_throttled": discard_throttled}
     finished: list[BenchRow] = []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wgrad_cli.backends import BY_VENDOR
 from wgrad_cli.runtime import DeviceInfo
 
 MiB = 1 << 20
@@ -32,11 +31,6 @@ DATASHEET = {  # name fragment (first match wins) -> (fp8, bf16 TFLOP/s, HBM GB/
 }
 
 
-def peak(device: DeviceInfo) -> Peak | None:
-    """The device's peaks, or None for a device the table does not know (bench then omits % of peak)."""
-    return BY_VENDOR[device.vendor].peak(device)
-
-
 def gfx950_peak(device: DeviceInfo) -> Peak:
     mxfp8 = device.units * device.max_clock_mhz * 1e6 * 8192 / 1e12
     return Peak(mxfp8, "MXFP8", mxfp8 / 2, 8000.0, 256 * MiB + 32 * MiB,
@@ -50,7 +44,7 @@ def datasheet_peak(device: DeviceInfo) -> Peak | None:
     return None
 
 
-def flush_bytes(device: DeviceInfo) -> int:
-    """Bytes written between cold runs: twice the last-level cache (the L2 the driver reports, at least)."""
-    known = peak(device)
+def flush_bytes(device: DeviceInfo, known: Peak | None) -> int:
+    """Bytes written between cold runs: twice the last-level cache (the L2 the driver reports, at least;
+    `known`: the device's peaks, where its backend knows them)."""
     return 2 * max(device.l2_bytes, known.llc_bytes if known else 0)

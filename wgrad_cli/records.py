@@ -128,7 +128,7 @@ class BenchRow(CodeObject):
     batch: int = 1  # launches per sample (hot)
     grid: int | None = None
     flush_bytes: int = 0
-    flush: str | None = None  # how the cache was flushed (measure.FLUSHES); None in files before the choice
+    flush: str | None = None  # how the cache was flushed (options.FLUSHES); None in files before the choice
     spin_ms: float | None = None  # a spin kernel ahead of each sample hid the host's submission (multi-launch)
     overlap: float | None = None  # share of sensor readings taken while the timed launch ran
     throttled: float | None = None  # share of samples whose overlapping reading saw the clock held down

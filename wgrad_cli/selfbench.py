@@ -37,6 +37,7 @@ import numpy as np
 from wgrad_cli.abi import Dims
 from wgrad_cli.build import BuildJob, run_builds
 from wgrad_cli.cache import Cache
+from wgrad_cli.errors import CheckFailed
 from wgrad_cli.config import load_config
 from wgrad_cli.emu import mfma_step
 from wgrad_cli.emu.device import EmuRuntime
@@ -46,7 +47,8 @@ from wgrad_cli.launch import prepare
 from wgrad_cli.mxfp8 import E4M3
 from wgrad_cli.problem import generate
 from wgrad_cli.reference import PRECISIONS, grad_w
-from wgrad_cli.report import err, out, write_json
+from wgrad_cli.console import err, out
+from wgrad_cli.document import write_json
 from wgrad_cli.routing import Routing
 from wgrad_cli.shipped import config_file
 from wgrad_cli.targets import TARGETS
@@ -141,7 +143,7 @@ def build_ratios(config_path: Path) -> list[Ratio]:
         for _ in range(2):
             t, results = _timed(run_builds, jobs, Toolchains(cache.root / "zig-shim"), cache, {}, os.cpu_count() or 1)
             if not all(r.ok for r in results):
-                raise SystemExit(f"selfbench: building {config_path} failed; run wgrad build --config {config_path}")
+                raise CheckFailed(f"selfbench: building {config_path} failed; run wgrad build --config {config_path}")
             times.append(t)
         command = [sys.executable, "-m", "wgrad_cli", "build", "--config", str(config_path), "--cache-dir", f"{tmp}/cmd"]
         runs = [_timed(subprocess.run, command, capture_output=True, check=True)[0] for _ in range(2)]
@@ -218,4 +220,4 @@ def selfbench_command(size: int, experts: int, build_config: Path, json_path: Pa
                    python=platform.python_version(),
                    numpy=np.__version__, size=size, experts=experts, build_config=str(build_config))
     if not all(r.ok for r in ratios if not r.informational):
-        raise SystemExit(1)
+        raise CheckFailed()

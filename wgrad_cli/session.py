@@ -17,15 +17,18 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.abi import Dims
+from wgrad_cli.backends import open_runtime
 from wgrad_cli.build import BuildJob, BuildResult, run_builds
 from wgrad_cli.cache import Cache, default_root, sha256_file
 from wgrad_cli.commands import select, shard_jobs
 from wgrad_cli.config import Config, Shape
 from wgrad_cli.errors import WgradError
 from wgrad_cli.kernelspec import KernelSpec, load_specs
-from wgrad_cli.report import progress
+from wgrad_cli.console import progress
 from wgrad_cli.routing import edge_routings
-from wgrad_cli.runtime import Device, DriverError, Runtime, open_runtime
+from wgrad_cli.options import Device
+from wgrad_cli.errors import DriverError
+from wgrad_cli.runtime import Runtime
 from wgrad_cli.targets import TARGETS, Target
 from wgrad_cli.toolchain import Toolchains
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from wgrad_cli.errors import WgradError
 from wgrad_cli.grid import LAYOUT, Grid, set_layout
 from wgrad_cli.records import read_document
-from wgrad_cli.report import out
+from wgrad_cli.console import out
 from wgrad_cli.tables import document_table
 
 

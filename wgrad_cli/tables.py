@@ -13,7 +13,7 @@ from rich.markup import escape
 from wgrad_cli.grid import Grid
 from wgrad_cli.compare import Delta
 from wgrad_cli.records import BenchRow, Document, VerifyRow
-from wgrad_cli.report import cell
+from wgrad_cli.console import cell
 from wgrad_cli.speedup import Speedup, geomeans
 from wgrad_cli.stopping import Criterion
 

@@ -27,7 +27,7 @@ from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
 from wgrad_cli.records import VerifyRow, build
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.errors import DriverError
 from wgrad_cli.session import Record, Session
 from wgrad_cli.waiting import settle
 

@@ -15,10 +15,10 @@ from wgrad_cli.commands import select
 from wgrad_cli.emu import atomic_ops, lds_atomic_ops, lds_ops, matrix_ops, memory_ops, scalar_ops, vector_ops
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program
-from wgrad_cli.errors import WgradError
+from wgrad_cli.errors import CheckFailed, WgradError
 from wgrad_cli.grid import Grid, plural
 from wgrad_cli.kernelspec import load_specs
-from wgrad_cli.report import err, out
+from wgrad_cli.console import err, out
 from wgrad_cli.toolchain import Toolchains
 
 TARGET = "gfx950"
@@ -82,4 +82,4 @@ def emu_check_command(config_path: Path, kernels: tuple[str, ...], shapes: tuple
     for line in problems:  # a failed compile, or no gfx950 compiler (how to get one)
         err.print(f"[red]{escape(line)}[/]", highlight=False)
     if problems:
-        raise SystemExit(1)
+        raise CheckFailed()

@@ -70,7 +70,7 @@ def user_sgprs(k: Descriptor, launch: Launch, kernarg_words: np.ndarray) -> list
     return values
 
 
-def init_batch(launch: Launch, program: Program, heap: Heap, first_group: int, groups: int,
+def init_batch(launch: Launch, heap: Heap, first_group: int, groups: int,
                kernarg_words: np.ndarray) -> Batch:
     k = launch.kernel
     wpg = launch.waves_per_group
@@ -112,7 +112,7 @@ def run_groups(launch: Launch, program: Program, heap: Heap, first: int, count: 
 
     for start in range(first, first + count, per_batch):
         n = min(per_batch, first + count - start)
-        batch = init_batch(launch, program, heap, start, n, kernarg)
+        batch = init_batch(launch, heap, start, n, kernarg)
         execute(batch, program.ops, describe)
         stats.add(batch.stats)
     return stats

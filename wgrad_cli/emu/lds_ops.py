@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from wgrad_cli.emu.machine import Batch, EmuFault, Op, Run
-from wgrad_cli.emu.memory_ops import from_regs, to_regs, where
+from wgrad_cli.emu.lanes import from_regs, to_regs, where
 
 
 READS = {"DS_READ_B32": (4, False), "DS_READ_B64": (8, False), "DS_READ_B96": (12, False),

@@ -233,10 +233,6 @@ PK_F32: dict[str, Callable[..., np.ndarray]] = {
 }
 
 
-def _sat(lo: int, hi: int) -> Callable[[np.ndarray], np.ndarray]:
-    return lambda v: np.clip(v, lo, hi)
-
-
 # name -> (element type, sources, function on int64/float64 halves); CDNA4 ISA pseudo-code: each 16-bit
 # half of D is the operation on the same-numbered halves the op_sel/op_sel_hi bits pick from each source.
 # Shift amounts come from the low 4 bits of the selected half of S0 (S0[3:0], S0[19:16] by default).
