@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from wgrad_cli import compilers
 
 from wgrad_cli.cli import cli
-from wgrad_cli.commands import shard_jobs
+from wgrad_cli.selection import shard_jobs
 from wgrad_cli.shipped import CONFIGS_DIR
 
 RECORD_KEYS = {"shape", "kernel", "target", "ok", "code_object", "compile_seconds", "cache_hit", "resources", "compiler",

@@ -4,6 +4,7 @@ the layers below take as values."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 EMULATED = "emu"  # --device emu: gfx950's emulated device
 # zero: a memset of zeros (as nvbench's and triton's flushes); pattern: a byte that changes every
@@ -22,3 +23,68 @@ class Emulated:
 
 
 Device = int | Emulated  # a device index, or the emulated gfx950
+Shard = tuple[int, int]  # slice i of n (1-based)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to work on: the config, and the kernels, targets and shapes chosen from it (none: all)."""
+
+    config_path: Path
+    kernels: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    shapes: tuple[str, ...] = ()
+    kernel_source: Path | None = None  # the one --kernel's source, in place of the shipped one
+    includes: tuple[Path, ...] = ()  # include folders for it
+
+
+@dataclass(frozen=True)
+class CompilerOptions:
+    """Where compiled code objects are kept, and the compilers named on the command line."""
+
+    cache_dir: Path | None = None  # None: $WGRAD_CACHE_DIR or ~/.cache/wgrad
+    hip_cc: str | None = None
+    nvcc: str | None = None
+    rocm_path: str | None = None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How verify and bench run: on which device, with which seed, which slice, and how long a wait may take."""
+
+    device: Device = 0
+    seed: int | None = None  # None: the config's
+    kernel_timeout: float = 60.0
+    shard: Shard | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where verify and bench write their results."""
+
+    json_path: Path | None = None  # None: results/<command>-<config>-<arch>[-shard-i-of-n].json
+    csv_path: Path | None = None
+    no_save: bool = False
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    reference: str = "auto"  # auto, numpy or device
+    rows: int = 64  # rows per expert numpy checks when the reference is the device's
+    per_expert: bool = False
+    edge_cases: bool = False
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    hot: bool = False
+    repeat: int = 1
+    warmup: int = 3
+    min_samples: int = 10
+    min_time: float = 0.5
+    max_noise: float = 0.005
+    timeout: float = 15.0
+    baselines: bool = False
+    only_baselines: tuple[str, ...] = ()
+    flush: str = "zero"  # one of FLUSHES
+    discard_throttled: bool = False

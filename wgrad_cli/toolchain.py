@@ -11,6 +11,7 @@ from pathlib import Path
 from wgrad_cli.backends import backend
 from wgrad_cli.compilers import Candidate, Compiler
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
+from wgrad_cli.options import CompilerOptions
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,11 @@ class Toolchains:
     hip_cc: str | None = None
     nvcc: str | None = None
     rocm_path: str | None = None
+
+    @classmethod
+    def chosen(cls, options: CompilerOptions, cache_root: Path) -> Toolchains:
+        """The command line's compilers; zig's lld shim lives in the cache."""
+        return cls(cache_root / "zig-shim", options.hip_cc, options.nvcc, options.rocm_path)
 
     def named(self, target: str) -> str | None:
         """The compiler given on the command line for this target, if any."""
