@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from wgrad_cli.abi import Dims
-from wgrad_cli.backends import open_runtime
+from wgrad_cli.backends.registry import open_runtime
 from wgrad_cli.build import BuildJob, run_builds
 from wgrad_cli.cache import Cache
 from wgrad_cli.errors import ToolchainError

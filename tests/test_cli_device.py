@@ -12,7 +12,7 @@ from rows import verify_row as verify_record
 from rows import write
 from test_compare import BENCH, VERIFY, shard
 
-from wgrad_cli.backends import open_runtime
+from wgrad_cli.backends.registry import open_runtime
 from wgrad_cli.cli import cli
 from wgrad_cli.document import write_json
 from wgrad_cli.errors import DriverError

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from wgrad_cli import compilers
+from wgrad_cli.backends import sm90a
+from wgrad_cli.compilers import Candidate
 
 from wgrad_cli.cli import cli
 from wgrad_cli.selection import shard_jobs
@@ -111,8 +112,7 @@ def test_isa_option_writes_files(repo: Path, tmp_path: Path, amd_compiler: objec
 def no_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
     """A machine without the CUDA toolkit: every sm_90a candidate is missing."""
     monkeypatch.delenv("WGRAD_NVCC", raising=False)
-    monkeypatch.setattr(compilers, "nvidia_candidates",
-                        lambda nvcc: iter([compilers.Candidate("nvcc on PATH", None, "not found")]))
+    monkeypatch.setattr(sm90a, "candidates", lambda nvcc: iter([Candidate("nvcc on PATH", None, "not found")]))
 
 
 def test_a_missing_compiler_skips_its_target_in_one_line(tmp_path: Path, amd_compiler: object,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wgrad_cli.backends import peak
+from wgrad_cli.backends.registry import peak
 from wgrad_cli.peaks import flush_bytes
 from wgrad_cli.runtime import DeviceInfo
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from wgrad_cli.backends import open_runtime
+from wgrad_cli.backends.registry import open_runtime
 from wgrad_cli.errors import DriverError
 from wgrad_cli.runtime import c_text
 

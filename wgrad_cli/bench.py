@@ -31,7 +31,7 @@ from wgrad_cli.errors import Crashed
 from wgrad_cli.isolation import Crash
 from wgrad_cli.launch import DeviceProblem, Kernel, prepare, upload
 from wgrad_cli.measure import Flush, Measurement, measure
-from wgrad_cli.backends import peak
+from wgrad_cli.backends.registry import peak
 from wgrad_cli.peaks import flush_bytes
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.records import BenchRow, CodeObject, ShapeRef

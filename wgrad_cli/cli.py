@@ -210,12 +210,11 @@ def run_options(f: F) -> F:
 def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output, checks: VerifyOptions,
            strict_lds: bool) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
+    from wgrad_cli.backends.registry import strict_lds as emulated_strictly
     from wgrad_cli.device_commands import verify_command
 
     if strict_lds:
-        if not isinstance(run.device, Emulated):
-            raise WgradError("--strict-lds: only the emulated device checks LDS accesses; add --device emu")
-        run = replace(run, device=Emulated(strict_lds=True))
+        run = replace(run, device=emulated_strictly(run.device))
     verify_command(selection, compilers, run, output, checks)
 
 

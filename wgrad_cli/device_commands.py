@@ -7,17 +7,16 @@ from typing import Any
 
 from rich.markup import escape
 
-from wgrad_cli.backends import backend
-from wgrad_cli.options import EMULATED
+from wgrad_cli.backends.registry import backend, check_timed
 from wgrad_cli.baseline_names import NAMES as BASELINES
 from wgrad_cli.baselines import require_torch, unknown
 from wgrad_cli.bench import CALIBRATION, Plan, bench
 from wgrad_cli.errors import CheckFailed, Crashed, WgradError
 from wgrad_cli.isolation import Crash
-from wgrad_cli.backends import peak
+from wgrad_cli.backends.registry import peak
 from wgrad_cli.peaks import flush_bytes
 from wgrad_cli.console import err, out, progress
-from wgrad_cli.options import BenchOptions, CompilerOptions, Emulated, Output, RunOptions, Selection, Shard, VerifyOptions
+from wgrad_cli.options import BenchOptions, CompilerOptions, Output, RunOptions, Selection, Shard, VerifyOptions
 from wgrad_cli.records import BenchRow, Document, Row, SCHEMA
 from wgrad_cli.results import default_path, order, save
 from wgrad_cli.session import Session, open_session
@@ -27,7 +26,7 @@ from wgrad_cli.tables import bench_footer, bench_table, counters_table, expert_t
 from wgrad_cli.verify import Outcome, device_reference_possible, verify
 
 
-def _save(s: Session, command: str, records: Sequence[Row], output: Output, shard: Shard | None,
+def save_results(s: Session, command: str, records: Sequence[Row], output: Output, shard: Shard | None,
           **extra: Any) -> None:
     if output.no_save:
         return
@@ -37,7 +36,7 @@ def _save(s: Session, command: str, records: Sequence[Row], output: Output, shar
               soft_wrap=True)
 
 
-def _header(s: Session) -> None:
+def print_header(s: Session) -> None:
     d = s.rt.device
     err.print(f"device {d.index}: {d.name} ({d.arch}, {d.units} units, {d.max_clock_mhz} MHz max), {d.driver}, "
               f"{d.runtime}; target {s.target}; seed {s.seed}", highlight=False)
@@ -49,7 +48,7 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     s = open_session(selection, compilers, run, checks.edge_cases,
                      extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else [])
     try:
-        _header(s)
+        print_header(s)
         with progress("verifying", len(s.records)) as bar:
             def done(o: Outcome) -> None:
                 bar.update(bar.task_ids[0], advance=1,
@@ -72,7 +71,7 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     for r in records:
         if checks.per_expert or not r.ok:
             out.print(expert_table(r))
-    _save(s, "verify", records, output, run.shard,
+    save_results(s, "verify", records, output, run.shard,
           **({"crashed": [c.line for c in crashes]} if crashes else {}))
     failed = [r for r in records if not r.ok]
     err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes)} shapes passed")
@@ -96,9 +95,7 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     baselines = timing.baselines or bool(timing.only_baselines)
     hot, repeat, warmup, flush_kind = timing.hot, timing.repeat, timing.warmup, timing.flush
     plan = Plan(criterion, hot, repeat, warmup, flush_kind, timing.discard_throttled, timing.only_baselines or BASELINES)
-    if isinstance(run.device, Emulated):
-        raise WgradError(f"bench: --device {EMULATED} runs kernels functionally, with no clock to time them; "
-                         f"wgrad verify --device {EMULATED} records what each kernel executed instead")
+    check_timed(run.device)
     if baselines or flush_kind == "read":
         require_torch()  # before any build or launch
     s = open_session(selection, compilers, run, False, extra=lambda _: [("empty", CALIBRATION.dims)])
@@ -113,7 +110,7 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
                "flush": None if hot else flush_kind, "discard_throttled": timing.discard_throttled}
     finished: list[BenchRow] = []
     try:
-        _header(s)
+        print_header(s)
         shapes = len({r.shape for r in s.records}) if baselines else 0
         with progress("benchmarking", 1 + (len(s.records) + len(plan.baselines) * shapes) * repeat) as bar:
             def step(what: str) -> None:
@@ -127,7 +124,7 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     except WgradError as exc:  # a hang, a baseline's failure, out of memory: the rows measured before it are kept
         if any(not r.calibration for r in finished):
             try:
-                _save(s, "bench", sorted(finished, key=order), output, run.shard, **details,
+                save_results(s, "bench", sorted(finished, key=order), output, run.shard, **details,
                       incomplete=exc.lines[0])
             except WgradError as unsaved:  # say both, as the same kind of error (a hang still exits 3)
                 raise type(exc)(exc.lines + unsaved.lines) from None
@@ -141,4 +138,4 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     if rows:
         out.print(speedup_table(rows, "speed-up over the baselines (first run of each shape)"))
     out.print(bench_footer(Document("bench", records, {**details, "schema": SCHEMA})), highlight=False)
-    _save(s, "bench", records, output, run.shard, **details)
+    save_results(s, "bench", records, output, run.shard, **details)

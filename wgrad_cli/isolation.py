@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
-from wgrad_cli.backends import open_runtime
+from wgrad_cli.backends.registry import open_runtime
 from wgrad_cli.errors import KernelHang, ToolError, WgradError
 from wgrad_cli.session import Session
 

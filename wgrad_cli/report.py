@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
+from wgrad_cli.backends.registry import backend
 from wgrad_cli.build import BuildResult
 from wgrad_cli.compilers import Candidate
-from wgrad_cli.grid import Grid, plural
+from wgrad_cli.grid import Grid
 
 
 def _occupancy(r: BuildResult) -> str:
-    if not r.resources:
-        return ""
-    o = r.resources.occupancy
-    if o.waves_per_simd is not None:
-        return f"{plural(o.groups_per_unit, 'WG')}/CU, {plural(o.waves_per_simd, 'wave')}/SIMD"
-    return f"{plural(o.groups_per_unit, 'block')}/SM, {plural(o.warps_per_sm or 0, 'warp')}/SM"
+    return backend(r.job.target).occupancy_text(r.resources) if r.resources else ""
 
 
 def _registers(r: BuildResult) -> str:
-    res = r.resources
-    if res is None:
-        return ""
-    return f"{res.registers}v {res.agprs}a {res.sgprs}s" if res.sgprs is not None else str(res.registers)
+    return backend(r.job.target).registers_text(r.resources) if r.resources else ""
 
 
 def build_table(results: list[BuildResult], shapes_of: list[list[str]]) -> Grid:

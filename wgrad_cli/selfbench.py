@@ -35,9 +35,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from wgrad_cli.abi import Dims
+from wgrad_cli.backends.registry import EMULATED_TARGET
 from wgrad_cli.build import BuildJob, run_builds
 from wgrad_cli.cache import Cache
-from wgrad_cli.errors import CheckFailed
+from wgrad_cli.errors import CheckFailed, ToolchainError
 from wgrad_cli.config import load_config
 from wgrad_cli.emu import mfma_step
 from wgrad_cli.emu.device import EmuRuntime
@@ -157,11 +158,13 @@ def build_ratios(config_path: Path) -> list[Ratio]:
 
 def emulator_ratios() -> list[Ratio]:
     """The emulator on MFMA-heavy code, against the 50 ms one-core budget for the step (a fixed
-    goal, not a measured baseline); nothing without clang-22 to build the step."""
-    image = mfma_step.build()
-    if image is None:
-        err.print(f"selfbench: {mfma_step.COMPILER} is not installed; the emulator's MFMA row is skipped")
-        return []
+    goal, not a measured baseline); nothing without a gfx950 compiler to build the step."""
+    with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-step-") as tmp:
+        try:
+            image = mfma_step.build(Toolchains(Path(tmp) / "zig-shim").select(EMULATED_TARGET, False))
+        except ToolchainError as exc:
+            err.print(f"selfbench: {exc.lines[0]}; the emulator's MFMA row is skipped")
+            return []
     return [Ratio("emulator scaled-MFMA step", mfma_step.step_seconds(image) * 1e3, 50.0, "ms", 1.0, False,
                   "one 512-thread workgroup, 256x256x128 scaled MFMA via LDS, on one core / the 50 ms goal")]
 
@@ -177,7 +180,7 @@ def emulator_rate_ratios() -> list[Ratio]:
     spec, d = load_specs()["reference"], EMU_RATE_DIMS
     with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-emu-") as tmp:
         cache = Cache(Path(tmp))
-        built = run_builds([BuildJob(spec, "gfx950", d)], Toolchains(cache.root / "zig-shim"), cache, {}, 1)[0]
+        built = run_builds([BuildJob(spec, EMULATED_TARGET, d)], Toolchains(cache.root / "zig-shim"), cache, {}, 1)[0]
         if not built.ok or built.code_object is None:
             err.print("selfbench: the reference kernel did not build for gfx950 (`wgrad build --target gfx950` says "
                       "why); the emulator's rate row is skipped")
@@ -189,7 +192,7 @@ def emulator_rate_ratios() -> list[Ratio]:
                   problem.offsets):
             args.append(rt.alloc(a.nbytes))
             rt.copy_in(args[-1], a.ctypes.data, a.nbytes)
-        kernel = prepare(rt, built.code_object, TARGETS["gfx950"], spec, d, args)
+        kernel = prepare(rt, built.code_object, TARGETS[EMULATED_TARGET], spec, d, args)
     seconds, _ = _timed(kernel)
     lanes = rt.stats[-1].lane_instructions
     return [Ratio("emulator rate, reference kernel", seconds / lanes * 1e9, 1e9 / EMU_RATE_GOAL, "ns", 1.0, True,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.abi import Dims
-from wgrad_cli.backends import open_runtime
+from wgrad_cli.backends.registry import open_runtime
 from wgrad_cli.build import BuildJob, BuildResult, run_builds
 from wgrad_cli.cache import Cache, sha256_file
 from wgrad_cli.config import Config, Shape

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from wgrad_cli.backends import backend
+from wgrad_cli.backends.registry import backend
 from wgrad_cli.compilers import Candidate, Compiler
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
 from wgrad_cli.options import CompilerOptions

@@ -7,6 +7,7 @@ own helpers, so a wrong semantic fails a test.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import shutil
@@ -17,11 +18,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wgrad_cli.codeobject import amd_metadata, amd_params
+from wgrad_cli.hsaco import metadata as amd_metadata, arguments as amd_params
+from wgrad_cli.backends.registry import backend
+from wgrad_cli.compilers import Compiler
 from wgrad_cli.emu.device import EmuRuntime
+from wgrad_cli.errors import ToolchainError
 from wgrad_cli.kernargs import pack
+from wgrad_cli.toolchain import Toolchains
 
-CLANG, OBJDUMP = "clang-22", "llvm-objdump-22"
+_CACHE = Path(tempfile.gettempdir()) / "wgrad-emu-test-kernels"
+CLANG = "a gfx950 compiler"  # need(CLANG): the one wgrad finds (clang 20+, ROCm, ziglang: `wgrad info`)
+# LLVM's disassembler, the emulator's decoder is compared with: the newest installed
+OBJDUMP = next((n for n in [*(f"llvm-objdump-{v}" for v in range(30, 19, -1)), "llvm-objdump"] if shutil.which(n)),
+               "llvm-objdump")
 PRELUDE = """
 #define KERNEL extern "C" __attribute__((global)) __attribute__((launch_bounds(256)))
 #define DEVICE __attribute__((device))
@@ -29,31 +38,48 @@ PRELUDE = """
 #define tid() __builtin_amdgcn_workitem_id_x()
 #define gid() __builtin_amdgcn_workgroup_id_x()
 """
-_CACHE = Path(tempfile.gettempdir()) / "wgrad-emu-test-kernels"
 # A kernel with an instruction the emulator does not implement: v_sin_f32, the hardware's own
 # approximation of sin(2 pi x), which the ISA text does not define to the bit.
 UNSUPPORTED = "KERNEL void sine(float *out, const float *a) { unsigned i = tid(); out[i] = __builtin_amdgcn_sinf(a[i]); }"
 UNSUPPORTED_MNEMONIC = "v_sin_f32_e32"
 
 
+@functools.cache
+def _compiler() -> Compiler | str:
+    try:
+        return Toolchains(_CACHE / "zig-shim").select("gfx950", False)
+    except ToolchainError as exc:
+        return exc.lines[0]
+
+
+def compiler() -> Compiler:
+    """The gfx950 compiler wgrad itself uses; the test is skipped where there is none."""
+    found = _compiler()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
+
+
 def need(tool: str) -> None:
-    if shutil.which(tool) is None:
-        pytest.skip(f"{tool} is not installed (apt-get install {'clang-22 lld-22' if tool == CLANG else 'llvm-22'})")
+    """Skip unless `tool` is there: CLANG (wgrad's gfx950 compiler) or OBJDUMP."""
+    if tool == CLANG:
+        compiler()
+    elif shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed (Debian: apt-get install llvm-22)")
 
 
 def compile_hip(source: str, flags: tuple[str, ...] = ("-O3",)) -> bytes:
-    """A gfx950 code object of `source` (after PRELUDE), cached by content across test runs."""
-    need(CLANG)
+    """A gfx950 code object of `source` (after PRELUDE), cached by content and compiler across test runs."""
+    found = compiler()
     text = PRELUDE + source
-    key = hashlib.sha256((text + " ".join(flags)).encode()).hexdigest()[:20]
+    key = hashlib.sha256((text + " ".join(flags) + found.identity).encode()).hexdigest()[:20]
     out = _CACHE / f"{key}.hsaco"
     if not out.exists():
         _CACHE.mkdir(parents=True, exist_ok=True)
         src = _CACHE / f"{key}.hip"
         src.write_text(text)
         tmp = out.with_suffix(".tmp")
-        subprocess.run([CLANG, "-x", "hip", "--offload-arch=gfx950", "--offload-device-only", "--no-gpu-bundle-output",
-                        "-nogpuinc", "-nogpulib", *flags, "-c", str(src), "-o", str(tmp)], check=True)
+        subprocess.run(backend("gfx950").compile_argv(found, src, tmp, src.with_suffix(".d"), {}, (), flags), check=True)
         tmp.replace(out)
     return out.read_bytes()
 

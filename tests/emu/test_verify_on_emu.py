@@ -8,7 +8,6 @@ nothing emu.yaml's shapes lack (zipf routing, several experts, empty ones)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from click.testing import CliRunner
 from wgrad_cli.cli import cli
 from wgrad_cli.shipped import CONFIGS_DIR
 
-pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
+pytestmark = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 
 
 @pytest.mark.parametrize("config, shapes", [("smoke.yaml", ("one-expert", "gaps")), ("emu.yaml", ())])

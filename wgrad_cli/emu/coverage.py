@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
+from wgrad_cli.backends.registry import EMULATED_TARGET
 from wgrad_cli.build import run_builds
 from wgrad_cli.cache import Cache
 from wgrad_cli.emu import atomic_ops, lds_atomic_ops, lds_ops, matrix_ops, memory_ops, scalar_ops, vector_ops
@@ -21,7 +22,7 @@ from wgrad_cli.options import CompilerOptions, Selection
 from wgrad_cli.selection import select
 from wgrad_cli.toolchain import Toolchains
 
-TARGET = "gfx950"
+TARGET = EMULATED_TARGET
 
 
 @dataclass(frozen=True)

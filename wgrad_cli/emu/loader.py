@@ -19,7 +19,8 @@ from typing import Any
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from wgrad_cli.codeobject import CodeObjectError, amd_metadata
+from wgrad_cli import hsaco
+from wgrad_cli.codeobject import CodeObjectError
 
 EF_AMDGPU_MACH_MASK, EF_AMDGPU_MACH_GFX950 = 0xFF, 0x4F
 
@@ -121,7 +122,7 @@ def load_image(data: bytes) -> Image:
     if isinstance(symbols, SymbolTableSection):
         kd_address = {sym.name[:-3]: sym["st_value"] for sym in symbols.iter_symbols() if sym.name.endswith(".kd")}
     kernels = {}
-    for k in amd_metadata(data).get("amdhsa.kernels", []):
+    for k in hsaco.metadata(data).get("amdhsa.kernels", []):
         name = k[".name"]
         if name not in kd_address:
             raise CodeObjectError(f"kernel {name} has no {name}.kd descriptor symbol")
