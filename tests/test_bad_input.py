@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_cli_errors import assert_user_error
+from clirun import assert_user_error
 from rows import write
-from test_compare import BENCH
+from rows import BENCH
 
 from wgrad_cli.cli import cli
 from wgrad_cli.records import to_json

@@ -10,7 +10,7 @@ from click.testing import CliRunner, Result
 from rows import bench_row as bench_record
 from rows import verify_row as verify_record
 from rows import write
-from test_compare import BENCH, VERIFY, shard
+from rows import BENCH, VERIFY, shard
 
 from wgrad_cli.backends.registry import open_runtime
 from wgrad_cli.cli import cli

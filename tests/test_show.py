@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from rows import bench_row, write
-from test_compare import BENCH, VERIFY
+from rows import BENCH, VERIFY
 
 from wgrad_cli.cli import cli
 from wgrad_cli.errors import WgradError
