@@ -29,6 +29,7 @@ def test_reference_kernel_passes_on_the_emulator(config: str, shapes: tuple[str,
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     assert doc["device"]["emulated"] and doc["device"]["arch"] == "gfx950"
+    assert doc["config"] == config.removesuffix(".yaml")  # a shipped config by its name, not this machine's path
     assert doc["records"] and all(r["ok"] for r in doc["records"])
     for r in doc["records"]:
         assert r["reference"] == "numpy float64, every element"
@@ -56,6 +57,7 @@ def test_shards_split_emulated_runs_as_gpu_runs(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     assert doc["shard"] == [1, 4] and [r["shape"]["name"] for r in doc["records"]] == ["one-expert"]
+    assert doc["config"] == "smoke"
     empty = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", "--shard", "9/9",
                                      "--cache-dir", str(tmp_path / "cache")])
     assert empty.exit_code == 2 and "slice 9 would be empty" in empty.stderr and "Traceback" not in empty.output
