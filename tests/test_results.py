@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -163,3 +165,22 @@ def test_a_file_that_names_its_config_by_an_absolute_path_reads_as_it_is(repo: P
     assert doc.get("config") == "/work/main/wgrad_cli/configs/large.yaml" and len(doc.bench_rows) == 3
     shown = CliRunner().invoke(cli, ["show", str(path)])
     assert shown.exit_code == 0 and "bf16-grouped" in shown.output
+
+
+ABSOLUTE = re.compile(r"(?:^|[\s=(\"'])(?:/|~/)[\w.-]+/")  # /root/out/..., ~/x/...: a path of the machine that ran it
+
+
+def strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def test_no_committed_results_file_holds_an_absolute_path(repo: Path) -> None:
+    assert ABSOLUTE.search("--json=/root/out/b.json") and not ABSOLUTE.search("generate (M=8) / as many, $OUT/b.json")
+    files = sorted((repo / "results").rglob("*.json"))
+    found = [f"{path.relative_to(repo)}: {s}" for path in files for s in strings(json.loads(path.read_text()))
+             if ABSOLUTE.search(s)]
+    assert files and found == []
