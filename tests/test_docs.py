@@ -19,7 +19,7 @@ from wgrad_cli.records import read_document
 from wgrad_cli.shipped import shipped_configs
 
 BLOCK = re.compile(r"<!-- (wgrad [^\n]*?) -->\n(.*?)<!-- end -->", re.S)
-PAGES = ["README.md", "docs/h200-results.md"]
+PAGES = ["README.md", "docs/h200-results.md", "docs/timing.md"]
 
 
 def printed(repo: Path, command: str) -> str:
