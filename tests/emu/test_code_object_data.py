@@ -4,11 +4,18 @@ recursive non-inlined calls (a dynamic stack), each the same C run on the host a
 
 from __future__ import annotations
 
+import re
+import struct
+
 import numpy as np
 import pytest
 
-from emukernels import assert_same_as_host, assert_uses
+from emukernels import assert_same_as_host, assert_uses, compile_hip, run
+from wgrad_cli.emu.device import EmuRuntime, Function
 from wgrad_cli.emu.loader import load_image
+from wgrad_cli.runtime import DriverError
+
+U32 = np.uint32
 
 OPT = ["-O0", "-O3"]
 
@@ -61,3 +68,64 @@ def test_recursive_calls_run_with_a_dynamic_stack_as_on_the_host(opt: str) -> No
     image = assert_same_as_host(RECURSIVE, (opt,))
     assert load_image(image).kernels["entry"].uses_dynamic_stack
     assert_uses(image, "s_swappc_b64|s_call_b64")
+
+COUNTER = """
+DEVICE unsigned counter[64];
+CONSTANT unsigned step[1] = {%d};
+KERNEL void count(unsigned *out) { counter[tid()] += step[0] + tid(); out[tid()] = counter[tid()]; }
+"""
+
+
+def test_code_objects_loaded_side_by_side_each_have_their_own_image() -> None:
+    """Two loads of one code object and a load of another: three images at three bases, each kernel
+    reaching its own globals through s_getpc_b64; hipModuleGetGlobal's address and size for each."""
+    first, second = compile_hip(COUNTER % 1), compile_hip(COUNTER % 1000)
+    rt = EmuRuntime(workers=1)
+    functions = [rt.load(image, "count", 0) for image in (first, first, second)]
+    assert all(isinstance(f, Function) for f in functions)
+    modules = [f.module for f in functions if isinstance(f, Function)]
+    counters = [rt.get_global(m, "counter") for m in modules]
+    assert len({c.address for c in counters}) == 3 and {c.size for c in counters} == {256}
+    lane = np.arange(64, dtype=np.uint32)
+    for _ in range(2):
+        run(first, [np.zeros(64, U32)], rt=rt, function=functions[0])
+    (out,) = run(second, [np.zeros(64, U32)], rt=rt, function=functions[2])
+    assert (out == 1000 + lane).all()
+    for where, runs, step in zip(counters, (2, 0, 1), (1, 1, 1000)):
+        host = np.zeros(64, U32)
+        rt.copy_out(host.ctypes.data, where.address, where.size)
+        assert (host == runs * (step + lane)).all()
+    with pytest.raises(DriverError, match=r"^the code object has no global missing; it has \['counter', 'step'\]$"):
+        rt.get_global(modules[0], "missing")
+
+
+def test_a_store_into_a_read_only_segment_stops_the_run_naming_it() -> None:
+    image = compile_hip("""
+static const unsigned table[64] = {1, 2, 3};
+KERNEL void scribble(unsigned *out, unsigned lane) {
+  if (tid() == lane) *(volatile unsigned *)&table[tid()] = 7u;
+  out[tid()] = table[tid() & 3];
+}
+""", ("-O1",))
+    with pytest.raises(DriverError) as info:
+        run(image, [np.zeros(64, U32), 21])
+    line = str(info.value)
+    segment = next(i for i, s in enumerate(load_image(image).segments) if any(x.name == ".rodata" for x in s.sections))
+    assert "\n" not in line and re.match(r"scribble: (flat|global)_store_dword at offset 0x", line)
+    assert f"in read-only segment {segment} (R--) of the code object of scribble, .rodata+0x" in line
+    assert ", _ZL5table+0x54 (" in line  # lane 21's word; the symbol as the code object spells it
+    assert "lane 21" in line
+
+
+def test_a_relocation_the_loader_does_not_apply_stops_the_load() -> None:
+    """The one R_AMDGPU_RELATIVE64 of a code object turned into R_AMDGPU_ABS64 (type 3)."""
+    image = bytearray(compile_hip(COUNTER % 1 + "DEVICE unsigned *where = counter;\n"))
+    relocations = load_image(bytes(image)).relative
+    assert len(relocations) == 1
+    info = struct.pack("<QQ", relocations[0][0], 13)
+    at = image.index(info)
+    image[at + 8] = 3
+    with pytest.raises(DriverError, match=r"^the emulator cannot load the code object: dynamic relocation "
+                                          r"R_AMDGPU_ABS64 at offset 0x[0-9a-f]+ \(RELA\): the emulator's loader "
+                                          r"applies only R_AMDGPU_RELATIVE64 \(RELA\)$"):
+        EmuRuntime(workers=1).load(bytes(image), "count", 0)

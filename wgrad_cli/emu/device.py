@@ -62,7 +62,7 @@ class Global:
 def regions(image: Image) -> list[Region]:
     """The image's segments as the heap maps them, with their sections and globals for fault lines."""
     names = [Name(x.offset, x.size, x.name) for seg in image.segments for x in seg.sections]
-    names += [Name(sym.offset, sym.size, sym.name) for sym in image.symbols.values()]
+    names += [Name(sym.offset, sym.size, sym.name) for sym in image.objects]
     return [Region(seg.offset, seg.size, seg.writable, f"segment {i} ({seg.permissions})",
                    tuple(n for n in names if seg.offset <= n.offset < seg.offset + seg.size))
             for i, seg in enumerate(image.segments)]
@@ -147,7 +147,7 @@ class EmuRuntime:
         symbol = module.program.image.symbols.get(name)
         if symbol is None:
             raise DriverError(f"the code object has no global {name}; it has "
-                              f"{sorted(n for n in module.program.image.symbols if not n.endswith('.kd'))}")
+                              f"{sorted(n for n in module.program.image.symbols if not n.endswith('.kd') and not n.startswith('__'))}")
         return Global(name, module.base + symbol.offset, symbol.size)
 
     def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:

@@ -127,6 +127,7 @@ class Image:
     align: int  # the load base's alignment: the largest PT_LOAD p_align
     relative: tuple[tuple[int, int], ...]  # R_AMDGPU_RELATIVE64 (offset, addend): the base + addend goes there
     symbols: dict[str, Symbol]  # the dynamic symbol table's objects
+    objects: tuple[Symbol, ...]  # every object symbol, file-local ones too (.symtab), for fault lines
 
     @property
     def span(self) -> int:
@@ -180,9 +181,11 @@ def load_image(data: bytes) -> Image:
     if text is None:
         raise CodeObjectError("the code object has no .text section")
     symbols = elf.get_section_by_name(".symtab")
-    kd_address = {}
+    kd_address: dict[str, int] = {}
+    local: tuple[Symbol, ...] = ()
     if isinstance(symbols, SymbolTableSection):
         kd_address = {sym.name[:-3]: sym["st_value"] for sym in symbols.iter_symbols() if sym.name.endswith(".kd")}
+        local = tuple(_objects(symbols).values())
     kernels = {}
     for k in amd_metadata(data).get("amdhsa.kernels", []):
         name = k[".name"]
@@ -191,16 +194,18 @@ def load_image(data: bytes) -> Image:
         address = kd_address[name]
         kernels[name] = parse_descriptor(name, bytes(image[address: address + 64]), address, k)
     dynsym = elf.get_section_by_name(".dynsym")
-    objects = {}
-    if isinstance(dynsym, SymbolTableSection):
-        objects = {sym.name: Symbol(sym.name, sym["st_value"], sym["st_size"]) for sym in dynsym.iter_symbols()
-                   if sym["st_info"]["type"] == "STT_OBJECT" and sym["st_shndx"] != "SHN_UNDEF"}
+    objects = _objects(dynsym) if isinstance(dynsym, SymbolTableSection) else {}
     relative = relative_relocations(elf)
     for offset, _ in relative:
         if not any(s.offset <= offset and offset + 8 <= s.offset + s.size for s in segments):
             raise CodeObjectError(f"dynamic relocation at offset {offset:#x} lies outside every loadable segment")
     return Image(bytes(image), kernels, text["sh_addr"], text["sh_addr"] + text["sh_size"], segments,
-                 max((seg["p_align"] for seg in loads), default=1), relative, objects)
+                 max((seg["p_align"] for seg in loads), default=1), relative, objects, local or tuple(objects.values()))
+
+
+def _objects(table: SymbolTableSection) -> dict[str, Symbol]:
+    return {sym.name: Symbol(sym.name, sym["st_value"], sym["st_size"]) for sym in table.iter_symbols()
+            if sym["st_info"]["type"] == "STT_OBJECT" and sym["st_shndx"] != "SHN_UNDEF"}
 
 
 def relative_relocations(elf: ELFFile) -> tuple[tuple[int, int], ...]:
