@@ -123,7 +123,7 @@ def run_groups(launch: Launch, program: Program, heap: Heap, first: int, count: 
     for start in range(first, first + count, per_batch):
         n = min(per_batch, first + count - start)
         batch = init_batch(launch, program, heap, start, n, kernarg)
-        execute(batch, program.ops, describe)
+        execute(batch, program.ops_for(launch.kernel), describe)
         stats.add(batch.stats)
     return stats
 
