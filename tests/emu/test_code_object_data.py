@@ -131,3 +131,22 @@ def test_a_relocation_the_loader_does_not_apply_stops_the_load() -> None:
                                           r"R_AMDGPU_ABS64 at offset 0x[0-9a-f]+ \(RELA\): the emulator's loader "
                                           r"applies only R_AMDGPU_RELATIVE64 \(RELA\)$"):
         EmuRuntime(workers=1).load(bytes(image), "count", 0)
+
+
+def test_a_load_between_an_images_segments_names_the_image() -> None:
+    image = compile_hip("""
+static const unsigned table[16] = {1, 2, 3};
+KERNEL void peek(unsigned *out) { out[tid()] = table[tid() * 1024u]; }
+""")
+    loaded = load_image(image)
+    table = next(s for s in loaded.objects if s.name == "_ZL5table")
+    gap = next(s for s in loaded.segments if s.offset <= table.offset < s.offset + s.size)
+    lane = -(-(gap.offset + gap.size - table.offset) // 4096)  # the first lane past table's segment
+    assert not any(s.offset <= table.offset + 4096 * lane < s.offset + s.size for s in loaded.segments)
+    with pytest.raises(DriverError) as info:
+        run(image, [np.zeros(64, U32)])
+    line = str(info.value)
+    assert "\n" not in line and re.fullmatch(
+        r"peek: (flat|global)_load_dword at offset 0x[0-9a-f]+: \1_load_dword of 4 bytes at 0x[0-9a-f]+ inside the "
+        rf"code object of peek at offset {table.offset + 4096 * lane:#x}, between its segments \(workgroup \(0, 0, 0\), "
+        rf"wave 0, lane {lane}\)", line), line
