@@ -3,10 +3,11 @@ symbols, machine code and each kernel's descriptor.
 
 The ROCm loader places every PT_LOAD segment at one load base in device memory (the image's
 address 0 becomes the base, so `s_getpc_b64`-relative addresses work unchanged), zeroes what lies
-past each segment's file bytes (.bss), and applies the dynamic relocations: lld emits only
-R_AMDGPU_RELATIVE64 (base + addend) for a code object's own addresses (LLVM's AMDGPUUsage,
-"Relocation Records"); any other type stops the load here, naming it. Global variables are the
-dynamic symbol table's objects, found by name as hipModuleGetGlobal does.
+past each segment's file bytes (.bss), and applies the dynamic relocations. A pointer to a symbol
+of the code object itself that cannot be preempted (HIP gives `__device__` and `__constant__`
+variables protected visibility) is an R_AMDGPU_RELATIVE64 record, base + addend (LLVM's
+AMDGPUUsage, "Relocation Records"); any other type stops the load here, naming it. Global
+variables are the dynamic symbol table's objects, found by name as hipModuleGetGlobal does.
 
 The kernel descriptor (the 64-byte `<kernel>.kd` object) fixes what the hardware sets up before
 the first instruction: the kernarg segment size, the LDS the workgroup gets, the register counts,
