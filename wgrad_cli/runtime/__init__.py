@@ -117,7 +117,7 @@ class Runtime(Protocol):
     def close(self) -> None: ...
 
 
-# The stack a kernel with a dynamic stack gets per work-item, as the HIP runtime sizes it (ROCm/clr):
+# The stack a kernel with a dynamic stack gets per work-item, as the HIP runtime sizes it (ROCm/clr, f9f995c):
 # Device::stack_size_ is 1024 bytes unless hipDeviceSetLimit(hipLimitStackSize) changes it
 # (rocclr/device/device.hpp), and a dispatch of such a kernel gets max(that, the kernel's fixed
 # private segment) capped at 16 KiB (rocclr/device/rocm/rocvirtual.cpp).
