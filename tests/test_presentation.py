@@ -30,7 +30,7 @@ def heavy(loaded: list[str]) -> list[str]:
     return sorted(m for m in loaded if m.split(".")[0] in HEAVY or m.startswith(HEAVY))
 
 
-@pytest.mark.parametrize("argv", [["show", RESULTS / "bench-large.json", RESULTS / "verify-smoke.json"],
+@pytest.mark.parametrize("argv", [["show", RESULTS / "bench-large.json", RESULTS / "verify-smoke-reference.json"],
                                   ["compare", RESULTS / "bench-large.json", RESULTS / "bench-large.json"]],
                          ids=["show", "compare"])
 def test_file_viewers_load_no_device_stack(argv: list[object]) -> None:

@@ -15,8 +15,8 @@ import click
 
 from wgrad_cli import __version__
 from wgrad_cli.errors import CheckFailed, KernelHang, WgradError
-from wgrad_cli.options import (EMULATED, FLUSHES, BenchOptions, CompilerOptions, Device, Emulated, Output, RunOptions,
-                               Selection, Shard, VerifyOptions)
+from wgrad_cli.options import (EMULATED, FLUSHES, HIP_STACK_BYTES, HIP_STACK_CAP, BenchOptions, CompilerOptions, Device,
+                               Emulated, Output, RunOptions, Selection, Shard, VerifyOptions)
 from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.waiting import KERNEL_TIMEOUT_S
 
@@ -207,14 +207,16 @@ def run_options(f: F) -> F:
 @click.option("--strict-lds", is_flag=True,
               help="With --device emu: stop at the first LDS access beyond the workgroup's allocation (the hardware "
                    "reads 0 and drops the write; by default the emulator does the same and counts them).")
+@click.option("--emu-stack-bytes", type=click.IntRange(min=16, max=HIP_STACK_CAP),
+              help=f"With --device emu: the stack per work-item of kernels with a dynamic stack (recursion, alloca), "
+                   f"as hipDeviceSetLimit(hipLimitStackSize) sets it; default {HIP_STACK_BYTES}, the HIP runtime's.")
 def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output, checks: VerifyOptions,
-           strict_lds: bool) -> None:
+           strict_lds: bool, emu_stack_bytes: int | None) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
-    from wgrad_cli.backends.registry import strict_lds as emulated_strictly
+    from wgrad_cli.backends.registry import emulated_device
     from wgrad_cli.device_commands import verify_command
 
-    if strict_lds:
-        run = replace(run, device=emulated_strictly(run.device))
+    run = replace(run, device=emulated_device(run.device, strict_lds, emu_stack_bytes))
     verify_command(selection, compilers, run, output, checks)
 
 

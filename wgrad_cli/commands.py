@@ -18,7 +18,7 @@ from wgrad_cli.document import write_json
 from wgrad_cli.report import build_table, toolchain_table
 from wgrad_cli.options import CompilerOptions, Selection, Shard
 from wgrad_cli.selection import select, shard_jobs
-from wgrad_cli.shipped import shipped_configs
+from wgrad_cli.shipped import config_name, shipped_configs
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.toolchain import Toolchains
 from wgrad_cli.yamlsource import load
@@ -76,7 +76,7 @@ def build_command(selection: Selection, compilers: CompilerOptions, shard: Shard
         write_json(json_path, "build", [
             {"shape": {"name": shape.name, "M": job.dims.M, "N": job.dims.N, "K": job.dims.K, "E": job.dims.E,
                        "routing": shape.routing.describe()},
-             **result_json(by_job[job])} for job, shape in records if job in by_job], config=str(selection.config_path),
+             **result_json(by_job[job])} for job, shape in records if job in by_job], config=config_name(config.path),
             skipped=[{"target": target, "kernels": sorted({j.kernel.name for j in skipped_jobs}), "builds": len(skipped_jobs),
                       "reason": " ".join(exc.lines)} for (target, _), (exc, skipped_jobs) in skipped.items()])
     failed = sum(not r.ok for r in results)

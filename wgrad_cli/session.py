@@ -29,6 +29,7 @@ from wgrad_cli.options import CompilerOptions, Device, RunOptions, Selection
 from wgrad_cli.selection import select, shard_jobs
 from wgrad_cli.errors import DriverError
 from wgrad_cli.runtime import Runtime
+from wgrad_cli.shipped import config_name
 from wgrad_cli.targets import TARGETS, Target
 from wgrad_cli.toolchain import Toolchains
 
@@ -75,7 +76,7 @@ class Session:
                           compiler=b.compiler, flags=list(job.kernel.flags[job.target]), build_errors=b.errors)
 
     def environment(self) -> dict[str, Any]:
-        return {"config": str(self.config.path), "config_sha256": sha256_file(self.config.path),
+        return {"config": config_name(self.config.path), "config_sha256": sha256_file(self.config.path),
                 "seed": self.seed, "quantization": self.config.quantization, "target": self.target.name,
                 "device": self.rt.device.to_json(), "python": platform.python_version(), "numpy": np.__version__}
 

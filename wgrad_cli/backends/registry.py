@@ -6,7 +6,7 @@ from wgrad_cli.backends.base import Backend
 from wgrad_cli.backends.gfx950 import Gfx950
 from wgrad_cli.backends.sm90a import Sm90a
 from wgrad_cli.errors import WgradError
-from wgrad_cli.options import EMULATED, Device, Emulated
+from wgrad_cli.options import EMULATED, HIP_STACK_BYTES, Device, Emulated
 from wgrad_cli.peaks import Peak
 from wgrad_cli.runtime import DeviceInfo, Runtime
 from wgrad_cli.targets import Target, Vendor
@@ -37,11 +37,16 @@ def max_shared() -> int:
     return max(b.shared_limit for b in BACKENDS.values())
 
 
-def strict_lds(device: Device) -> Device:
-    """--strict-lds: the emulated device that stops at an LDS access beyond the workgroup's allocation."""
+def emulated_device(device: Device, strict_lds: bool, stack_bytes: int | None) -> Device:
+    """The device with verify's emulator options (--strict-lds, --emu-stack-bytes) applied; WgradError
+    for either one on a GPU."""
     if not isinstance(device, Emulated):
-        raise WgradError("--strict-lds: only the emulated device checks LDS accesses; add --device emu")
-    return Emulated(strict_lds=True)
+        if strict_lds or stack_bytes is not None:
+            option = "--strict-lds: only the emulated device checks LDS accesses" if strict_lds else \
+                "--emu-stack-bytes: only the emulated device takes its stack size from wgrad"
+            raise WgradError(f"{option}; add --device emu")
+        return device
+    return Emulated(strict_lds, -(-(stack_bytes or HIP_STACK_BYTES) // 16) * 16)  # rounded up as hipDeviceSetLimit does
 
 
 def check_timed(device: Device) -> None:
