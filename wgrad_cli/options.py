@@ -59,41 +59,46 @@ class CompilerOptions:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How verify and bench run: on which device, with which seed, which slice, and how long a wait may take."""
+    """How verify and bench run: on which device, with which seed, which slice, and how long a wait may take
+    (these four objects come whole from the command line: cli.py holds their defaults)."""
 
-    device: Device = 0
-    seed: int | None = None  # None: the config's
-    kernel_timeout: float = 60.0
-    shard: Shard | None = None
+    device: Device
+    seed: int | None  # None: the config's
+    kernel_timeout: float
+    shard: Shard | None
 
 
 @dataclass(frozen=True)
 class Output:
     """Where verify and bench write their results."""
 
-    json_path: Path | None = None  # None: results/<command>-<config>-<arch>[-shard-i-of-n].json
-    csv_path: Path | None = None
-    no_save: bool = False
+    json_path: Path | None  # None: results/<command>-<config>-<arch>[-shard-i-of-n].json
+    csv_path: Path | None
+    no_save: bool
 
 
 @dataclass(frozen=True)
 class VerifyOptions:
-    reference: str = "auto"  # auto, numpy or device
-    rows: int = 64  # rows per expert numpy checks when the reference is the device's
-    per_expert: bool = False
-    edge_cases: bool = False
+    """How verify checks each output."""
+
+    reference: str  # auto, numpy or device
+    rows: int  # rows per expert numpy checks when the reference is the device's
+    per_expert: bool
+    edge_cases: bool
 
 
 @dataclass(frozen=True)
 class BenchOptions:
-    hot: bool = False
-    repeat: int = 1
-    warmup: int = 3
-    min_samples: int = 10
-    min_time: float = 0.5
-    max_noise: float = 0.005
-    timeout: float = 15.0
-    baselines: bool = False
-    only_baselines: tuple[str, ...] = ()
-    flush: str = "zero"  # one of FLUSHES
-    discard_throttled: bool = False
+    """How bench takes its samples, when it stops, and which torch baselines it times too."""
+
+    hot: bool
+    repeat: int
+    warmup: int
+    min_samples: int
+    min_time: float
+    max_noise: float
+    timeout: float
+    baselines: bool
+    only_baselines: tuple[str, ...]
+    flush: str  # one of FLUSHES
+    discard_throttled: bool
