@@ -494,10 +494,10 @@ class Ctx:
     def read(self, k: int, t: str) -> Callable[[Batch], np.ndarray]:
         """Source k as typed values, with abs/neg/op_sel/SDWA/DPP applied."""
         src = self.src_number(k)
-        if self.sdwa and src < 256 and k < 2:
-            s0 = self.field("s0" if k == 0 else "s1")
-            if s0:
-                src = src - 256 if src >= 256 else src  # SGPR source in SDWA
+        if self.sdwa and k < 2 and self.field("s0" if k == 0 else "s1"):
+            # gfx9 SDWA: a source field holds 8 bits, a VGPR unless its S0/S1 bit is set, which makes
+            # the same 8 bits an SGPR or inline constant; the decoder names it as a VGPR (256 + field)
+            src -= 256
         bits = 64 if BITS[t] == 64 else 32
         raw = opd.vector(src, bits, self.literal, t.startswith("f"))
         if self.dpp and k == 0:
