@@ -109,6 +109,11 @@ class Batch:
     def exec_changed(self) -> None:
         self._exec = None
 
+    def whole_waves(self) -> bool:
+        """Whether every wave at this PC has all 64 lanes on in EXEC (lanes past a short last wave
+        count as off): what the instructions that act on whole waves need."""
+        return bool(self.exec.all() if self.all else self.exec[self.wm].all())
+
     def lanes(self) -> np.ndarray:
         """The lanes that execute a vector instruction now: EXEC, in the waves at this PC."""
         return self.exec if self.all else self.exec & self.wm[:, None]

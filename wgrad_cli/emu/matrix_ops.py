@@ -22,8 +22,9 @@ Rounding (an assumption: the hardware's accumulator width is not documented): pr
 8-bit or 16-bit inputs and their power-of-two scales are exact in float64; they are summed in
 float64 with C and rounded once to fp32, round to nearest even.
 
-Matrix instructions act on whole waves: the layouts span all 64 lanes, so lanes outside EXEC
-still feed and receive results (compilers issue them with a full EXEC).
+Matrix instructions act on whole waves: the layouts span all 64 lanes. The ISA text does not say
+what an MFMA does with lanes off in EXEC (whether they feed A and B, whether their D is written), so
+a wave that reaches one with any lane off stops the run (compilers issue them with a full EXEC).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import ml_dtypes
 import numpy as np
 
 from wgrad_cli.emu import operands as opd
-from wgrad_cli.emu.machine import Batch, Op
+from wgrad_cli.emu.machine import Batch, EmuFault, Op
 from wgrad_cli.emu.vector_ops import fma32
 
 U32, F32, F64 = np.uint32, np.float32, np.float64
@@ -153,6 +154,9 @@ def _mfma(pc: int, size: int, name: str, m: int, n: int, k: int, a: Operand, b_:
     c_read = _acc_read(src2, acc_cd, regs)
 
     def run(b: Batch) -> None:
+        if not b.whole_waves():
+            raise EmuFault(f"{name} with lanes off in EXEC is not implemented by the emulator (the ISA does not say "
+                           "which lanes of a matrix instruction EXEC turns off)")
         with np.errstate(all="ignore"):
             am, bm = a.matrix(b, m, k), b_.matrix(b, n, k)
             if scales is not None:

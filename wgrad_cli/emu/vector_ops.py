@@ -1109,7 +1109,7 @@ def _permlane_swap(ctx: Ctx, rows: int) -> Run:
     partner = lane ^ rows
 
     def run(b: Batch) -> None:
-        if not b.exec[b.wm].all():
+        if not b.whole_waves():
             raise EmuFault(f"{ctx.inst.op.name.lower()} with lanes off in EXEC is not implemented by the emulator "
                            "(the ISA does not say what EXEC, fi and bound_ctrl do)")
         x, y = b.v[a][:, partner], b.v[d][:, partner]  # copies, both read before either is written
