@@ -4,7 +4,8 @@ emulator, so verify runs a gfx950 code object on the CPU exactly as it would on 
 Memory is the emulator's heap; a launch runs to completion before `launch` returns (events are
 therefore done at once, and their times mean nothing: bench refuses this device). Each launch's
 instruction statistics are kept for the results. A fault (an instruction the emulator lacks, an
-access outside every allocation or outside a lane's private segment) becomes a one-line DriverError.
+access outside every allocation or outside a lane's private segment) becomes a one-line DriverError;
+any other exception is a bug in the emulator, an EmulatorBug with its traceback.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import ctypes
 import importlib.metadata
 import os
 import time
+import traceback
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +26,7 @@ from wgrad_cli.emu.machine import EmuFault, Stats
 from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.program import Program
 from wgrad_cli.emu.scratch_ops import refusal
+from wgrad_cli.errors import EmulatorBug, WgradError
 from wgrad_cli.occupancy import gfx950
 from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Reading
 
@@ -117,6 +120,10 @@ class EmuRuntime:
             self.stats.append(run(launch, function.program, self.heap, k.name, self.workers))
         except EmuFault as exc:
             raise DriverError(str(exc)) from None
+        except WgradError:
+            raise
+        except Exception:  # noqa: BLE001 - anything else is a bug in the emulator: reported whole
+            raise EmulatorBug.of(f"launch of {k.name}", traceback.format_exc()) from None
         finally:
             self.heap.free(kernarg)
             self.heap.free(packet)

@@ -25,6 +25,7 @@ from wgrad_cli.emu.machine import EXEC, Batch, EmuFault, Op, Stats, execute
 from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.program import Program
 from wgrad_cli.emu.scratch_ops import segment_bytes
+from wgrad_cli.errors import EmulatorBug
 
 MAX_BATCH_WAVES = 2048  # waves run in lock-step at once: bounds the register arrays (~64 KiB per VGPR)
 MAX_BATCH_PRIVATE = 1 << 27  # bytes of private memory a batch holds at once (one batch per worker process)
@@ -164,5 +165,7 @@ def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int) -
             problems.append((kind, payload))
     if problems:
         kind, payload = problems[0]
-        raise EmuFault(payload if kind == "fault" else f"{name}: the emulator failed: {payload.strip().splitlines()[-1]}")
+        if kind == "fault":
+            raise EmuFault(payload)
+        raise EmulatorBug.of(f"launch of {name}, in a worker process", payload)
     return stats

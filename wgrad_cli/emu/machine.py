@@ -12,9 +12,10 @@ memory is the batch's too: `private_bytes` per lane, allocated with the batch an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -25,11 +26,25 @@ SGPR_FILE = 128  # s0..s105, flat_scratch, xnack_mask, vcc, ttmp0..15, m0, null,
 # Fresh private memory, per dword: the hardware leaves it undefined; this reads as a NaN in f32 and
 # as ...BADBAD in hex, so a kernel that reads scratch before writing it shows wrong results.
 POISON = 0x7FBADBAD
+V = TypeVar("V")
 
 
 class EmuFault(Exception):
     """The program did something the emulator will not do or the hardware would fault on; the
     message names the instruction and, for memory, the workgroup, lane and address."""
+
+
+class Unsupported(Exception):
+    """An instruction, or a form of one, that the emulator has no semantics for: raised only while
+    compiling it (program.py makes it an op that stops the run if a wave reaches it). Any other
+    exception while compiling or running is a bug in the emulator."""
+
+
+def lookup(table: Mapping[str, V], name: str) -> V:
+    """table[name]: the semantics of opcode `name`; Unsupported where the table has none."""
+    if name not in table:
+        raise Unsupported(name)
+    return table[name]
 
 
 @dataclass

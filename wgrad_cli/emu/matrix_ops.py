@@ -38,7 +38,7 @@ import ml_dtypes
 import numpy as np
 
 from wgrad_cli.emu import operands as opd
-from wgrad_cli.emu.machine import Batch, EmuFault, Op
+from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported
 from wgrad_cli.emu.vector_ops import fma32
 
 U32, F32, F64 = np.uint32, np.float32, np.float64
@@ -188,18 +188,18 @@ def _compile_mfma(inst: Any, pc: int, size: int, scaled: bool) -> Op:
     name: str = inst.op.name
     match = DENSE.match(name)
     if match is None:  # multi-block (_2B/_4B/_16B), f64, xf32 and sparse (SMFMAC) forms
-        raise KeyError(name)
+        raise Unsupported(name)
     m, n, k = int(match[2]), int(match[3]), int(match[4])
     types = match[5]
     acc = int(inst.acc)
     src0, src1 = int(inst.src0.offset), int(inst.src1.offset)
     if src0 < 256 or src1 < 256:
-        raise KeyError(name + " with a non-register A or B")
+        raise Unsupported(name + " with a non-register A or B")
     reg_a, reg_b = src0 - 256, src1 - 256
     if types == "F8F6F4":
         fa, fb = int(inst.cbsz), int(inst.blgp)
         if fa not in F8F6F4 or fb not in F8F6F4:
-            raise KeyError(f"{name} cbsz {fa} blgp {fb}")
+            raise Unsupported(f"{name} cbsz {fa} blgp {fb}")
         (bits_a, table_a), (bits_b, table_b) = F8F6F4[fa], F8F6F4[fb]
         a = _operand(reg_a, bool(acc & 1), m, k, bits_a, "F8", table_a, bits_a == 8)
         b_ = _operand(reg_b, bool(acc & 2), n, k, bits_b, "F8", table_b, bits_b == 8)
@@ -207,7 +207,7 @@ def _compile_mfma(inst: Any, pc: int, size: int, scaled: bool) -> Op:
         kinds = types.split("_")
         ka, kb = kinds[0], kinds[-1]
         if ka not in DENSE_TYPES or kb not in DENSE_TYPES or scaled:
-            raise KeyError(name)
+            raise Unsupported(name)
         a = _operand(reg_a, bool(acc & 1), m, k, DENSE_TYPES[ka][0], ka, DENSE_TYPES[ka][1], False)
         b_ = _operand(reg_b, bool(acc & 2), n, k, DENSE_TYPES[kb][0], kb, DENSE_TYPES[kb][1], False)
     scales = _scales(inst, m, n, k) if scaled else None
@@ -370,7 +370,7 @@ def _compile_vop3p(inst: Any, pc: int, size: int) -> Op:
     if name == "V_ACCVGPR_WRITE":  # VGPR or constant -> AGPR
         read = opd.vector(int(inst.src0.offset), 32, getattr(inst, "literal", None))
         return Op(pc, size, "v_accvgpr_write_b32", "valu", lambda b: b.write_v(b.a, vdst, read(b)))
-    raise KeyError(name)
+    raise Unsupported(name)
 
 
 def compile_matrix(cls: str, inst: Any, pc: int, size: int) -> Op:

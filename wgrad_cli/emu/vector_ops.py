@@ -19,7 +19,7 @@ import ml_dtypes
 import numpy as np
 
 from wgrad_cli.emu import operands as opd
-from wgrad_cli.emu.machine import EXEC, VCC, Batch, EmuFault, Op, Run
+from wgrad_cli.emu.machine import Batch, EXEC, EmuFault, Op, Run, Unsupported, VCC, lookup
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64
 F16, F32, F64 = np.float16, np.float32, np.float64
@@ -430,7 +430,7 @@ def _dpp_source(ctrl: int) -> tuple[np.ndarray, np.ndarray]:
                   0x140: (row + 15 - pos, everywhere), 0x141: ((lane & ~7) + 7 - (lane & 7), everywhere),  # mirrors
                   0x142: (row - 1, lane >= 16), 0x143: (np.full(64, 31), lane >= 32)}  # row_bcast:15, row_bcast:31
     if ctrl not in whole_wave:
-        raise KeyError(f"dpp_ctrl {ctrl:#x}")  # row_newbcast and reserved values: not implemented
+        raise Unsupported(f"dpp_ctrl {ctrl:#x}")  # row_newbcast and reserved values: not implemented
     return whole_wave[ctrl]
 
 
@@ -606,17 +606,17 @@ def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
     ctx = Ctx(inst, cls)
     lower = inst.op.name.lower()
     if ctx.dpp and not _dpp_capable(name):
-        raise KeyError(name)
+        raise Unsupported(name)
     if name.startswith("V_CMP") and cls in ("VOPC", "VOP3", "VOP3_SDST", "VOPC_SDWA_SDST"):
         return Op(pc, size, lower, "valu", _compare(ctx, name))
     special = _special(ctx, name, pc)
     if special is not None:
         return Op(pc, size, lower, "valu", special)
     if name not in VOPS:
-        raise KeyError(name)
+        raise Unsupported(name)
     dt, sts, fn = VOPS[name]
     if ctx.vop3 and ctx.field("clmp") and not dt.startswith("f"):
-        raise KeyError(name)  # integer clamping saturates; not modelled, so such an op stays unsupported
+        raise Unsupported(name)  # integer clamping saturates; not modelled, so such an op stays unsupported
     dst_reg = _vdst(inst)
     if name == "V_FMAMK_F32":  # d = s0 * K + s1
         reads = [ctx.read(0, "f32"), _lit_read(ctx), ctx.read(1, "f32")]
@@ -672,7 +672,7 @@ def _compare(ctx: Ctx, name: str) -> Run:
         dest = int(ctx.inst.sdst.offset) if ctx.field("sd") else VCC
     else:
         dest = int(ctx.inst.vdst.offset)
-    fn = _class if rel == "CLASS" else CMP_OPS[rel]
+    fn = _class if rel == "CLASS" else lookup(CMP_OPS, rel)
 
     def run(b: Batch) -> None:
         lanes = b.lanes()
@@ -972,11 +972,11 @@ def _cvt_to_small(ctx: Ctx, fmt: str, src: str, scaled: bool) -> Run:
         reads: list[Callable[[Batch], np.ndarray]] = [first, second]
     else:
         if ctx.field("abs") or ctx.field("neg"):
-            raise KeyError(f"{ctx.inst.op.name} with input modifiers")
+            raise Unsupported(f"{ctx.inst.op.name} with input modifiers")
         reads = [_half_read(opd.vector(ctx.src_number(0), 32, ctx.literal), src, hi) for hi in (False, True)]
     scale = opd.vector(ctx.src_number(2 if src == "f32" else 1), 32, ctx.literal) if scaled else None
     if scaled and (ctx.field("clmp") or ctx.field("omod")):  # V_CVT_PK_FP8_F32 "ignores: clamp, omod" (ISA table 31)
-        raise KeyError(f"{ctx.inst.op.name} with clamp or omod")
+        raise Unsupported(f"{ctx.inst.op.name} with clamp or omod")
     opsel = ctx.field("opsel")
     shift = U32(16 * ((opsel >> 3) & 1) if bits == 16 else 8 * ((opsel >> 2) & 3))
     mask = U32(((1 << bits) - 1) << int(shift))
@@ -1007,7 +1007,7 @@ def _cvt_scaled_from_small(ctx: Ctx, fmt: str, dst: str, packed: bool) -> Run:
     src = opd.vector(ctx.src_number(0), 32, ctx.literal)
     scale = opd.vector(ctx.src_number(1), 32, ctx.literal)
     if ctx.field("clmp") or ctx.field("omod"):
-        raise KeyError(f"{ctx.inst.op.name} with clamp or omod")
+        raise Unsupported(f"{ctx.inst.op.name} with clamp or omod")
     opsel = ctx.field("opsel")
     unit = width * count  # the bits selected: one byte, or a half for two fp8 codes
     shift = U32(unit * (opsel & (32 // unit - 1)))
@@ -1044,10 +1044,10 @@ def _cvt_scaled_32(ctx: Ctx, to: str, frm: str, two: bool) -> Run:
     emulator models, is taken). Multi-register operands must be VGPRs (ISA 6.7.1); no modifier, clamp
     or omod is taken."""
     if ctx.field("abs") or ctx.field("neg") or ctx.field("clmp") or ctx.field("omod"):
-        raise KeyError(f"{ctx.inst.op.name} with modifiers")
+        raise Unsupported(f"{ctx.inst.op.name} with modifiers")
     sources = [ctx.src_number(k) - 256 for k in range(2 if two else 1)]
     if min(sources) < 0:
-        raise KeyError(f"{ctx.inst.op.name} with a non-VGPR source")
+        raise Unsupported(f"{ctx.inst.op.name} with a non-VGPR source")
     scale = opd.vector(ctx.src_number(len(sources)), 32, ctx.literal)
     d = _vdst(ctx.inst)
 
@@ -1099,10 +1099,10 @@ def _permlane_swap(ctx: Ctx, rows: int) -> Run:
     stops the run; fi and bound_ctrl change nothing then. ABS, NEG and OMOD "should all be zeroed":
     an encoding with any of them (or clamp, SDWA, DPP) is not run."""
     if ctx.sdwa or ctx.dpp or ctx.field("abs") or ctx.field("neg") or ctx.field("omod") or ctx.field("clmp"):
-        raise KeyError(ctx.inst.op.name)
+        raise Unsupported(ctx.inst.op.name)
     a = ctx.src_number(0) - 256
     if a < 0:
-        raise KeyError(f"{ctx.inst.op.name} with a non-VGPR source")
+        raise Unsupported(f"{ctx.inst.op.name} with a non-VGPR source")
     d = _vdst(ctx.inst)
     lane = np.arange(64)
     low = (lane & rows) == 0
