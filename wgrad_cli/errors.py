@@ -42,3 +42,8 @@ class EmulatorBug(WgradError):
         """The bug met while doing `what`, with the traceback (traceback.format_exc()) that shows it."""
         return cls([f"{what}: internal error of the emulator (a bug in wgrad, not a verdict on the kernel; "
                     "please report it with this traceback):", *trace.rstrip().splitlines()])
+
+
+class LaunchStopped(KernelHang):
+    """An emulated launch ran past --kernel-timeout and the emulator stopped it: unlike a hung GPU,
+    nothing is left running, so verify goes on with its other rows and exits 3 at the end."""
