@@ -73,6 +73,26 @@ def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return fused(a, b, c, F32)
 
 
+def _two_sum(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(s, e) with s = fl(x + y) and s + e = x + y exactly (Knuth), for finite sums."""
+    s = x + y
+    bb = s - x
+    return s, (x - (s - bb)) + (y - bb)
+
+
+def _two_product(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(p, e) with p = fl(x * y) and p + e = x * y exactly (Dekker), where neither factor is near
+    the overflow threshold and the product is far from underflow (the caller checks)."""
+    def split(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = F64(2**27 + 1) * v
+        hi = t - (t - v)
+        return hi, v - hi
+    p = x * y
+    xh, xl = split(x)
+    yh, yl = split(y)
+    return p, ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+
+
 def _exact_fma(a: float, b: float, c: float, exp2: int) -> float:
     exact = (Fraction(a) * Fraction(b) + Fraction(c)) * Fraction(2) ** exp2
     if exact == 0:  # an exact zero is +0 unless both addends are zeros of the same sign (IEEE 754 6.3)
@@ -87,14 +107,28 @@ _EXACT_FMA = np.frompyfunc(_exact_fma, 4, 1)
 
 
 def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray, exp2: np.ndarray | int = 0) -> np.ndarray:
-    """2^exp2 * (a * b + c) rounded once to fp64: exact rational arithmetic per finite lane (fp64
-    has no wider type to round from), IEEE arithmetic for infinities and NaNs."""
+    """2^exp2 * (a * b + c) rounded once to fp64 (fp64 has no wider type to round from): a * b + c
+    is split exactly into s + q + q_err (Dekker's product, Knuth's sums) and r = fl(s + q) is the
+    answer where q_err cannot move it across a rounding boundary; the other finite lanes (near a
+    tie, a zero, an extreme exponent, exp2 != 0) take exact rational arithmetic, and infinities
+    and NaNs IEEE arithmetic."""
     a, b, c, k = np.broadcast_arrays(np.asarray(a, F64), np.asarray(b, F64), np.asarray(c, F64), np.asarray(exp2))
     with np.errstate(all="ignore"):
         out = np.ldexp(a * b + c, k)
-    finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
-    if finite.any():
-        out[finite] = _EXACT_FMA(a[finite], b[finite], c[finite], k[finite].astype(object)).astype(F64)
+        ph, pl = _two_product(a, b)
+        s, t = _two_sum(ph, c)
+        q, q_err = _two_sum(t, pl)
+        r, r_err = _two_sum(s, q)
+        half = np.spacing(np.abs(r)) / 2  # half the gap above |r|; below a power of two the gap halves
+        half = np.where((r.view(np.uint64) & np.uint64((1 << 52) - 1)) == 0, half / 2, half)
+        splits = [(np.abs(v) < 2.0**995) & ((np.abs(v) > 2.0**-960) | (v == 0)) for v in (a, b)]  # Dekker is exact
+        safe = splits[0] & splits[1] & ((np.abs(ph) > 2.0**-900) | (ph == 0)) \
+            & np.isfinite(c) & np.isfinite(r) & (r != 0) & (k == 0) \
+            & ((q_err == 0) | (np.abs(r_err) + 4 * np.abs(q_err) <= 0.999 * half))
+    out[safe] = r[safe]
+    exact = np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & ~safe
+    if exact.any():
+        out[exact] = _EXACT_FMA(a[exact], b[exact], c[exact], k[exact].astype(object)).astype(F64)
     return np.asarray(out)
 
 
