@@ -1,11 +1,12 @@
 """A kernel that never ends, on the emulator: `wgrad verify --device emu` stops its launch after
 --kernel-timeout seconds with one line (kernel, shape, workgroups, the loop's branch), keeps every
-other row and exits 3; and killing such a run (SIGKILL, which it cannot catch) leaves none of its
-worker processes behind."""
+other row and exits 3; and ending such a run (SIGKILL, which it cannot catch; SIGTERM; Ctrl-C's
+SIGINT to its process group) leaves none of its worker processes behind."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -64,6 +65,7 @@ def test_a_spinning_kernel_stops_with_one_line_and_exit_3(spinning: list[str], t
     doc = json.loads(out.read_text())
     assert [r["shape"]["name"] for r in doc["records"]] == ["tiny"] and doc["records"][0]["ok"]
     assert doc["hung"] == [hung[0].removeprefix("HUNG ")]
+    assert not multiprocessing.active_children()  # the launch's workers were ended with it
 
 
 def _group(pgid: int) -> list[int]:
@@ -79,7 +81,8 @@ def _group(pgid: int) -> list[int]:
     return found
 
 
-def test_killing_a_run_leaves_no_worker_behind(spinning: list[str]) -> None:
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "SIGINT to the group"])
+def test_ending_a_run_leaves_no_worker_behind(spinning: list[str], how: str) -> None:
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one core: the emulator forks no worker")
     run = subprocess.Popen([sys.executable, "-m", "wgrad_cli", "verify", *spinning, "--shape", "spins", "--no-save",
@@ -90,8 +93,11 @@ def test_killing_a_run_leaves_no_worker_behind(spinning: list[str]) -> None:
         while len(_group(run.pid)) < 3:  # wgrad and two workers forked for the launch
             assert run.poll() is None and time.monotonic() < deadline, "no worker was forked"
             time.sleep(0.1)
-        run.send_signal(signal.SIGKILL)
-        run.wait()
+        if how == "SIGINT to the group":
+            os.killpg(run.pid, signal.SIGINT)
+        else:
+            run.send_signal(signal.Signals[how])
+        run.wait(timeout=30)
         deadline = time.monotonic() + 10
         while _group(run.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
