@@ -237,26 +237,30 @@ def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]
     spins = 0
     ended, released = int(np.count_nonzero(batch.done)), False  # since the parked waves last ran
     overdue = -1  # steps left, past the deadline, to find a backward branch to name
+    steady = -1  # after a step that ran every wave and did not jump: the next PC, every wave there
     while True:
-        runnable = ~(batch.done | batch.at_barrier | batch.parked)
-        if not runnable.any():
-            if release_barriers(batch):
-                released = True
+        if steady >= 0:
+            pc, wm = steady, batch.wm
+        else:
+            runnable = ~(batch.done | batch.at_barrier | batch.parked)
+            if not runnable.any():
+                if release_barriers(batch):
+                    released = True
+                    continue
+                if not batch.parked.any():
+                    return True
+                batch.parked[:] = False
+                spins = 0
+                progressed = released or int(np.count_nonzero(batch.done)) != ended
+                ended, released = int(np.count_nonzero(batch.done)), False
+                if may_yield and not progressed:
+                    return False
                 continue
-            if not batch.parked.any():
-                return True
-            batch.parked[:] = False
-            spins = 0
-            progressed = released or int(np.count_nonzero(batch.done)) != ended
-            ended, released = int(np.count_nonzero(batch.done)), False
-            if may_yield and not progressed:
-                return False
-            continue
-        pcs = np.where(runnable, batch.pc, big)
-        pc = int(pcs.min())
-        wm = pcs == pc
-        batch.wm = wm
-        batch.all = bool(wm.all())
+            pcs = np.where(runnable, batch.pc, big)
+            pc = int(pcs.min())
+            wm = pcs == pc
+            batch.wm = wm
+            batch.all = bool(wm.all())
         batch.pc_now = pc
         op = ops.get(pc)
         if op is None:
@@ -268,9 +272,11 @@ def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]
             op.run(batch)
         except EmuFault as exc:
             raise EmuFault(describe(op, str(exc))) from None
+        steady = -1
         if not op.jumps:
             if batch.all:
                 batch.pc += op.size
+                steady = pc + op.size
             else:
                 batch.pc[wm] += op.size
             continue
