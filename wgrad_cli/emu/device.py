@@ -118,8 +118,9 @@ class EmuRuntime:
         try:
             self._write_kernargs(k, kernarg, grid, block, kernel_params)
             self._write_packet(packet, k, grid, block, dynamic_shared, kernarg)
-            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet, self.strict_lds,
-                            time.monotonic() + self.timeout, self.resident(function, block, dynamic_shared, 1))
+            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet,
+                            deadline=time.monotonic() + self.timeout,
+                            resident=self.resident(function, block, dynamic_shared, 1), strict_lds=self.strict_lds)
             self.stats.append(run(launch, function.program, self.heap, k.name, self.workers))
         except EmuFault as exc:
             raise DriverError(str(exc)) from None

@@ -23,7 +23,6 @@ worker asks Linux to kill it when its parent ends (PR_SET_PDEATHSIG), however th
 from __future__ import annotations
 
 import ctypes
-import math
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -57,9 +56,9 @@ class Launch:
     dynamic_lds: int
     kernarg: int  # device address of the kernarg segment
     dispatch_packet: int  # device address of an AQL dispatch packet describing this launch
+    deadline: float  # time.monotonic() past which the launch stops as hung (one clock for every process)
+    resident: int  # workgroups the device would hold at once: so many at least run concurrently
     strict_lds: bool = False  # an LDS access beyond the workgroup's allocation stops the run
-    deadline: float = math.inf  # time.monotonic() past which the launch stops as hung (one clock for every process)
-    resident: int = 1  # workgroups the device would hold at once: so many at least run concurrently
 
     @property
     def threads(self) -> int:
