@@ -155,6 +155,9 @@ def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, o
     lds_store(b, addr, data, waves, lanes)
 
 
+CACHE_OPS = {"BUFFER_WBL2", "BUFFER_INV"}  # what clang-22 emits around agent- and system-scope atomics
+
+
 def _kind(name: str) -> tuple[str, str]:
     """('LOAD' | 'STORE', type suffix) of e.g. GLOBAL_LOAD_DWORDX4."""
     parts = name.split("_", 2)
@@ -228,6 +231,8 @@ def resource(b: Batch, srsrc: int, waves: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] | None = None) -> Op:
     name = inst.op.name
+    if name in CACHE_OPS:  # memory here is one coherent store with no caches: nothing to write back or drop
+        return Op(pc, size, name.lower(), "vmem", lambda b: None)
     kind, suffix = _kind(name)
     lds_dma = bool(getattr(inst, "lds", 0))
     if kind not in ("LOAD", "STORE", "ATOMIC") or (kind == "LOAD" and suffix not in LOADS) or \
