@@ -30,7 +30,7 @@ def test_build_writes_one_record_per_kernel_target_shape(repo: Path, tmp_path: P
     result = run("build", "--config", str(config), "--cache-dir", str(tmp_path / "c"), "--json", str(tmp_path / "b.json"))
     assert result.exit_code == 0, result.stdout + result.stderr
     doc = json.loads((tmp_path / "b.json").read_text())
-    assert doc["tool"] == "wgrad" and doc["command"] == "build" and doc["config"] == str(config)
+    assert doc["tool"] == "wgrad" and doc["command"] == "build" and doc["config"] == "smoke"  # shipped: by name
     records = doc["records"]
     assert len(records) == 2 * 4  # two targets x four shapes
     assert all(set(r) == RECORD_KEYS and r["ok"] and Path(r["code_object"]).exists() for r in records)

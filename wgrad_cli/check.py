@@ -1,6 +1,6 @@
 """Comparing a kernel's bf16 grad_w with the exact reference.
 
-Tolerance, per element (ABI.md "Edge cases"): one bf16 ulp of the exact value (covers both
+Tolerance, per element (docs/numerics.md): one bf16 ulp of the exact value (covers both
 round-to-nearest and the upstream kernel's truncation) plus the worst-case error of summing
 the expert's n products in fp32 in any order, gamma_n * sum|a_m b_m| with
 gamma_n = n u / (1 - n u), u = 2^-24, and sum|a_m b_m| bounded by ||a_n|| ||b_k||.

@@ -14,7 +14,7 @@ from wgrad_cli.errors import ToolchainError, WgradError
 from wgrad_cli.grid import Grid, plural
 from wgrad_cli.kernelspec import KernelSpec, load_specs
 from wgrad_cli.report import build_table, err, out, progress, toolchain_table, write_json
-from wgrad_cli.shipped import config_file, shipped_configs
+from wgrad_cli.shipped import config_file, config_name, shipped_configs
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.toolchain import Toolchains
 from wgrad_cli.yamlsource import load
@@ -117,7 +117,7 @@ def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[st
         write_json(json_path, "build", [
             {"shape": {"name": shape.name, "M": job.dims.M, "N": job.dims.N, "K": job.dims.K, "E": job.dims.E,
                        "routing": shape.routing.describe()},
-             **result_json(by_job[job])} for job, shape in records if job in by_job], config=str(config_path),
+             **result_json(by_job[job])} for job, shape in records if job in by_job], config=config_name(config.path),
             skipped=[{"target": target, "kernels": sorted({j.kernel.name for j in skipped_jobs}), "builds": len(skipped_jobs),
                       "reason": " ".join(exc.lines)} for (target, _), (exc, skipped_jobs) in skipped.items()])
     failed = sum(not r.ok for r in results)

@@ -28,7 +28,6 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,37 +39,19 @@ from wgrad_cli.cache import Cache
 from wgrad_cli.config import load_config
 from wgrad_cli.emu import mfma_step
 from wgrad_cli.emu.device import EmuRuntime
-from wgrad_cli.grid import Grid, plural
+from wgrad_cli.grid import plural
 from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.launch import prepare
 from wgrad_cli.mxfp8 import E4M3
 from wgrad_cli.problem import generate
+from wgrad_cli.records import Ratio
 from wgrad_cli.reference import PRECISIONS, grad_w
 from wgrad_cli.report import err, out, write_json
 from wgrad_cli.routing import Routing
-from wgrad_cli.shipped import config_file
+from wgrad_cli.shipped import config_file, config_name
+from wgrad_cli.tables import selfbench_table
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.toolchain import Toolchains
-
-
-@dataclass(frozen=True)
-class Ratio:
-    name: str
-    measured: float
-    baseline: float
-    unit: str
-    target: float  # the ratio measured / baseline must stay below (or at, for <=) this
-    inclusive: bool
-    what: str
-    informational: bool = False  # explains another row; no target of its own
-
-    @property
-    def ratio(self) -> float:
-        return self.measured / self.baseline
-
-    @property
-    def ok(self) -> bool:
-        return self.ratio <= self.target if self.inclusive else self.ratio < self.target
 
 
 T = TypeVar("T")
@@ -204,18 +185,12 @@ def selfbench_command(size: int, experts: int, build_config: Path, json_path: Pa
         ratios += build_ratios(build_config)
     with err.status("timing the emulator's scaled-MFMA step and its rate on the reference kernel"):
         ratios += emulator_ratios() + emulator_rate_ratios()
-    table = Grid(f"wgrad selfbench ({platform.node()}, {plural(os.cpu_count() or 1, 'core')})")
-    for col in ("benchmark", "measured", "baseline", "ratio", "target", "verdict", "what"):
-        table.add_column(col, detail=col == "what")
-    for r in ratios:
-        verdict = "[dim]info[/]" if r.informational else ("[green]met[/]" if r.ok else "[red]missed[/]")
-        table.add_row(r.name, f"{r.measured:.4g} {r.unit}", f"{r.baseline:.4g} {r.unit}", f"{r.ratio:.4g}",
-                      "" if r.informational else f"{'<=' if r.inclusive else '<'} {r.target:g}", verdict, r.what)
+    table = selfbench_table(ratios, f"wgrad selfbench ({platform.node()}, {plural(os.cpu_count() or 1, 'core')})")
     out.print(table)
     if json_path:
         write_json(json_path, "selfbench", [{**r.__dict__, "ratio": r.ratio, "ok": r.ok} for r in ratios],
                    cores=os.cpu_count(), memory_gib=round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
                    python=platform.python_version(),
-                   numpy=np.__version__, size=size, experts=experts, build_config=str(build_config))
+                   numpy=np.__version__, size=size, experts=experts, build_config=config_name(build_config))
     if not all(r.ok for r in ratios if not r.informational):
         raise SystemExit(1)

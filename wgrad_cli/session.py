@@ -26,6 +26,7 @@ from wgrad_cli.kernelspec import KernelSpec, load_specs
 from wgrad_cli.report import progress
 from wgrad_cli.routing import edge_routings
 from wgrad_cli.runtime import Device, DriverError, Runtime, open_runtime
+from wgrad_cli.shipped import config_name
 from wgrad_cli.targets import TARGETS, Target
 from wgrad_cli.toolchain import Toolchains
 
@@ -73,7 +74,7 @@ class Session:
                 "compiler": b.compiler, "flags": list(job.kernel.flags[job.target]), "build_errors": b.errors}
 
     def environment(self) -> dict[str, Any]:
-        return {"config": str(self.config.path), "config_sha256": sha256_file(self.config.path),
+        return {"config": config_name(self.config.path), "config_sha256": sha256_file(self.config.path),
                 "seed": self.seed, "quantization": self.config.quantization, "target": self.target.name,
                 "device": self.rt.device.to_json(), "python": platform.python_version(), "numpy": np.__version__}
 

@@ -37,3 +37,9 @@ def config_file(value: Path) -> Path:
         return shipped[name]
     raise WgradError(f"--config {value}: no such file, and no shipped config has that name; give a YAML file "
                      f"or one of {', '.join(shipped)} (`wgrad configs` lists them)")
+
+
+def config_name(path: Path) -> str:
+    """How a results file names a config: a shipped one by its name, any other by the path as given,
+    so that no file holds a path of the machine that ran it."""
+    return path.stem if path.resolve().parent == CONFIGS_DIR.resolve() else str(path)

@@ -9,7 +9,7 @@ Sources, in order of authority:
   an MxNxK MFMA lane l holds row (A) or column (B) l % M of the operand, and lane group g = l // M
   holds K / (64 // M) consecutive k starting at g * K / (64 // M); D register i of lane l is
   column l % N and row 4 * (64 // N) * (i // 4) + 4 * g + i % 4.
-- ../shared/TOOLCHAIN.md, where the ISA text is silent on the scaled MFMA's layout and these rules
+- docs/emulator.md ("Where the ISA text is silent") for the scaled MFMA's layout, where these rules
   made the upstream HipKittens kernel match an exact reference: with 8-bit formats lane group g
   holds k 16g..16g+15 in operand registers 0-3 and k K/2+16g.. in registers 4-7; the 32-wide
   k-block b of row r (column c) takes its scale from lane r + M*b (c + N*b); the scale byte is

@@ -14,7 +14,7 @@
 // keep. Dequantizing costs 2.5 instructions per fp8 element (5 a pair: e4m3 -> f16 -> two f32 ->
 // bf16, exact, then one bf16x2 multiply by the scale; two fp32 multiplies before the bf16
 // conversion took 1.4 to 2.1% more time at 8k), which a cluster's 256 x 256 outputs amortize over
-// 128 multiply-adds each. Numbers: results/h200/hopper-notes.md ("The fp8 alternative, measured").
+// 128 multiply-adds each. The design and the alternatives measured: docs/hopper-design.md.
 //
 // Structure: persistent clusters of two CTAs, one CTA per SM. A tile is 128 rows of N x 256 columns
 // of K of one expert; a cluster's two CTAs take N tiles 2j and 2j + 1 of the same expert and k0, so
@@ -28,14 +28,14 @@
 // 16-byte loads one stage ahead, converts and stores them, arrives on the stage's full barrier, and
 // its lane 0 copies the warp's 4 KiB to the peer, so the four warps never wait for each other (one
 // thread copying the whole slice after a barrier of all four took 4.0 to 5.4% more time on
-// Qwen3-30B's shapes: hopper-notes.md, version 22). Warpgroups 1 and 2 (208 registers) each own 64 rows x 256
+// Qwen3-30B's shapes). Warpgroups 1 and 2 (208 registers) each own 64 rows x 256
 // columns of fp32 accumulators and keep their A operand in registers (wgmma's A from registers).
 // Per stage they issue 4 wgmma m64n256k16, wait for the previous stage's (one stage stays in
 // flight, so the tensor cores do not drain at every stage), release that stage's slot, and, while
 // the new ones run, dequantize the next stage's A rows (which may be the next tile's first) into
 // the fragments the finished stage read; they also write the zeros of the empty experts' tiles they
-// pass. A never touches shared memory: version 10e stored and wgmma re-read it, 32 of the 128 KiB
-// of shared-memory traffic per stage (hopper-notes.md, version 12). The price is the token order
+// pass. A never touches shared memory: storing it for wgmma to re-read would be 32 of the 128
+// KiB of shared-memory traffic per stage. The price is the token order
 // inside a stage (fragment()): a thread's 16-byte load holds 16 consecutive tokens, and the
 // fragment takes them as they come, so B's rows are stored in the same order, in 4-byte words
 // instead of 16-byte chunks. mbarriers hand stages over: full[s] (the producer's warps arrive, the
@@ -44,13 +44,12 @@
 // per use, which made a first cluster version 1.8x slower. Epilogue: round to nearest even bf16,
 // stage in shared memory, store whole rows with 16-byte stores. It costs 8.7% of the time at 8k, as
 // the energy of writing 1 GiB under the board's power cap: spreading the stores over the next
-// tile took 1.1% more time, storing from the accumulators without staging 15% more
-// (hopper-notes.md, version 23).
+// tile took 1.1% more time, storing from the accumulators without staging 15% more.
 //
 // Launch (kernels/hopper.yaml, grid: units): one CTA of 384 threads per SM, at most one per tile,
 // an even number (cluster dims (2, 1, 1) are compiled in); 198,736 bytes of dynamic shared memory
 // (the ring, the epilogue's staging, the mbarriers). Any such grid is correct: clusters do not
-// wait for each other. Arguments are the ABI's six pointers (shared/ABI.md).
+// wait for each other. Arguments are the contract's six pointers (docs/kernel-contract.md).
 
 #include "wgrad_shape.h"  // M, N, K, E and the ABI's input rules
 
@@ -87,7 +86,7 @@ constexpr int RING_BYTES = STAGES * STAGE_BYTES, BARRIERS = RING_BYTES + 2 * STA
 constexpr int SHARED_BYTES = BARRIERS + 2 * STAGES * 8;
 // Registers per thread: the producer gives some to the consumers, which hold 128 accumulators.
 // 88 / 208 took 2 to 4% less time at 8k than 72 / 216, in three runs on the H200;
-// 104 / 200 makes the consumers spill at K = 768 (hopper-notes.md, versions 13 to 17).
+// 104 / 200 makes the consumers spill at K = 768.
 constexpr int LAUNCH_REGISTERS = 65536 / THREADS / 8 * 8;  // what ptxas gives each thread for __launch_bounds__(THREADS, 1)
 constexpr int PRODUCER_REGISTERS = 88, CONSUMER_REGISTERS = 208;
 static_assert(128 * PRODUCER_REGISTERS + 256 * CONSUMER_REGISTERS <= THREADS * LAUNCH_REGISTERS, "no more than the launch gave the CTA: a setmaxnreg.inc beyond what the others gave back waits forever");
@@ -353,10 +352,10 @@ struct Tile {
 // Which tile pairs a cluster takes: c, c + clusters, ... (round-robin, so that at any moment the
 // clusters work on neighbouring pairs, with the same A and B rows in L2), counted first over the
 // pairs of the experts with tokens, then over those of the empty experts. Counting them all in one
-// order, as version 10a did, gave an empty expert's pair (zeros: a few percent of a pair's work) as
-// much weight as a full one, and left some clusters with a pair more: 29% more time than version
-// 9's hardware scheduling on qwen3-30b-down-empty. In this order, a model of the schedule puts the
-// slowest cluster within 1% of a greedy scheduler's on that shape (hopper-notes.md, version 10e).
+// order gave an empty expert's pair (zeros: a few percent of a pair's work) as much weight as a
+// full one, and left some clusters with a pair more: 29% more time than the hardware's scheduling
+// of one CTA per tile on qwen3-30b-down-empty. In this order, a model of the schedule puts the
+// slowest cluster within 1% of a greedy scheduler's on that shape.
 struct Schedule {
     int position = int(blockIdx.x / CLUSTER) - int(gridDim.x / CLUSTER);  // this cluster's place in the order
     int e = 0, start = 0;  // the expert of the current pair, and the place of its first pair

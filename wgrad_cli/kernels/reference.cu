@@ -3,7 +3,7 @@
 // One thread computes one output element grad_w[e][n][k] by walking expert e's tokens in order:
 //     acc += deq(A[n, m]) * deq(B[k, m])      for m in [off[e], off[e+1])
 // with fp32 accumulation and a round-to-nearest-even bf16 store. No matrix instructions, no
-// shared memory, no tiling tricks: every line maps to a line of the contract (shared/ABI.md).
+// shared memory, no tiling tricks: every line maps to a line of the contract (docs/kernel-contract.md).
 //
 // One source for both vendors: clang builds it as HIP for gfx950 without HIP headers
 // (-nogpuinc), nvcc builds it as CUDA for sm_90a. Only the few lines under "vendor shim" differ.

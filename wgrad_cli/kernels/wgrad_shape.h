@@ -1,4 +1,4 @@
-// The ABI's compile-time shape (shared/ABI.md), shared by the project's kernels: the defines'
+// The ABI's compile-time shape (docs/kernel-contract.md), shared by the project's kernels: the defines'
 // defaults, the four sizes as constants, and the input rules a build must satisfy.
 #pragma once
 
