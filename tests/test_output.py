@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clirun import run_wgrad
 
 SHIPPED = ["results/h200/bench-large.json", "results/h200/verify-unseen-seed77.json",
            "results/h200/bench-smoke-reference.json"]
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def wgrad(repo: Path, *args: str, terminal: bool) -> str:
-    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1"}
-    env.pop("TTY_COMPATIBLE", None)
-    if terminal:
-        env["TTY_COMPATIBLE"] = "1"  # rich: behave as on a terminal although stdout is a pipe
-    proc = subprocess.run([sys.executable, "-m", "wgrad_cli", *args], cwd=repo, env=env, capture_output=True,
-                          text=True, check=True)
-    return ANSI.sub("", proc.stdout)
+    proc = run_wgrad(repo, *args, terminal=terminal)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
 
 
 @pytest.mark.parametrize("command", [["show", *SHIPPED], ["speedup", SHIPPED[0]], ["configs"]])

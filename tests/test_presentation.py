@@ -1,4 +1,4 @@
-"""The results path (records, tables, show, compare, speedup, plot) reads files without the device
+"""The results path (records, tables, report, show, compare, speedup, plot) reads files without the device
 stack: no compiler, code object reader (ELF, msgpack), driver, device or emulator module."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import run_wgrad
 
 HEAVY = ("elftools", "msgpack", "tinygrad", "hip", "cuda", "pynvml", "torch", "triton", "wgrad_cli.emu",
          "wgrad_cli.runtime", "wgrad_cli.backends", "wgrad_cli.compilers", "wgrad_cli.toolchain", "wgrad_cli.build",
@@ -30,20 +31,32 @@ def heavy(loaded: list[str]) -> list[str]:
     return sorted(m for m in loaded if m.split(".")[0] in HEAVY or m.startswith(HEAVY))
 
 
+def loaded_by(argv: list[object], cwd: Path | None = None) -> list[str]:
+    """The modules `wgrad ARGV` loads, once it has exited 0."""
+    run = subprocess.run([sys.executable, "-c", LOADED, *map(str, argv)], capture_output=True, text=True, cwd=cwd)
+    assert "exit 0" in run.stderr, run.stderr[-2000:]
+    loaded = run.stdout.split("\n")[-2].split()
+    assert "wgrad_cli.tables" in loaded and "wgrad_cli.records" in loaded  # it ran
+    return loaded
+
+
 @pytest.mark.parametrize("argv", [["show", RESULTS / "bench-large.json", RESULTS / "verify-smoke-reference.json"],
                                   ["compare", RESULTS / "bench-large.json", RESULTS / "bench-large.json"]],
                          ids=["show", "compare"])
 def test_file_viewers_load_no_device_stack(argv: list[object]) -> None:
-    run = subprocess.run([sys.executable, "-c", LOADED, *map(str, argv)], capture_output=True, text=True)
-    assert "exit 0" in run.stderr, run.stderr[-2000:]
-    loaded = run.stdout.split("\n")[-2].split()
-    assert "wgrad_cli.tables" in loaded and "wgrad_cli.records" in loaded  # it ran
-    assert heavy(loaded) == []
+    assert heavy(loaded_by(argv)) == []
+
+
+def test_showing_build_and_info_files_loads_no_compiler(tmp_path: Path, amd_compiler: object) -> None:
+    for argv in (["build", "--config", "smoke", "--target", "gfx950", "--json", "build.json"], ["info", "--json", "info.json"]):
+        assert run_wgrad(tmp_path, *argv, "--cache-dir", "cache", terminal=False).returncode == 0
+    loaded = loaded_by(["show", "build.json", "info.json"], tmp_path)
+    assert "wgrad_cli.report" in loaded and heavy(loaded) == []
 
 
 def test_results_modules_import_no_device_stack() -> None:
     code = ("import sys, wgrad_cli.show, wgrad_cli.compare, wgrad_cli.speedup, wgrad_cli.tables, wgrad_cli.records, "
-            "wgrad_cli.plot; "
+            "wgrad_cli.report, wgrad_cli.resources, wgrad_cli.plot; "
             "print('\\n'.join(sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert heavy(loaded) == []

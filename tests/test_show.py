@@ -1,13 +1,17 @@
-"""show.py: committed results files printed as the tables bench and verify print, bad files one line each."""
+"""show.py: committed results files printed as the tables bench and verify print, build's and info's
+files (written by the real commands) as those commands print them, bad files one line each."""
 
 from __future__ import annotations
 
+import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from clirun import run_wgrad
 from rich.console import Console
 from rows import bench_row, write
 from rows import BENCH, VERIFY
@@ -97,3 +101,72 @@ def test_a_markdown_title_is_no_wider_than_its_table_or_80_columns(tmp_path: Pat
     width = max(80, *map(len, table.splitlines()))
     assert len(" ".join(title.split())) > width and max(map(len, title.splitlines())) <= width
     assert " ".join(title.split()).startswith(f"{name}: wgrad verify on an unnamed device, ")
+
+
+def table_part(markdown: str) -> str:
+    """A Markdown table without the title above it (show's names the file; the command's does not)."""
+    return markdown.split("\n\n", 1)[1]
+
+
+def shown_everywhere(tmp_path: Path, written: Path, live: str, column: str, cells: list[str]) -> list[dict[str, str]]:
+    """`written` shows in every format with exit 0: Markdown as the command printed it live, a boxed
+    table no wider than 100 columns, and CSV and JSON whose `column` holds `cells`, in order; the
+    CSV's rows are returned."""
+    out = {form: run_wgrad(tmp_path, "show", "--format", form, str(written), terminal=True) for form in FORMATS}
+    assert all(p.returncode == 0 and p.stderr == "" for p in out.values()), {f: p.stderr for f, p in out.items()}
+    assert out["markdown"].stdout.startswith(f"{written}: wgrad ")
+    assert table_part(out["markdown"].stdout) == table_part(live)
+    boxed = out["table"].stdout.splitlines()
+    assert max(map(len, boxed)) <= 100 and all(cell in out["table"].stdout for cell in cells)
+    rows = list(csv.DictReader(io.StringIO(out["csv"].stdout)))
+    assert [row[column] for row in rows] == cells
+    (table,) = json.loads(out["json"].stdout)
+    assert table["title"].startswith(f"{written}: wgrad ") and table["rows"] == rows
+    return rows
+
+
+def test_a_build_file_shows_as_build_printed_it(tmp_path: Path, amd_compiler: object) -> None:
+    build = run_wgrad(tmp_path, "build", "--config", "smoke", "--target", "gfx950", "--cache-dir", "cache",
+                      "--json", "build.json", terminal=False)
+    assert build.returncode == 0, build.stderr
+    shapes = [r["shape"]["name"] for r in json.loads((tmp_path / "build.json").read_text())["records"]]
+    assert shapes == ["one-expert", "two-zipf", "four-one-empty", "gaps"]
+    rows = shown_everywhere(tmp_path, Path("build.json"), build.stdout, "shapes", shapes)
+    for row in rows:  # every column of the build, in AMD's terms
+        assert row["status"] == "ok" and row["compile s"] != "cached" and row["limited by"]
+        assert re.fullmatch(r"\d+v \d+a \d+s", row["registers"]), row
+        assert re.fullmatch(r"\d+ WGs?/CU, \d+ waves?/SIMD", row["occupancy"]), row
+
+
+def test_shapes_of_one_build_share_its_row(tmp_path: Path, amd_compiler: object) -> None:
+    (tmp_path / "c.yaml").write_text("kernels: [reference]\ntargets: [gfx950]\nshapes:\n"
+                                     "  - {name: flat, M: 256, N: 256, K: 256, E: 2}\n"
+                                     "  - {name: skewed, M: 256, N: 256, K: 256, E: 2, routing: {kind: zipf, s: 2}}\n"
+                                     "  - {name: wide, M: 256, N: 512, K: 256, E: 2}\n")
+    build = run_wgrad(tmp_path, "build", "--config", "c.yaml", "--cache-dir", "cache", "--json", "build.json",
+                      terminal=False)
+    assert build.returncode == 0, build.stderr
+    assert len(json.loads((tmp_path / "build.json").read_text())["records"]) == 3  # one per shape
+    shown_everywhere(tmp_path, Path("build.json"), build.stdout, "shapes", ["flat, skewed", "wide"])
+
+
+def test_an_info_file_shows_as_info_printed_it(tmp_path: Path) -> None:
+    info = run_wgrad(tmp_path, "info", "--cache-dir", "cache", "--json", "info.json", terminal=False)
+    assert info.returncode == 0, info.stderr
+    candidates = [r["candidate"] for r in json.loads((tmp_path / "info.json").read_text())["records"]]
+    assert len(candidates) >= 2
+    rows = shown_everywhere(tmp_path, Path("info.json"), info.stdout, "candidate", candidates)
+    assert {row["target"] for row in rows} == {"gfx950", "sm_90a"}
+
+
+def test_a_broken_build_or_info_file_or_another_command_is_one_line(tmp_path: Path) -> None:
+    lacking = write(tmp_path / "lacking.json", "build", [{"kernel": "reference", "target": "gfx950", "ok": True}])
+    wrong = write(tmp_path / "wrong.json", "info", [{"target": "gfx950", "candidate": "clang", "usable": "yes",
+                                                     "chosen": True, "kind": None, "version": None, "command": None,
+                                                     "reason": ""}])
+    other = write(tmp_path / "other.json", "matrix", [{"shard": "1/3"}])
+    for path, line in ((lacking, "record 0 lacks shape; give a results file wgrad wrote"),
+                       (wrong, "record 0.usable is 'yes', not a bool; give a results file wgrad wrote"),
+                       (other, "a 'matrix' document; this needs one of verify, bench, selfbench, build, info")):
+        shown = run_wgrad(tmp_path, "show", str(path), terminal=True)
+        assert (shown.returncode, shown.stdout, shown.stderr) == (2, "", f"{path}: {line}\n")

@@ -17,9 +17,11 @@ from wgrad_cli.abi import Dims
 from wgrad_cli.atomic import write_text
 from wgrad_cli.cache import Cache, Entry, sha256_text
 from wgrad_cli.backends.registry import backend
-from wgrad_cli.codeobject import CodeObjectError, Resources
+from wgrad_cli.codeobject import CodeObjectError
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
 from wgrad_cli.kernelspec import KernelSpec
+from wgrad_cli.records import BuildRecord, ShapeRef
+from wgrad_cli.resources import Resources
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.compilers import Compiler
 from wgrad_cli.toolchain import Toolchains
@@ -193,13 +195,9 @@ def run_builds(jobs: list[BuildJob], toolchains: Toolchains, cache: Cache, limit
         return list(pool.map(work, jobs))
 
 
-def result_json(result: BuildResult) -> dict[str, object]:
-    """The machine-readable fields of one build (shared by every shape that uses it)."""
-    return {
-        "kernel": result.job.kernel.name, "target": result.job.target, "ok": result.ok,
-        "code_object": str(result.code_object) if result.code_object else None,
-        "compile_seconds": round(result.compile_seconds, 4), "cache_hit": result.cache_hit,
-        "compiler": result.compiler,
-        "resources": result.resources.to_json() if result.resources else None, "errors": result.errors,
-    }
-
+def build_record(result: BuildResult, shape: ShapeRef) -> BuildRecord:
+    """The record of one shape's build (records of shapes with the same dims share the build)."""
+    return BuildRecord(shape=shape, kernel=result.job.kernel.name, target=result.job.target, ok=result.ok,
+                       code_object=str(result.code_object) if result.code_object else None,
+                       compile_seconds=round(result.compile_seconds, 4), cache_hit=result.cache_hit,
+                       compiler=result.compiler, resources=result.resources, errors=result.errors)

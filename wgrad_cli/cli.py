@@ -337,7 +337,7 @@ def plot(files: tuple[Path, ...], out: Path) -> None:
                    "(default: table on a terminal, markdown elsewhere).")
 @wide_option
 def show(files: tuple[Path, ...], form: str | None) -> None:
-    """Print verify or bench results files as the tables the commands printed."""
+    """Print results files (verify, bench, selfbench, build, info) as the tables the commands printed."""
     from wgrad_cli.show import show_command
 
     show_command(list(files), form)

@@ -1,5 +1,5 @@
 """What every code object reader gives (hsaco.py for gfx950, cubin.py for sm_90a): the kernel's
-symbol, its arguments checked against the ABI, and its resource use.
+symbol, its arguments checked against the ABI, and its resource use (resources.py).
 
 gfx950: everything comes from the NT_AMDGPU_METADATA note (msgpack) of the ELF. sm_90a: the
 symbol comes from the cubin's symbol table, the arguments from its .nv.info.<symbol> section
@@ -10,35 +10,13 @@ no spill counts), saved with the cache entry at build time.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from wgrad_cli.abi import ARGS, KERNARG_BYTES, POINTER_BYTES
-from wgrad_cli.occupancy import Occupancy
 
 
 class CodeObjectError(Exception):
     """The code object is not what the kernel spec promises (symbol, arguments)."""
-
-
-@dataclass(frozen=True)
-class Resources:
-    symbol: str
-    registers: int  # VGPRs (AMD) / registers per thread (NVIDIA)
-    agprs: int | None
-    sgprs: int | None
-    shared_bytes: int  # static LDS / shared memory per workgroup
-    scratch_bytes: int  # private segment / stack frame per thread
-    spills: int  # AMD: VGPR + SGPR spill count; NVIDIA: spill store + load bytes
-    wave_size: int
-    occupancy: Occupancy
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> Resources:
-        return Resources(**{**d, "occupancy": Occupancy(**d["occupancy"])})
 
 
 def match_symbol(names: list[str], base: str) -> str:

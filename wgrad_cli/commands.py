@@ -7,11 +7,12 @@ from typing import Any
 
 from rich.markup import escape
 
-from wgrad_cli.build import BuildJob, BuildResult, resolve_compilers, result_json, run_builds
+from wgrad_cli.build import BuildJob, BuildResult, build_record, resolve_compilers, run_builds
 from wgrad_cli.cache import Cache, default_root
 from wgrad_cli.config import load_config
 from wgrad_cli.errors import CheckFailed, ToolchainError
 from wgrad_cli.grid import Grid, plural
+from wgrad_cli.records import CompilerRecord, ShapeRef, to_json
 from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.console import err, out, progress
 from wgrad_cli.document import write_json
@@ -64,19 +65,18 @@ def build_command(selection: Selection, compilers: CompilerOptions, shard: Shard
 
         results = run_builds(runnable, toolchains, cache, config.limits, workers, isa_dir, done)
     by_job = {r.job: r for r in results}
-    shapes_of = [[s.name for job, s in records if job == r.job] for r in results]
-    if results:
-        out.print(build_table(results, shapes_of))
+    built = [build_record(by_job[job], ShapeRef(shape.name, job.dims.M, job.dims.N, job.dims.K, job.dims.E,
+                                                shape.routing.describe()))
+             for job, shape in records if job in by_job]
+    if built:
+        out.print(build_table(built))
     for r in results:
         for line in r.errors:
             err.print(f"[red]{r.job.label}:[/] {escape(line)}", highlight=False)
     for line in skipped_lines(skipped, config.targets):
         err.print(f"[yellow]{escape(line)}[/]", highlight=False)
     if json_path:
-        write_json(json_path, "build", [
-            {"shape": {"name": shape.name, "M": job.dims.M, "N": job.dims.N, "K": job.dims.K, "E": job.dims.E,
-                       "routing": shape.routing.describe()},
-             **result_json(by_job[job])} for job, shape in records if job in by_job], config=config_name(config.path),
+        write_json(json_path, "build", [to_json(r) for r in built], config=config_name(config.path),
             skipped=[{"target": target, "kernels": sorted({j.kernel.name for j in skipped_jobs}), "builds": len(skipped_jobs),
                       "reason": " ".join(exc.lines)} for (target, _), (exc, skipped_jobs) in skipped.items()])
     failed = sum(not r.ok for r in results)
@@ -106,13 +106,13 @@ def info_command(compilers: CompilerOptions, json_path: Path | None) -> None:
     for target in TARGETS:
         candidates = list(toolchains.candidates(target))
         first = next((c for c in candidates if c.compiler), None)
-        rows += [(target, c, c is first) for c in candidates]
+        for c in candidates:
+            comp = c.compiler
+            rows.append(CompilerRecord(target, c.name, comp is not None, c is first, comp.kind if comp else None,
+                                       comp.version if comp else None, list(comp.argv0) if comp else None, c.reason))
     out.print(toolchain_table(rows))
     if json_path:
-        write_json(json_path, "info", [
-            {"target": t, "candidate": c.name, "usable": c.compiler is not None, "chosen": chosen,
-             "kind": c.compiler.kind if c.compiler else None, "version": c.compiler.version if c.compiler else None,
-             "command": list(c.compiler.argv0) if c.compiler else None, "reason": c.reason} for t, c, chosen in rows])
+        write_json(json_path, "info", [to_json(r) for r in rows])
 
 
 def configs_command() -> None:

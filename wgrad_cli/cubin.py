@@ -9,8 +9,9 @@ import struct
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from wgrad_cli.codeobject import CodeObjectError, Param, Resources, check_params, mangled_kinds, match_symbol
+from wgrad_cli.codeobject import CodeObjectError, Param, check_params, mangled_kinds, match_symbol
 from wgrad_cli.occupancy import sm90
+from wgrad_cli.resources import Resources
 
 EIFMT_SVAL, EIATTR_KPARAM_INFO = 4, 0x17  # .nv.info attribute format with a size field; parameter record
 

@@ -10,8 +10,9 @@ import msgpack
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection
 
-from wgrad_cli.codeobject import CodeObjectError, Param, Resources, check_params, match_symbol
+from wgrad_cli.codeobject import CodeObjectError, Param, check_params, match_symbol
 from wgrad_cli.occupancy import gfx950
+from wgrad_cli.resources import Resources
 
 NT_AMDGPU_METADATA = 32
 

@@ -1,8 +1,9 @@
-"""The records verify and bench write, as types: one schema, versioned, read back by every consumer.
+"""The records wgrad's commands write, as types: one schema, versioned, read back by every consumer.
 
 A results document is the run's provenance (tool, version, commit, device, target, config hash,
 seed, date, ...) and one record per (kernel, shape[, run]): a VerifyRow or a BenchRow; selfbench's
-document has one Ratio per timing of the tool's own host side. Files of
+document has one Ratio per timing of the tool's own host side, build's one BuildRecord per (kernel,
+target, shape), info's one CompilerRecord per compiler candidate. Files of
 an older schema are upgraded as they are read (fields they lack take the defaults below); a
 newer or unknown schema, or a record that lacks a field or has one of another kind, is one
 error line naming the file and the record. This module imports nothing of the device stack, so
@@ -19,12 +20,13 @@ from pathlib import Path
 from typing import Any, TypeVar, Union
 
 from wgrad_cli.errors import WgradError
+from wgrad_cli.resources import Resources
 
 # 1: files before this module (no "schema" field in the oldest); 2: every record typed, bench
 # rows with their flush kind, spin, sensor overlap and throttling, the compare gate's provenance
 SCHEMA = 2
 COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, speedup and plot read
-SHOWN = (*COMMANDS, "selfbench")  # every document show prints
+SHOWN = (*COMMANDS, "selfbench", "build", "info")  # every document show prints
 
 T = TypeVar("T")
 
@@ -160,6 +162,42 @@ class Ratio:
         return self.ratio <= self.target if self.inclusive else self.ratio < self.target
 
 
+@dataclass(frozen=True, kw_only=True)
+class BuildRecord:
+    """One shape's build: the compile of its (kernel, target, dims), which shapes of the same dims share."""
+
+    shape: ShapeRef
+    kernel: str
+    target: str
+    ok: bool
+    code_object: str | None
+    compile_seconds: float
+    cache_hit: bool
+    compiler: str  # kind and version; blank where none was found
+    resources: Resources | None
+    errors: list[str]
+
+    @property
+    def job(self) -> tuple[str, str, int, int, int, int]:
+        """What identifies the compile: kernel, target and the dims it was built for."""
+        s = self.shape
+        return self.kernel, self.target, s.M, s.N, s.K, s.E
+
+
+@dataclass(frozen=True)
+class CompilerRecord:
+    """One compiler candidate of a target, in the order they are tried, and whether it is the one used."""
+
+    target: str
+    candidate: str
+    usable: bool
+    chosen: bool
+    kind: str | None
+    version: str | None
+    command: list[str] | None
+    reason: str  # why it is not usable; blank where it is
+
+
 Row = Union[VerifyRow, BenchRow]
 
 
@@ -215,16 +253,16 @@ def to_json(record: Any) -> dict[str, Any]:
     return asdict(record)
 
 
-ROW_TYPES: dict[str, type[VerifyRow] | type[BenchRow] | type[Ratio]] = {"verify": VerifyRow, "bench": BenchRow,
-                                                                         "selfbench": Ratio}
+ROW_TYPES: dict[str, type[VerifyRow] | type[BenchRow] | type[Ratio] | type[BuildRecord] | type[CompilerRecord]] = {
+    "verify": VerifyRow, "bench": BenchRow, "selfbench": Ratio, "build": BuildRecord, "info": CompilerRecord}
 
 
 @dataclass(frozen=True)
 class Document:
     """A results file: its provenance and its records, typed."""
 
-    command: str  # verify, bench or selfbench
-    records: list[Any]  # VerifyRow for verify, BenchRow for bench, Ratio for selfbench
+    command: str  # one of SHOWN
+    records: list[Any]  # of the command's type in ROW_TYPES
     environment: dict[str, Any]  # everything else the file says (tool, version, argv, criterion, peak, ...)
     path: Path | None = None
 
@@ -238,10 +276,12 @@ class Document:
 
     @property
     def machine(self) -> str:
-        """Where it ran, as a title says it: the device, or for selfbench the host and its cores."""
+        """Where it ran, as a title says it: the device; for selfbench the host and its cores; for
+        build and info, which run no kernel, the host."""
+        host = self.get("host") or "an unnamed host"
         if self.command == "selfbench":
-            return f"{self.get('host') or 'an unnamed host'} ({self.get('cores') or '?'} cores)"
-        return self.device_name or "an unnamed device"
+            return f"{host} ({self.get('cores') or '?'} cores)"
+        return host if self.command in ("build", "info") else self.device_name or "an unnamed device"
 
     @property
     def bench_rows(self) -> list[BenchRow]:
@@ -254,6 +294,14 @@ class Document:
     @property
     def ratios(self) -> list[Ratio]:
         return [r for r in self.records if isinstance(r, Ratio)]
+
+    @property
+    def builds(self) -> list[BuildRecord]:
+        return [r for r in self.records if isinstance(r, BuildRecord)]
+
+    @property
+    def compilers(self) -> list[CompilerRecord]:
+        return [r for r in self.records if isinstance(r, CompilerRecord)]
 
 
 def document_from_json(doc: Any, where: str, commands: tuple[str, ...] = COMMANDS) -> Document:

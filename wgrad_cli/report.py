@@ -1,24 +1,35 @@
-"""The tables `wgrad build` and `wgrad info` print: builds, and the compilers found."""
+"""The tables `wgrad build` and `wgrad info` print, from the records they write (records.py), so
+that show prints a saved file as the command printed it. Nothing here imports a compiler or code
+object reader."""
 
 from __future__ import annotations
 
-from wgrad_cli.backends.registry import backend
-from wgrad_cli.build import BuildResult
-from wgrad_cli.compilers import Candidate
-from wgrad_cli.grid import Grid
+from collections.abc import Sequence
+
+from rich.markup import escape
+
+from wgrad_cli.grid import Grid, plural
+from wgrad_cli.records import BuildRecord, CompilerRecord
+from wgrad_cli.resources import Resources
 
 
-def _occupancy(r: BuildResult) -> str:
-    return backend(r.job.target).occupancy_text(r.resources) if r.resources else ""
+def registers_text(res: Resources) -> str:
+    """In the vendor's terms: AMD's VGPRs, AGPRs and SGPRs; NVIDIA's registers per thread (no SGPRs)."""
+    return str(res.registers) if res.sgprs is None else f"{res.registers}v {res.agprs}a {res.sgprs}s"
 
 
-def _registers(r: BuildResult) -> str:
-    return backend(r.job.target).registers_text(r.resources) if r.resources else ""
+def occupancy_text(res: Resources) -> str:
+    """In the vendor's units: AMD's workgroups per CU and waves per SIMD; NVIDIA's blocks and warps per SM."""
+    o = res.occupancy
+    if o.warps_per_sm is None:
+        return f"{plural(o.groups_per_unit, 'WG')}/CU, {plural(o.waves_per_simd or 0, 'wave')}/SIMD"
+    return f"{plural(o.groups_per_unit, 'block')}/SM, {plural(o.warps_per_sm, 'warp')}/SM"
 
 
-def build_table(results: list[BuildResult], shapes_of: list[list[str]]) -> Grid:
-    """One row per build: registers (AMD: VGPR, AGPR, SGPR), LDS/shared and scratch bytes, spills, occupancy."""
-    table = Grid("wgrad build")
+def build_table(records: Sequence[BuildRecord], title: str = "wgrad build") -> Grid:
+    """One row per build (the records of shapes that share one, joined): registers (AMD: VGPR, AGPR,
+    SGPR), LDS/shared and scratch bytes, spills, occupancy."""
+    table = Grid(title)
     table.add_column("kernel")
     table.add_column("target")
     table.add_column("M x N x K, E", "right", detail=True)
@@ -31,23 +42,26 @@ def build_table(results: list[BuildResult], shapes_of: list[list[str]]) -> Grid:
     table.add_column("occupancy")
     table.add_column("limited by", detail=True)
     table.add_column("compile s", "right", detail=True)
-    for r, shapes in zip(results, shapes_of):
-        d, res = r.job.dims, r.resources
-        status = "[green]ok[/]" if r.ok else "[red]FAILED[/]"
+    builds: dict[tuple[str, str, int, int, int, int], list[BuildRecord]] = {}
+    for record in records:
+        builds.setdefault(record.job, []).append(record)
+    for shared in builds.values():
+        r, res = shared[0], shared[0].resources
         figures = [str(res.shared_bytes), str(res.scratch_bytes), str(res.spills)] if res else [""] * 3
-        table.add_row(r.job.kernel.name, r.job.target, d.label(), ", ".join(shapes), status,
-                      _registers(r), *figures, _occupancy(r), res.occupancy.limited_by if res else "",
+        table.add_row(escape(r.kernel), escape(r.target), r.shape.label(), escape(", ".join(s.shape.name for s in shared)),
+                      "[green]ok[/]" if r.ok else "[red]FAILED[/]", registers_text(res) if res else "", *figures,
+                      occupancy_text(res) if res else "", res.occupancy.limited_by if res else "",
                       "cached" if r.cache_hit else f"{r.compile_seconds:.2f}")
     return table
 
 
-def toolchain_table(rows: list[tuple[str, Candidate, bool]]) -> Grid:
-    table = Grid("wgrad info: compilers, in the order they are tried")
+def toolchain_table(records: Sequence[CompilerRecord],
+                    title: str = "wgrad info: compilers, in the order they are tried") -> Grid:
+    table = Grid(title)
     for name in ("target", "candidate", "kind", "version", "command", "status"):
         table.add_column(name, detail=name in ("kind", "command"))
-    for target, c, chosen in rows:
-        comp = c.compiler
-        status = "[green]used[/]" if chosen else ("usable" if comp else f"[dim]{c.reason}[/]")
-        table.add_row(target, c.name, comp.kind if comp else "", comp.version if comp else "",
-                      " ".join(comp.argv0) if comp else "", status)
+    for c in records:
+        status = "[green]used[/]" if c.chosen else ("usable" if c.usable else f"[dim]{escape(c.reason)}[/]")
+        table.add_row(escape(c.target), escape(c.candidate), escape(c.kind or ""), escape(c.version or ""),
+                      escape(" ".join(c.command or [])), status)
     return table

@@ -1,6 +1,6 @@
-"""`wgrad show`: results files printed as the tables bench, verify and selfbench printed when they
-wrote them, so that a committed file can be read (and its derived columns, such as energy,
-recomputed) without a device."""
+"""`wgrad show`: results files printed as the tables the commands that wrote them (bench, verify,
+selfbench, build, info) printed, so that a committed file can be read (and its derived columns,
+such as energy, recomputed) without a device or compiler."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from wgrad_cli.tables import document_table
 
 
 def show_tables(paths: list[Path]) -> list[Grid]:
-    """One table per file, in the order given; every file that is not a verify, bench or selfbench
-    document wgrad wrote is one error line, and then no table is returned."""
+    """One table per file, in the order given; every file that is not a document of records.SHOWN
+    that wgrad wrote is one error line, and then no table is returned."""
     tables: list[Grid] = []
     problems: list[str] = []
     for path in paths:

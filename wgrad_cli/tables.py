@@ -1,7 +1,7 @@
 """Every table the commands print about results, from typed records (records.py): bench's and
 verify's, selfbench's, the emulator's counters, per-expert figures, speed-ups and compare's deltas, with the
-footers that go under them. Nothing here imports the device stack, so show, compare and speedup
-print on any machine.
+footers that go under them (build's and info's are report.py's). Nothing here imports the device
+stack, so show, compare and speedup print on any machine.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from rich.markup import escape
 from wgrad_cli.grid import Grid
 from wgrad_cli.compare import Delta
 from wgrad_cli.records import BenchRow, Document, Ratio, VerifyRow
+from wgrad_cli.report import build_table, toolchain_table
 from wgrad_cli.console import cell
 from wgrad_cli.speedup import Speedup, geomeans
 from wgrad_cli.stopping import Criterion
@@ -139,6 +140,10 @@ def document_table(doc: Document, title: str) -> Grid:
     """The table the command that wrote `doc` printed for its records."""
     if doc.command == "selfbench":
         return selfbench_table(doc.ratios, title)
+    if doc.command == "build":
+        return build_table(doc.builds, title)
+    if doc.command == "info":
+        return toolchain_table(doc.compilers, title)
     return bench_table(doc.bench_rows, title) if doc.command == "bench" else verify_table(doc.verify_rows, title)
 
 

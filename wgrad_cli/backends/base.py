@@ -15,7 +15,8 @@ from wgrad_cli.options import EMULATED, Device, Emulated
 from wgrad_cli.targets import Vendor
 
 if TYPE_CHECKING:
-    from wgrad_cli.codeobject import Param, Resources
+    from wgrad_cli.codeobject import Param
+    from wgrad_cli.resources import Resources
     from wgrad_cli.compilers import Candidate, Compiler
     from wgrad_cli.peaks import Peak
     from wgrad_cli.runtime import DeviceInfo, Runtime
@@ -74,14 +75,6 @@ class Backend(ABC):
         """What the code object's own records say a launch of `block` threads and `dynamic_shared` bytes
         breaks, before the driver refuses it with a code that does not say why; one line each."""
         return []
-
-    @abstractmethod
-    def occupancy_text(self, resources: Resources) -> str:
-        """The kernel's occupancy in this vendor's units, for the build table."""
-
-    @abstractmethod
-    def registers_text(self, resources: Resources) -> str:
-        """The kernel's registers in this vendor's terms, for the build table."""
 
     @abstractmethod
     def peak(self, device: DeviceInfo) -> Peak | None:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from wgrad_cli import hsaco
 from wgrad_cli.backends.base import Backend, GridLimit
-from wgrad_cli.codeobject import Param, Resources
+from wgrad_cli.codeobject import Param
 from wgrad_cli.compilers import Candidate, Compiler, clang_version
-from wgrad_cli.grid import plural
 from wgrad_cli.options import Device, Emulated
 from wgrad_cli.peaks import MiB, Peak
+from wgrad_cli.resources import Resources
 from wgrad_cli.runtime import DeviceInfo, Runtime
 
 MIN_CLANG = 20
@@ -141,13 +141,6 @@ class Gfx950(Backend):
                             f"{self.shared_limit} a gfx950 workgroup can have; lower launch.dynamic_shared or the "
                             "kernel's LDS")
         return problems
-
-    def occupancy_text(self, resources: Resources) -> str:
-        o = resources.occupancy
-        return f"{plural(o.groups_per_unit, 'WG')}/CU, {plural(o.waves_per_simd or 0, 'wave')}/SIMD"
-
-    def registers_text(self, resources: Resources) -> str:
-        return f"{resources.registers}v {resources.agprs}a {resources.sgprs}s"
 
     def peak(self, device: DeviceInfo) -> Peak:
         """MXFP8 follows from the device: CUs x clock x 8192 FLOP per CU per clock (MI355X 256 x 2.4 GHz =

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from wgrad_cli import cubin
 from wgrad_cli.backends.base import Backend, GridLimit
-from wgrad_cli.codeobject import Param, Resources
+from wgrad_cli.codeobject import Param
 from wgrad_cli.compilers import Candidate, Compiler, run_version
-from wgrad_cli.grid import plural
 from wgrad_cli.peaks import Peak
+from wgrad_cli.resources import Resources
 from wgrad_cli.runtime import DeviceInfo
 
 DATASHEET = {  # name fragment (first match wins) -> (fp8, bf16 TFLOP/s, HBM GB/s): NVIDIA datasheets, dense
@@ -80,13 +80,6 @@ class Sm90a(Backend):
 
     def resources(self, data: bytes, build_log: str, base: str, block: int, dynamic_shared: int) -> Resources:
         return cubin.resources(data, build_log, base, block, dynamic_shared)
-
-    def occupancy_text(self, resources: Resources) -> str:
-        o = resources.occupancy
-        return f"{plural(o.groups_per_unit, 'block')}/SM, {plural(o.warps_per_sm or 0, 'warp')}/SM"
-
-    def registers_text(self, resources: Resources) -> str:
-        return str(resources.registers)
 
     def peak(self, device: DeviceInfo) -> Peak | None:
         """From NVIDIA's datasheet for the part: its boost clock is not the clock the datasheet figures use."""
