@@ -241,6 +241,27 @@ def bench(**kw: Any) -> None:
 
 
 @cli.command()
+@selection_options
+@toolchain_options
+@wide_option
+@click.option("--machine", default="mi355x", show_default=True, help="Machine file of the modelled chip.")
+@click.option("--clock", type=click.FloatRange(min=0.1, max=5.0), metavar="GHZ",
+              help="Shader clock in GHz (default: the machine file's peak, 2.4; about 2.0 is seen under matrix load).")
+@click.option("--seed", type=click.IntRange(min=0), help="Problem seed (default: the config's).")
+@click.option("--shard", callback=parse_shard, help="Model only slice i of n of the (kernel, shape) records.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Results file (default results/model-<config>-gfx950[-shard-i-of-n].json).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write CSV here.")
+@click.option("--no-save", is_flag=True, help="Write no results file.")
+def model(**kw: Any) -> None:
+    """Model each gfx950 kernel's time on an MI355X from the instruction stream the emulator executes
+    (docs/model.md): rows labelled modelled, with the limiter and the time by cause."""
+    from wgrad_cli.model.command import model_command
+
+    model_command(**kw, kernel_timeout=KERNEL_TIMEOUT_S)
+
+
+@cli.command()
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
 @click.option("--threshold", type=click.FloatRange(min=0), default=0.05, show_default=True,
