@@ -96,7 +96,8 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
     plan = Plan(criterion, hot, repeat, warmup, flush_kind, discard_throttled, only_baselines or BASELINES)
     if isinstance(selection.get("device"), Emulated):
         raise WgradError(f"bench: --device {EMULATED} runs kernels functionally, with no clock to time them; "
-                         f"wgrad verify --device {EMULATED} records what each kernel executed instead")
+                         f"wgrad verify --device {EMULATED} records what each kernel executed, and wgrad model "
+                         "models its time on an MI355X (docs/model.md)")
     if baselines or flush_kind == "read":
         require_torch()  # before any build or launch
     s = open_session(**selection, shard=shard, edge_cases=False, extra=lambda _: [("empty", CALIBRATION.dims)])

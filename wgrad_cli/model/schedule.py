@@ -55,9 +55,10 @@ def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sh
         heapq.heappush(free, (start + t.cycles, unit))
         for cause, clocks in t.causes.items():
             busy[cause] += clocks
-        mfma += sum(per_class[c].mfma_cycles for c in members) // len(members) * len(members)
-        loads = sum(per_class[c].bytes_loaded for c in members) // len(members) * len(members)
-        stores = sum(per_class[c].bytes_stored for c in members) // len(members) * len(members)
+        # a class's CU timeline holds `resident` of its workgroups: a member's share is 1 / resident
+        mfma += sum(per_class[c].mfma_cycles for c in members) // resident
+        loads = sum(per_class[c].bytes_loaded for c in members) // resident
+        stores = sum(per_class[c].bytes_stored for c in members) // resident
         first = range(i * resident, i * resident + len(members))
         fresh = loads if sharing is None else min(loads, _fresh(sharing, first, seen))
         if i % units == 0:
