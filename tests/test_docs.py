@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from wgrad_cli.cli import cli
 
 BLOCK = re.compile(r"<!-- (wgrad [^\n]*?) -->\n(.*?)<!-- end -->", re.S)
-PAGES = ["README.md", "docs/h200-results.md"]
+PAGES = ["README.md", "docs/h200-results.md", "docs/model.md"]
 
 
 def printed(repo: Path, command: str) -> str:

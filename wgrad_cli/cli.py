@@ -247,6 +247,9 @@ def bench(**kw: Any) -> None:
 @click.option("--machine", default="mi355x", show_default=True, help="Machine file of the modelled chip.")
 @click.option("--clock", type=click.FloatRange(min=0.1, max=5.0), metavar="GHZ",
               help="Shader clock in GHz (default: the machine file's peak, 2.4; about 2.0 is seen under matrix load).")
+@click.option("--figure", "figures", multiple=True, metavar="NAME=VALUE",
+              help="Set one figure of the machine file, e.g. vmem_latency_cycles=1600 (repeatable; to see how much "
+                   "a figure no source publishes moves the time).")
 @click.option("--seed", type=click.IntRange(min=0), help="Problem seed (default: the config's).")
 @click.option("--shard", callback=parse_shard, help="Model only slice i of n of the (kernel, shape) records.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),

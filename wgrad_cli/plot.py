@@ -8,7 +8,8 @@ the dense bf16 rate, and the HBM bandwidth). compiled-dequant is left out of bot
 of values dequantized, not of the GEMM's FLOPs (`wgrad speedup` shows it in G values/s).
 
 matplotlib is the optional extra `wgrad[plot]`; it is imported only when a plot is drawn, with
-the Agg backend, and this module imports nothing of the device stack.
+the Agg backend, and this module imports nothing of the device stack. Modelled rows (wgrad model)
+are their own series, named "(modelled)": hatched bars, hollow points.
 """
 
 from __future__ import annotations

@@ -76,9 +76,9 @@ def model_record(s: Session, rt: ModelRuntime, rec: Record) -> BenchRow:
     return _row(s, rec, p, rt.modelled[-1], rt.machine, kernel.grid, time.perf_counter() - began)
 
 
-def model_command(machine: str, clock: float | None, json_path: Path | None, csv_path: Path | None, no_save: bool,
-                  shard: tuple[int, int] | None, **selection: Any) -> None:
-    m = load(machine)
+def model_command(machine: str, clock: float | None, figures: tuple[str, ...], json_path: Path | None,
+                  csv_path: Path | None, no_save: bool, shard: tuple[int, int] | None, **selection: Any) -> None:
+    m = load(machine).with_figures(figures)
     m = m.at_clock(clock) if clock is not None else m
     s = open_session(**selection, device=Emulated(), shard=shard, edge_cases=False, extra=lambda _: [])
     if s.target.name != "gfx950":
@@ -106,6 +106,6 @@ def model_command(machine: str, clock: float | None, json_path: Path | None, csv
     path = json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
     peak = gfx950_peak(rt.device)
     save(path, csv_path, "bench", rows, **s.environment(), shard=list(shard) if shard else None,
-         modelled={"machine": machine, "clock_ghz": m.clock_ghz, "sources": m.sources},
+         modelled={"machine": machine, "clock_ghz": m.clock_ghz, "figures": list(figures), "sources": m.sources},
          peak={**peak.__dict__, "source": f"modelled: {peak.source}"})
     err.print(escape(f"results (modelled): {path}" + (f", {csv_path}" if csv_path else "")), highlight=False)

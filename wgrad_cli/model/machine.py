@@ -62,6 +62,31 @@ class Machine:
     def at_clock(self, ghz: float) -> Machine:
         return replace(self, clock_ghz=ghz)
 
+    def with_figures(self, settings: tuple[str, ...]) -> Machine:
+        """The machine with figures set from NAME=VALUE strings (--figure), each marked as set by
+        the user in `sources`; WgradError, one line per bad setting."""
+        changes: dict[str, float | int] = {}
+        problems = []
+        for setting in settings:
+            name, _, value = setting.partition("=")
+            if name not in FIGURES or name == "clock_ghz":
+                problems.append(f"--figure {setting}: no figure {name!r}; one of {', '.join(FIGURES[1:])} (the clock "
+                                "is --clock)")
+                continue
+            try:
+                number = float(value)
+            except ValueError:
+                problems.append(f"--figure {setting}: {value!r} is not a number")
+                continue
+            if number <= 0:
+                problems.append(f"--figure {setting}: must be above 0")
+                continue
+            changes[name] = number if isinstance(getattr(self, name), float) else round(number)
+        if problems:
+            raise WgradError(problems)
+        sources = {**self.sources, **{k: f"set with --figure (machine file: {self.sources[k]})" for k in changes}}
+        return replace(self, **changes, sources=sources)  # type: ignore[arg-type]
+
     @property
     def simds(self) -> int:
         return self.compute_units * self.simds_per_cu

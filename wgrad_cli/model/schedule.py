@@ -4,7 +4,8 @@ memory system's floor on each round of sets running at once.
 
 A set's time is its CU timeline (cu.py) for its workgroup class. The floor of a round is the
 bytes it moves over the rate of the level that serves them: its distinct bytes from HBM (every
-store, and the inputs of owners, e.g. experts, the grid has not read before) and all of its loads
+store, and the inputs of owners, e.g. experts, the grid has not read before, or all of an owner's
+inputs again where they outgrow the last-level cache) and all of its loads
 from the last-level cache; where the floor is longer than the round's slowest set, the difference
 is added as bandwidth time."""
 
@@ -60,7 +61,7 @@ def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sh
         loads = sum(per_class[c].bytes_loaded for c in members) // resident
         stores = sum(per_class[c].bytes_stored for c in members) // resident
         first = range(i * resident, i * resident + len(members))
-        fresh = loads if sharing is None else min(loads, _fresh(sharing, first, seen))
+        fresh = loads if sharing is None else min(loads, _fresh(sharing, first, seen, m.llc_bytes))
         if i % units == 0:
             rounds.append((0.0, 0, 0))
         r_slow, r_hbm, r_llc = rounds[-1]
@@ -76,12 +77,14 @@ def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sh
     return GridTime(compute + stretch, causes, mfma, hbm_total, len(rounds))
 
 
-def _fresh(sharing: Sharing, groups: range, seen: set[int]) -> int:
-    """Input bytes of the owners of `groups` not read before (marked read now)."""
+def _fresh(sharing: Sharing, groups: range, seen: set[int], llc: int) -> int:
+    """Input bytes of the owners of `groups` not read before (marked read now); an owner whose
+    inputs do not fit the last-level cache is read again by every set."""
     total = 0
     for g in groups:
         owner = sharing.owner[g]
-        if owner not in seen:
+        size = sharing.inputs.get(owner, 0)
+        if owner not in seen or size > llc:
             seen.add(owner)
-            total += sharing.inputs.get(owner, 0)
+            total += size
     return total
