@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from emukernels import assert_uses, compile_hip, run
+from wgrad_cli.errors import WgradError
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine, load
 from wgrad_cli.model.runtime import ModelRuntime, Plan
@@ -192,3 +193,13 @@ def test_the_clock_scales_the_time() -> None:
     args: list[np.ndarray | int] = [np.zeros((256, 4), np.float32), np.zeros((64, 8), np.int32), 64]
     fast, slow = model(image, args, 1, 64), model(image, args, 1, 64, at_2)
     assert slow.seconds / fast.seconds == pytest.approx(2.4 / 2.0)
+
+
+def test_a_class_whose_workgroups_run_different_streams_is_refused() -> None:
+    image = compile_hip("KERNEL void uneven(int *out) { int acc = 0; for (unsigned i = 0; i < gid(); i++) acc += i; "
+                        "out[gid() * 64 + tid()] = acc; }")
+    rt = ModelRuntime(M)
+    rt.plan = Plan([0] * 4)  # told the 4 workgroups are one class, but each loops gid() times
+    with pytest.raises(WgradError, match=r"workgroups 0 and 3 are of one class but ran [\d,]+ and [\d,]+ "
+                                         r"wave-instructions; the model samples one workgroup per class"):
+        run(image, [np.zeros(256, np.int32)], 4, 64, rt=rt)

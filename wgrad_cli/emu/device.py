@@ -114,12 +114,17 @@ class EmuRuntime:
             self._write_kernargs(k, kernarg, grid, block, kernel_params)
             self._write_packet(packet, k, grid, block, dynamic_shared, kernarg)
             launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet, self.strict_lds)
-            self.stats.append(run(launch, function.program, self.heap, k.name, self.workers))
+            self._run(launch, function.program)
         except EmuFault as exc:
             raise DriverError(str(exc)) from None
         finally:
             self.heap.free(kernarg)
             self.heap.free(packet)
+
+    def _run(self, launch: Launch, program: Program) -> None:
+        """Run the launch, its arguments and dispatch packet in place (the timing model runs it
+        its own way: model/runtime.py)."""
+        self.stats.append(run(launch, program, self.heap, launch.kernel.name, self.workers))
 
     def _write_kernargs(self, k: Descriptor, address: int, grid: int, block: int, kernel_params: int) -> None:
         """The explicit arguments from kernelParams (one pointer per argument, in order) and the

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wgrad_cli.emu.device import EmuRuntime, Function
+from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.emu.dispatch import Launch
-from wgrad_cli.emu.scratch_ops import refusal
+from wgrad_cli.emu.program import Program
 from wgrad_cli.model.launch import Modelled, model_launch
 from wgrad_cli.model.machine import Machine
 from wgrad_cli.model.schedule import Sharing
-from wgrad_cli.runtime import DeviceInfo, DriverError
+from wgrad_cli.runtime import DeviceInfo
 
 
 @dataclass(frozen=True)
@@ -36,22 +36,6 @@ class ModelRuntime(EmuRuntime):
         self.plan = Plan()
         self.modelled: list[Modelled] = []  # one per launch, in order
 
-    def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
-        assert isinstance(function, Function)
-        k = function.kernel
-        if block > k.max_flat_workgroup_size:
-            raise DriverError(f"launch of {k.name}: {block} threads per workgroup, beyond its "
-                              f".max_flat_workgroup_size of {k.max_flat_workgroup_size}")
-        if (why := refusal(k)) is not None:
-            raise DriverError(f"launch of {k.name}: {why}")
-        kernarg = self.heap.alloc(max(k.kernarg_size, 4) + 64)
-        packet = self.heap.alloc(64)
-        try:
-            self._write_kernargs(k, kernarg, grid, block, kernel_params)
-            self._write_packet(packet, k, grid, block, dynamic_shared, kernarg)
-            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet)
-            self.modelled.append(model_launch(launch, function.program, self.heap, self.machine, self.plan.classes,
-                                              self.plan.sharing, k.name))
-        finally:
-            self.heap.free(kernarg)
-            self.heap.free(packet)
+    def _run(self, launch: Launch, program: Program) -> None:
+        self.modelled.append(model_launch(launch, program, self.heap, self.machine, self.plan.classes,
+                                          self.plan.sharing, launch.kernel.name))
