@@ -13,7 +13,7 @@ import click
 
 from wgrad_cli import __version__
 from wgrad_cli.errors import KernelHang, WgradError
-from wgrad_cli.runtime import Device, Emulated
+from wgrad_cli.runtime import HIP_STACK_BYTES, HIP_STACK_CAP, Device, Emulated
 from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.waiting import KERNEL_TIMEOUT_S
 
@@ -173,14 +173,19 @@ def run_options(f: F) -> F:
 @click.option("--strict-lds", is_flag=True,
               help="With --device emu: stop at the first LDS access beyond the workgroup's allocation (the hardware "
                    "reads 0 and drops the write; by default the emulator does the same and counts them).")
-def verify(strict_lds: bool, **kw: Any) -> None:
+@click.option("--emu-stack-bytes", type=click.IntRange(min=16, max=HIP_STACK_CAP),
+              help=f"With --device emu: the stack per work-item of kernels with a dynamic stack (recursion, alloca), "
+                   f"as hipDeviceSetLimit(hipLimitStackSize) sets it; default {HIP_STACK_BYTES}, the HIP runtime's.")
+def verify(strict_lds: bool, emu_stack_bytes: int | None, **kw: Any) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
     from wgrad_cli.device_commands import verify_command
 
-    if strict_lds:
-        if not isinstance(kw["device"], Emulated):
-            raise WgradError("--strict-lds: only the emulated device checks LDS accesses; add --device emu")
-        kw["device"] = Emulated(strict_lds=True)
+    if (strict_lds or emu_stack_bytes is not None) and not isinstance(kw["device"], Emulated):
+        option = "--strict-lds: only the emulated device checks LDS accesses" if strict_lds else \
+            "--emu-stack-bytes: only the emulated device takes its stack size from wgrad"
+        raise WgradError(f"{option}; add --device emu")
+    if isinstance(kw["device"], Emulated):  # rounded up to 16 bytes, as hipDeviceSetLimit does
+        kw["device"] = Emulated(strict_lds, -(-(emu_stack_bytes or HIP_STACK_BYTES) // 16) * 16)
     verify_command(**kw)
 
 

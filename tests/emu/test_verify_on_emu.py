@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from wgrad_cli.backends import BY_VENDOR
 from wgrad_cli.cli import cli
+from wgrad_cli.emu.device import EmuRuntime
+from wgrad_cli.runtime import Emulated
 from wgrad_cli.shipped import CONFIGS_DIR
 
 pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
@@ -41,6 +44,24 @@ def test_strict_lds_needs_the_emulator() -> None:
     result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "0", "--strict-lds"])
     assert result.exit_code == 2 and result.stderr.strip() == (
         "--strict-lds: only the emulated device checks LDS accesses; add --device emu")
+
+
+def test_emu_stack_bytes_needs_the_emulator() -> None:
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "0", "--emu-stack-bytes", "2048"])
+    assert result.exit_code == 2 and result.stderr.strip() == (
+        "--emu-stack-bytes: only the emulated device takes its stack size from wgrad; add --device emu")
+
+
+@pytest.mark.parametrize("given, kept", [(["--emu-stack-bytes", "1000"], 1008), ([], 1024)])
+def test_emu_stack_bytes_reaches_the_emulated_device(monkeypatch: pytest.MonkeyPatch, given: list[str],
+                                                     kept: int) -> None:
+    """Rounded up to 16 bytes as hipDeviceSetLimit rounds it; HIP's 1024 without the option."""
+    seen: list[object] = []
+    monkeypatch.setattr("wgrad_cli.device_commands.verify_command", lambda **kw: seen.append(kw["device"]))
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", *given])
+    assert result.exit_code == 0 and seen == [Emulated(False, kept)]
+    runtime = BY_VENDOR["amd"].open_runtime(Emulated(False, kept))
+    assert isinstance(runtime, EmuRuntime) and runtime.stack_bytes == kept
 
 
 def test_bench_refuses_the_emulator() -> None:

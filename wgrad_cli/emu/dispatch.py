@@ -25,6 +25,7 @@ from wgrad_cli.emu.machine import EXEC, Batch, EmuFault, Op, Stats, execute
 from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.program import Program
 from wgrad_cli.emu.scratch_ops import segment_bytes
+from wgrad_cli.runtime import HIP_STACK_BYTES
 
 MAX_BATCH_WAVES = 2048  # waves run in lock-step at once: bounds the register arrays (~64 KiB per VGPR)
 MAX_BATCH_PRIVATE = 1 << 27  # bytes of private memory a batch holds at once (one batch per worker process)
@@ -39,6 +40,12 @@ class Launch:
     kernarg: int  # device address of the kernarg segment
     dispatch_packet: int  # device address of an AQL dispatch packet describing this launch
     strict_lds: bool = False  # an LDS access beyond the workgroup's allocation stops the run
+    code_base: int = 0  # device address of the code object's image (PCs are offsets into it)
+    stack_bytes: int = HIP_STACK_BYTES  # per work-item, for a kernel with a dynamic stack
+
+    @property
+    def private_bytes(self) -> int:
+        return segment_bytes(self.kernel, self.stack_bytes)
 
     @property
     def threads(self) -> int:
@@ -64,7 +71,7 @@ def user_sgprs(k: Descriptor, launch: Launch, kernarg_words: np.ndarray) -> list
     if k.dispatch_id:
         values += [0, 0]
     if k.private_segment_size_sgpr:
-        values += [segment_bytes(k)]
+        values += [launch.private_bytes]
     start = k.kernarg_preload_offset
     values += [int(w) for w in kernarg_words[start: start + k.kernarg_preload_dwords]]
     return values
@@ -75,7 +82,10 @@ def init_batch(launch: Launch, program: Program, heap: Heap, first_group: int, g
     k = launch.kernel
     wpg = launch.waves_per_group
     lds = k.group_segment_size + launch.dynamic_lds
-    b = Batch(groups * wpg, wpg, k.vgprs, k.agprs, lds, heap, segment_bytes(k), launch.strict_lds)
+    b = Batch(groups * wpg, wpg, k.vgprs, k.agprs, lds, heap, launch.private_bytes, launch.strict_lds)
+    b.code_base = launch.code_base
+    if k.uses_dynamic_stack:
+        b.private_name = "stack (the HIP runtime's size for a kernel with a dynamic stack; --emu-stack-bytes sets it)"
     gx, gy, _ = launch.grid
     ids = np.arange(first_group, first_group + groups)
     b.group_ids[:, 0], b.group_ids[:, 1], b.group_ids[:, 2] = ids % gx, (ids // gx) % gy, ids // (gx * gy)
@@ -104,7 +114,7 @@ def run_groups(launch: Launch, program: Program, heap: Heap, first: int, count: 
     """Run workgroups [first, first + count) in batches; their statistics."""
     stats = Stats()
     kernarg = heap.span(launch.kernarg, -(-max(launch.kernel.kernarg_size, 4) // 4) * 4).view(np.uint32)
-    waves = min(MAX_BATCH_WAVES, MAX_BATCH_PRIVATE // max(1, 64 * segment_bytes(launch.kernel)))
+    waves = min(MAX_BATCH_WAVES, MAX_BATCH_PRIVATE // max(1, 64 * launch.private_bytes))
     per_batch = max(1, waves // launch.waves_per_group)
 
     def describe(op: Op, why: str) -> str:
@@ -113,7 +123,7 @@ def run_groups(launch: Launch, program: Program, heap: Heap, first: int, count: 
     for start in range(first, first + count, per_batch):
         n = min(per_batch, first + count - start)
         batch = init_batch(launch, program, heap, start, n, kernarg)
-        execute(batch, program.ops, describe)
+        execute(batch, program.ops_for(launch.kernel), describe)
         stats.add(batch.stats)
     return stats
 

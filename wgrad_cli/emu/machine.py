@@ -88,6 +88,8 @@ class Batch:
         # lane (wave * 64 + lane)'s private segment: bytes [row * private_bytes, (row + 1) * private_bytes)
         self.private_bytes = private_bytes  # a multiple of 4
         self.private = np.full(waves * 64 * private_bytes // 4, POISON, dtype="<u4").view(np.uint8)
+        self.private_name = "private segment"  # "stack" where the size is the runtime's, for fault lines
+        self.code_base = 0  # device address of the code object's image: PCs are offsets into it
         self.wm = np.ones(waves, dtype=bool)  # waves that run the current instruction
         self.all = True  # wm is every wave
         self.pc_now = 0

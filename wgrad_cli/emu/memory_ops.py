@@ -40,23 +40,25 @@ def where(b: Batch, wave: int, lane: int) -> str:
     return f"workgroup ({g[0]}, {g[1]}, {g[2]}), wave {wave % max(1, int((b.group == b.group[wave]).sum()))}, lane {lane}"
 
 
-def checked(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
-    """Heap offsets of the accesses; EmuFault naming the first lane outside every allocation."""
-    fault = b.heap.check(addr, nbytes)
+def checked(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str,
+            store: bool) -> np.ndarray:
+    """Heap offsets of the accesses; EmuFault naming the first lane outside every allocation (or, for
+    a store, in a loaded image's read-only segment)."""
+    fault = b.heap.check(addr, nbytes, store)
     if fault is not None:
-        raise EmuFault(f"{what} of {nbytes} bytes at {fault.address:#x} outside every allocation "
+        raise EmuFault(f"{what} of {nbytes} bytes at {fault.address:#x} {b.heap.describe(fault, store)} "
                        f"({where(b, int(waves[fault.lane]), int(lanes[fault.lane]))})")
     return b.heap.offsets(addr)
 
 
 def gather(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
     """The bytes at each address, (n, nbytes)."""
-    return b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what)[:, None] + np.arange(nbytes)]
+    return b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what, False)[:, None] + np.arange(nbytes)]
 
 
 def scatter(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, what: str) -> None:
     nbytes = data.shape[1]
-    b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what)[:, None] + np.arange(nbytes)] = data
+    b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what, True)[:, None] + np.arange(nbytes)] = data
 
 
 def to_regs(regs: np.ndarray, vdst: int, data: np.ndarray, signed: bool, d16: str | None, waves: np.ndarray,
@@ -113,7 +115,7 @@ def compile_atomic(suffix: str, pc: int, size: int, what: str, acc: bool, vdata:
         addr, done = place(b, waves, lanes)
         regs = b.a if acc else b.v
         data = words(regs, vdata, width, 2 if atomic.pair else 1, waves, lanes)[done]
-        at = checked(b, addr[done], width, waves[done], lanes[done], what)
+        at = checked(b, addr[done], width, waves[done], lanes[done], what, True)
         if np.any(at % width):
             lane = int(np.flatnonzero(at % width)[0])
             raise EmuFault(f"{what} at {int(addr[done][lane]):#x}, not aligned to {width} bytes "

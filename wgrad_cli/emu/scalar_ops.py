@@ -203,15 +203,16 @@ def sop1(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
             bt.write_s64(d, new if name in WREXEC else old)
             bt.write_scc(new != 0)
         return saveexec, False
+    # PCs are offsets into the image; the registers hold device addresses (the image's base + offset)
     if name == "S_GETPC_B64":
-        return (lambda bt: bt.write_s64(d, np.full(bt.W, U64(pc + size)))), False
+        return (lambda bt: bt.write_s64(d, np.full(bt.W, U64(bt.code_base + pc + size)))), False
     if name in ("S_SETPC_B64", "S_SWAPPC_B64"):
         a = opd.scalar(src, 64)
 
         def setpc(bt: Batch) -> None:
-            target = a(bt).astype(np.int64)
+            target = a(bt).astype(np.int64) - bt.code_base
             if name == "S_SWAPPC_B64":
-                bt.write_s64(d, np.full(bt.W, U64(pc + size)))
+                bt.write_s64(d, np.full(bt.W, U64(bt.code_base + pc + size)))
             bt.pc[:] = np.where(bt.wm, target, bt.pc)
         return setpc, True
     if name in ("S_MOVRELS_B32", "S_MOVRELS_B64", "S_MOVRELD_B32", "S_MOVRELD_B64"):
@@ -292,7 +293,7 @@ def sopk(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
         target = pc + 4 + simm * 4
 
         def call(bt: Batch) -> None:
-            bt.write_s64(d, np.full(bt.W, U64(pc + size)))
+            bt.write_s64(d, np.full(bt.W, U64(bt.code_base + pc + size)))
             bt.pc[:] = np.where(bt.wm, target, bt.pc)
         return call, True
     raise KeyError(name)
@@ -363,7 +364,7 @@ def smem(inst: Any, name: str) -> Run:
         words = addr[:, None] + 4 * np.arange(n)
         fault = bt.heap.check(words.astype(np.uint64), 4)
         if fault is not None:
-            raise EmuFault(f"scalar load of {n * 4} bytes at {fault.address:#x} outside every allocation")
+            raise EmuFault(f"scalar load of {n * 4} bytes at {fault.address:#x} {bt.heap.describe(fault, False)}")
         data = bt.heap.bytes[(bt.heap.offsets(words.astype(np.uint64))[..., None] + np.arange(4)).reshape(-1)]
         values = data.view(U32).reshape(-1, n)
         for k in range(n):

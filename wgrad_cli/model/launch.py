@@ -53,7 +53,7 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     """The launch's modelled time. `classes` gives each workgroup's class (None: each its own)."""
     groups = launch.groups
     keys = classes if classes is not None else list(range(groups))
-    recorder = Recorder(program, m)
+    recorder = Recorder(program, program.ops_for(launch.kernel), m)
     first: dict[int, int] = {}
     for g, key in enumerate(keys):
         first.setdefault(key, g)

@@ -56,16 +56,17 @@ class Stream:
 
 
 class Recorder:
-    """Records what a batch of waves executes; `ops` are the program's ops with the recording in."""
+    """Records what a batch of waves executes; `ops` are the kernel's ops (Program.ops_for) with the
+    recording in."""
 
-    def __init__(self, program: Program, machine: Machine) -> None:
+    def __init__(self, program: Program, ops: dict[int, Op], machine: Machine) -> None:
         self.machine = machine
         self.static = statics(program, machine)
         self.pcs: list[int] = []
         self.masks: list[np.ndarray | None] = []  # None: every wave of the batch
         self.costs: list[np.ndarray | None] = []
         decoded = {d.pc: d for d in program.decoded}
-        self.ops = {pc: self._wrap(op, decoded[pc]) for pc, op in program.ops.items()}
+        self.ops = {pc: self._wrap(op, decoded[pc]) for pc, op in ops.items()}
 
     def _note(self, b: Batch, pc: int, cost: np.ndarray | None) -> None:
         self.pcs.append(pc)

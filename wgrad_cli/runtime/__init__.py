@@ -117,11 +117,20 @@ class Runtime(Protocol):
     def close(self) -> None: ...
 
 
+# The stack a kernel with a dynamic stack gets per work-item, as the HIP runtime sizes it (ROCm/clr, f9f995c):
+# Device::stack_size_ is 1024 bytes unless hipDeviceSetLimit(hipLimitStackSize) changes it
+# (rocclr/device/device.hpp), and a dispatch of such a kernel gets max(that, the kernel's fixed
+# private segment) capped at 16 KiB (rocclr/device/rocm/rocvirtual.cpp).
+HIP_STACK_BYTES, HIP_STACK_CAP = 1024, 16 * 1024
+
+
 @dataclass(frozen=True)
 class Emulated:
-    """--device emu: gfx950's emulated device (wgrad_cli.emu), and how strict its sanitizer is."""
+    """--device emu: gfx950's emulated device (wgrad_cli.emu), how strict its sanitizer is and the
+    stack it gives kernels with a dynamic stack."""
 
     strict_lds: bool = False  # stop at an LDS access beyond the workgroup's allocation (hardware: reads 0, drops writes)
+    stack_bytes: int = HIP_STACK_BYTES  # per work-item, as hipDeviceSetLimit(hipLimitStackSize) sets it
 
     def __str__(self) -> str:
         return "emu"
