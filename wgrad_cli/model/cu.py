@@ -21,6 +21,7 @@ its SIMDs, so it sums to the CU's time.
 from __future__ import annotations
 
 import heapq
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,8 +52,9 @@ def simulate(groups: list[list[Stream]], static: dict[int, Static], m: Machine) 
     n = len(waves)
     simd = [i % m.simds_per_cu for i in range(n)]
     kinds = {pc: s for pc, s in static.items()}
-    pcs = [s.pcs.tolist() for _, s in waves]
-    costs = [s.costs.tolist() for _, s in waves]
+    lists = {id(s): (s.pcs.tolist(), s.costs.tolist()) for _, s in waves}  # copies of a class share theirs
+    pcs = [lists[id(s)][0] for _, s in waves]
+    costs = [lists[id(s)][1] for _, s in waves]
     group_of = [g for g, _ in waves]
     live = [sum(1 for g2 in group_of if g2 == g) for g in range(len(groups))]
 
@@ -62,7 +64,7 @@ def simulate(groups: list[list[Stream]], static: dict[int, Static], m: Machine) 
     vm: list[list[int]] = [[] for _ in range(n)]
     lgkm: list[list[tuple[int, bool]]] = [[] for _ in range(n)]  # (completion, is LDS)
     pos = [0] * n
-    intervals: list[tuple[int, int, int, int]] = []  # (simd, cause, start, end)
+    spans = Spans()
     arrived: dict[int, list[tuple[int, int]]] = {}  # group -> (wave, arrival) at the current barrier
     loaded = stored = mfma_total = 0
     end = 0
@@ -77,10 +79,10 @@ def simulate(groups: list[list[Stream]], static: dict[int, Static], m: Machine) 
             if pos[w] >= len(pcs[w]):  # done; the CU is not, until its stores and loads have landed
                 last = vm[w][-1] if vm[w] else 0
                 if last > t:
-                    intervals.append((s, MEMORY, t, last))
+                    spans.add((s, MEMORY, t, last))
                 end = max(end, t, last)
                 live[group_of[w]] -= 1
-                _release(arrived, group_of[w], live, ready, intervals, simd)
+                _release(arrived, group_of[w], live, ready, spans, simd)
                 break
             info = kinds[pcs[w][pos[w]]]
             cost = costs[w][pos[w]]
@@ -95,41 +97,41 @@ def simulate(groups: list[list[Stream]], static: dict[int, Static], m: Machine) 
                     if done > need:
                         need, cause = done, LDS if from_lds else MEMORY
                 if need > t:
-                    intervals.append((s, cause, t, need))
+                    spans.add((s, cause, t, need))
                     t = need
                 continue  # waiting costs no issue slot: go on with the same wave
             if k == Kind.NOP:
-                intervals.append((s, ISSUE, t, t + info.cycles))
+                spans.add((s, ISSUE, t, t + info.cycles))
                 t += info.cycles
                 continue
             if k == Kind.END:
                 pos[w] = len(pcs[w])
                 continue
             if k == Kind.BARRIER:
-                intervals.append((s, ISSUE, t, t + issue))
+                spans.add((s, ISSUE, t, t + issue))
                 arrived.setdefault(group_of[w], []).append((w, t + issue))
-                _release(arrived, group_of[w], live, ready, intervals, simd)
+                _release(arrived, group_of[w], live, ready, spans, simd)
                 break
             start = t
             if k == Kind.MFMA:
                 start = max(t, mfma_free[s])
                 if start > t:
-                    intervals.append((s, MFMA, t, start))
+                    spans.add((s, MFMA, t, start))
                 mfma_free[s] = start + info.cycles
                 mfma_total += info.cycles
-                intervals.append((s, MFMA, start, start + info.cycles))
+                spans.add((s, MFMA, start, start + info.cycles))
             elif k == Kind.VALU:
                 start = max(t, valu_free[s])
                 valu_free[s] = start + info.cycles
-                intervals.append((s, ISSUE, t, start + info.cycles))
+                spans.add((s, ISSUE, t, start + info.cycles))
             elif k == Kind.LDS:
                 start = max(t, lds_free)
                 busy = max(cost, 1)
                 lds_free = start + busy
                 lgkm[w].append((max(start + busy + m.lds_latency_cycles, lgkm[w][-1][0] if lgkm[w] else 0), True))
                 if start > t:
-                    intervals.append((s, LDS, t, start))
-                intervals.append((s, ISSUE, start, start + issue))
+                    spans.add((s, LDS, t, start))
+                spans.add((s, ISSUE, start, start + issue))
             elif k in (Kind.LOAD, Kind.STORE):
                 start = max(t, vmem_free)
                 busy = max(1, -(-cost // m.vmem_bytes_per_cycle_per_cu))
@@ -140,22 +142,41 @@ def simulate(groups: list[list[Stream]], static: dict[int, Static], m: Machine) 
                 else:
                     stored += cost
                 if start > t:
-                    intervals.append((s, MEMORY, t, start))
-                intervals.append((s, ISSUE, start, start + issue))
+                    spans.add((s, MEMORY, t, start))
+                spans.add((s, ISSUE, start, start + issue))
             elif k == Kind.SMEM:
                 lgkm[w].append((max(t + m.smem_latency_cycles, lgkm[w][-1][0] if lgkm[w] else 0), False))
-                intervals.append((s, ISSUE, t, t + issue))
+                spans.add((s, ISSUE, t, t + issue))
             else:
-                intervals.append((s, ISSUE, t, t + info.cycles))
+                spans.add((s, ISSUE, t, t + info.cycles))
             heapq.heappush(ready, (start + issue, w))
             break
 
     end = max([end, *mfma_free, *valu_free])
-    return CuTime(end, _causes(intervals, end, m.simds_per_cu), mfma_total, loaded, stored)
+    return CuTime(end, _causes(spans.flat, end, m.simds_per_cu), mfma_total, loaded, stored)
+
+
+class Spans:
+    """Clock spans (simd, cause, start, end), flat in an int64 array; a span of the cause of its SIMD's
+    last one that overlaps or touches it extends that one, which keeps a long run's spans few."""
+
+    def __init__(self) -> None:
+        self.flat = array("q")
+        self._last: dict[tuple[int, int], int] = {}  # (simd, cause) -> index of its last span
+
+    def add(self, span: tuple[int, int, int, int]) -> None:
+        simd, cause, start, end = span
+        at = self._last.get((simd, cause))
+        if at is not None and self.flat[at + 2] <= start <= self.flat[at + 3]:
+            if end > self.flat[at + 3]:
+                self.flat[at + 3] = end
+            return
+        self._last[(simd, cause)] = len(self.flat)
+        self.flat.extend(span)
 
 
 def _release(arrived: dict[int, list[tuple[int, int]]], group: int, live: list[int],
-             ready: list[tuple[int, int]], intervals: list[tuple[int, int, int, int]], simd: list[int]) -> None:
+             ready: list[tuple[int, int]], spans: Spans, simd: list[int]) -> None:
     """Let a workgroup's waves past its barrier once every live wave of it has arrived."""
     at = arrived.get(group, [])
     if not at or len(at) < live[group]:
@@ -163,17 +184,17 @@ def _release(arrived: dict[int, list[tuple[int, int]]], group: int, live: list[i
     release = max(t for _, t in at)
     for w, t in at:
         if release > t:
-            intervals.append((simd[w], BARRIER, t, release))
+            spans.add((simd[w], BARRIER, t, release))
         heapq.heappush(ready, (release, w))
     arrived[group] = []
 
 
-def _causes(intervals: list[tuple[int, int, int, int]], end: int, simds: int) -> dict[str, float]:
+def _causes(spans: array[int], end: int, simds: int) -> dict[str, float]:
     """Each SIMD's clocks given to the first cause present (CAUSES order), averaged over SIMDs."""
     totals = np.zeros(len(CAUSES))
     if end <= 0:
         return dict.fromkeys(CAUSES, 0.0)
-    arr = np.asarray(intervals, dtype=np.int64).reshape(-1, 4)
+    arr = np.frombuffer(spans, dtype=np.int64).reshape(-1, 4)
     for s in range(simds):
         mine = arr[arr[:, 0] == s]
         taken = np.zeros(end, dtype=bool)
