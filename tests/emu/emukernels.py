@@ -7,6 +7,7 @@ own helpers, so a wrong semantic fails a test.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import shutil
@@ -18,11 +19,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wgrad_cli.codeobject import amd_metadata, amd_params
+from wgrad_cli.backends.registry import backend
+from wgrad_cli.compilers import Compiler
 from wgrad_cli.emu.device import EmuRuntime, Function
+from wgrad_cli.errors import ToolchainError
+from wgrad_cli.hsaco import arguments as amd_params
+from wgrad_cli.hsaco import metadata as amd_metadata
 from wgrad_cli.kernargs import pack
+from wgrad_cli.toolchain import Toolchains
 
-CLANG, OBJDUMP = "clang-22", "llvm-objdump-22"
+CLANG = "a gfx950 compiler"  # need(CLANG): the one wgrad finds (clang 20+, ROCm, ziglang: `wgrad info`)
+# LLVM's disassembler, the emulator's decoder is compared with: the newest installed
+OBJDUMP = next((n for n in [*(f"llvm-objdump-{v}" for v in range(30, 19, -1)), "llvm-objdump"] if shutil.which(n)),
+               "llvm-objdump")
 PRELUDE = """
 #define KERNEL extern "C" __attribute__((global)) __attribute__((launch_bounds(256)))
 #define DEVICE __attribute__((device))
@@ -39,14 +48,32 @@ UNSUPPORTED = "KERNEL void sine(float *out, const float *a) { unsigned i = tid()
 UNSUPPORTED_MNEMONIC = "v_sin_f32_e32"
 
 
+@functools.cache
+def _compiler() -> Compiler | str:
+    try:
+        return Toolchains(_CACHE / "zig-shim").select("gfx950", False)
+    except ToolchainError as exc:
+        return exc.lines[0]
+
+
+def compiler() -> Compiler:
+    """The gfx950 compiler wgrad itself uses; the test is skipped where there is none."""
+    found = _compiler()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
+
+
 def need(tool: str) -> None:
-    if shutil.which(tool) is None:
-        pytest.skip(f"{tool} is not installed (apt-get install {'clang-22 lld-22' if tool == CLANG else 'llvm-22'})")
+    """Skip unless `tool` is there: CLANG (wgrad's gfx950 compiler) or OBJDUMP."""
+    if tool == CLANG:
+        compiler()
+    elif shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed (Debian: apt-get install llvm-22)")
 
 
 def _built(text: str, suffix: str, command: list[str]) -> Path:
     """`command` + [source, "-o", output] run once per content and command, cached across test runs."""
-    need(CLANG)
     key = hashlib.sha256((text + " ".join(command)).encode()).hexdigest()[:20]
     out = _CACHE / f"{key}{suffix}"
     if not out.exists():
@@ -61,8 +88,10 @@ def _built(text: str, suffix: str, command: list[str]) -> Path:
 
 def compile_hip(source: str, flags: tuple[str, ...] = ("-O3",)) -> bytes:
     """A gfx950 code object of `source` (after PRELUDE), cached by content across test runs."""
-    return _built(PRELUDE + source, ".hsaco", [CLANG, "-x", "hip", "--offload-arch=gfx950", "--offload-device-only",
-                                              "--no-gpu-bundle-output", "-nogpuinc", "-nogpulib", *flags, "-c"]).read_bytes()
+    source_path, output = Path("source"), Path("output")
+    argv = backend("gfx950").compile_argv(compiler(), source_path, output, _CACHE / "kernel.d", {}, (), flags)
+    assert argv[-3:] == [str(source_path), "-o", str(output)]
+    return _built(PRELUDE + source, ".hsaco", argv[:-3]).read_bytes()
 
 
 def disassemble(image: bytes) -> list[tuple[int, str, int]]:
@@ -158,7 +187,7 @@ def host_outcome(body: str, flags: tuple[str, ...], inputs: dict[str, bytes], du
     dump = "".join(f"  fwrite(&{name}, sizeof {name}, 1, stdout);\n" for name in dumps)
     main = (f"int main(void) {{\n{setup}  for (unsigned l = 0; l < {LANES}u; ++l) {{ unsigned r = compute(l); "
             f"fwrite(&r, 4, 1, stdout); }}\n{dump}  return 0;\n}}\n")
-    exe = _built(HOST_PRELUDE + body + main, ".exe", [CLANG, "-x", "c++", *flags])
+    exe = _built(HOST_PRELUDE + body + main, ".exe", [*compiler().argv0, "-x", "c++", *flags])
     out = subprocess.run([str(exe)], check=True, capture_output=True).stdout
     return Outcome(np.frombuffer(out[: 4 * LANES], dtype=np.uint32), out[4 * LANES:])
 

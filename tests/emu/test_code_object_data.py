@@ -13,7 +13,7 @@ import pytest
 from emukernels import assert_same_as_host, assert_uses, compile_hip, run
 from wgrad_cli.emu.device import EmuRuntime, Function
 from wgrad_cli.emu.loader import load_image
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.errors import DriverError
 
 U32 = np.uint32
 

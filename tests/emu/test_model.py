@@ -152,12 +152,12 @@ def test_an_lds_loop_pays_its_bank_conflicts() -> None:
 def test_bank_clocks_from_lane_addresses() -> None:
     lanes = np.arange(64)[None, :]
     every = np.ones((1, 64), dtype=bool)
-    assert bank_cycles(lanes * 4, every, 4, 64).tolist() == [1]  # 64 lanes, 64 banks
-    assert bank_cycles(lanes * 0, every, 4, 64).tolist() == [1]  # one dword: a broadcast
-    assert bank_cycles(lanes * 256, every, 4, 64).tolist() == [64]  # every lane in bank 0
-    assert bank_cycles(lanes * 16, every, 16, 64).tolist() == [4]  # b128: 4 groups of 16 lanes, 1 clock each
-    assert bank_cycles(lanes * 32, every, 16, 64).tolist() == [8]  # b128 at a 32-byte stride: 2-way
-    assert bank_cycles(lanes * 256, every[:, :] & (lanes < 1), 4, 64).tolist() == [1]  # only lane 0 active
+    assert bank_cycles(lanes * 4, every, 4, 64, 256).tolist() == [1]  # 64 lanes, 64 banks
+    assert bank_cycles(lanes * 0, every, 4, 64, 256).tolist() == [1]  # one dword: a broadcast
+    assert bank_cycles(lanes * 256, every, 4, 64, 256).tolist() == [64]  # every lane in bank 0
+    assert bank_cycles(lanes * 16, every, 16, 64, 256).tolist() == [4]  # b128: 4 groups of 16 lanes, 1 clock each
+    assert bank_cycles(lanes * 32, every, 16, 64, 256).tolist() == [8]  # b128 at a 32-byte stride: 2-way
+    assert bank_cycles(lanes * 256, every[:, :] & (lanes < 1), 4, 64, 256).tolist() == [1]  # only lane 0 active
 
 
 def test_a_streaming_copy_runs_at_the_hbm_rate() -> None:

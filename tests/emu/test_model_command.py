@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from wgrad_cli.cli import cli
 
 pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
-MEASURED = Path(__file__).resolve().parents[2] / "results" / "h200" / "bench-smoke.json"
+MEASURED = Path(__file__).resolve().parents[2] / "results" / "h200" / "bench-smoke-reference.json"
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 from emukernels import compile_hip, run
 from wgrad_cli.emu.loader import load_image
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.errors import DriverError
 
 U32 = np.uint32
 # `asm` without the register in its clobbers: LLVM's count (the descriptor's) leaves it out

@@ -17,7 +17,7 @@ from wgrad_cli.emu import dispatch
 from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.errors import DriverError
 
 U32 = np.uint32
 

@@ -29,9 +29,10 @@ from wgrad_cli.emu.memory import Heap, Name, Region
 from wgrad_cli.emu.program import Program
 from wgrad_cli.emu.scratch_ops import refusal
 from wgrad_cli.occupancy import gfx950
-from wgrad_cli.runtime import HIP_STACK_BYTES, UNREPORTED, DeviceInfo, DriverError, Reading
+from wgrad_cli.errors import DriverError
+from wgrad_cli.options import HIP_STACK_BYTES
+from wgrad_cli.runtime import UNREPORTED, DeviceInfo, Reading
 
-NAME = "emu"  # what --device takes
 KERNARG_SLACK = 64  # bytes past the kernarg segment a scalar load may read (one s_load_dwordx16)
 UNITS = 256  # MI355X's compute units: persistent kernels size their grid by it
 
@@ -245,7 +246,3 @@ class EmuRuntime:
 
     def close(self) -> None:
         self._programs.clear()
-
-
-def open_device() -> EmuRuntime:
-    return EmuRuntime()

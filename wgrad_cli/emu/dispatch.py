@@ -25,7 +25,7 @@ from wgrad_cli.emu.machine import EXEC, Batch, EmuFault, Op, Stats, execute
 from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.program import Program
 from wgrad_cli.emu.scratch_ops import segment_bytes
-from wgrad_cli.runtime import HIP_STACK_BYTES
+from wgrad_cli.options import HIP_STACK_BYTES
 
 MAX_BATCH_WAVES = 2048  # waves run in lock-step at once: bounds the register arrays (~64 KiB per VGPR)
 MAX_BATCH_PRIVATE = 1 << 27  # bytes of private memory a batch holds at once (one batch per worker process)
@@ -77,7 +77,7 @@ def user_sgprs(k: Descriptor, launch: Launch, kernarg_words: np.ndarray) -> list
     return values
 
 
-def init_batch(launch: Launch, program: Program, heap: Heap, first_group: int, groups: int,
+def init_batch(launch: Launch, heap: Heap, first_group: int, groups: int,
                kernarg_words: np.ndarray) -> Batch:
     k = launch.kernel
     wpg = launch.waves_per_group
@@ -122,7 +122,7 @@ def run_groups(launch: Launch, program: Program, heap: Heap, first: int, count: 
 
     for start in range(first, first + count, per_batch):
         n = min(per_batch, first + count - start)
-        batch = init_batch(launch, program, heap, start, n, kernarg)
+        batch = init_batch(launch, heap, start, n, kernarg)
         execute(batch, program.ops_for(launch.kernel), describe)
         stats.add(batch.stats)
     return stats

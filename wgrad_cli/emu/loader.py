@@ -30,7 +30,8 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationTable
 from elftools.elf.sections import SymbolTableSection
 
-from wgrad_cli.codeobject import CodeObjectError, amd_metadata
+from wgrad_cli import hsaco
+from wgrad_cli.codeobject import CodeObjectError
 
 EF_AMDGPU_MACH_MASK, EF_AMDGPU_MACH_GFX950 = 0xFF, 0x4F
 R_AMDGPU_NONE, R_AMDGPU_RELATIVE64 = 0, 13
@@ -188,7 +189,7 @@ def load_image(data: bytes) -> Image:
         kd_address = {sym.name[:-3]: sym["st_value"] for sym in symbols.iter_symbols() if sym.name.endswith(".kd")}
         local = tuple(_objects(symbols).values())
     kernels = {}
-    for k in amd_metadata(data).get("amdhsa.kernels", []):
+    for k in hsaco.metadata(data).get("amdhsa.kernels", []):
         name = k[".name"]
         if name not in kd_address:
             raise CodeObjectError(f"kernel {name} has no {name}.kd descriptor symbol")

@@ -92,7 +92,6 @@ class Batch:
         self.code_base = 0  # device address of the code object's image: PCs are offsets into it
         self.wm = np.ones(waves, dtype=bool)  # waves that run the current instruction
         self.all = True  # wm is every wave
-        self.pc_now = 0
         self._exec: np.ndarray | None = None
         self.stats = Stats(waves=waves)
 
@@ -107,9 +106,6 @@ class Batch:
         if self._exec is None:
             self._exec = self.mask64(EXEC)
         return self._exec
-
-    def exec_changed(self) -> None:
-        self._exec = None
 
     def lanes(self) -> np.ndarray:
         """The lanes that execute a vector instruction now: EXEC, in the waves at this PC."""
@@ -190,7 +186,6 @@ def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]
         wm = pcs == pc
         batch.wm = wm
         batch.all = bool(wm.all())
-        batch.pc_now = pc
         op = ops.get(pc)
         if op is None:
             raise EmuFault(describe(Op(pc, 4, "?", "other", lambda b: None), "jumped to an address that is not an "

@@ -71,7 +71,7 @@ def decode(code: bytes, start: int, end: int) -> Iterator[Decoded]:
 
 
 def _unsupported(d: Decoded, why: str) -> Op:
-    def stop(b: Batch) -> None:
+    def stop(_b: Batch) -> None:
         raise EmuFault(f"{d.mnemonic} is not implemented by the emulator{why}")
     return Op(d.pc, d.size, d.mnemonic, "unsupported", stop, jumps=True)
 
@@ -105,7 +105,7 @@ def compile_one(d: Decoded) -> Op:
 
 
 def _beyond_allocation(op: Op, why: str) -> Op:
-    def stop(b: Batch) -> None:
+    def stop(_b: Batch) -> None:
         raise EmuFault(why)
     return Op(op.pc, op.size, op.name, op.klass, stop, jumps=True)
 

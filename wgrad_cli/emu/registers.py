@@ -57,7 +57,7 @@ def _agpr_operands(cls: str, mnemonic: str, inst: Any) -> set[str]:
     return set()
 
 
-def _fields(cls: str, mnemonic: str, inst: Any) -> Iterator[tuple[str, int, int]]:
+def _fields(cls: str, inst: Any) -> Iterator[tuple[str, int, int]]:
     """(operand, 9-bit source-space value, register count) of each register operand the encoding uses."""
     counts: dict[str, int] = inst.op_regs
     marker = cls.endswith("SDWA") or cls.endswith("SDWA_SDST") or cls.endswith("DPP16")
@@ -86,7 +86,7 @@ def uses(cls: str, mnemonic: str, inst: Any) -> Iterator[Use]:
     scalar = {n for n, bit in (("vsrc0", "s0"), ("vsrc1", "s1")) if getattr(inst, bit, 0)}
     if mnemonic in LANE_READS:
         scalar.add("vdst")
-    for name, value, count in _fields(cls, mnemonic, inst):
+    for name, value, count in _fields(cls, inst):
         if name in scalar:  # SDWA's 8-bit field with S0/S1: a scalar source (an SGPR or a constant)
             value -= 256
         if value >= 256:

@@ -131,7 +131,7 @@ def _popcount64(x: np.ndarray) -> np.ndarray:
     return np.asarray(bits.sum(axis=1), dtype=U32)
 
 
-def _ff1(x: np.ndarray, bits: int) -> np.ndarray:
+def _ff1(x: np.ndarray) -> np.ndarray:
     x = x.astype(U64)
     low = x & (~x + U64(1))
     idx = np.where(x == 0, -1, np.log2(np.maximum(low, U64(1)).astype(np.float64)).astype(np.int64))
@@ -158,8 +158,8 @@ SOP1_32: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarr
     "S_NOT_B32": lambda a, s: (lambda r: (r, _nz(r)))(~a),
     "S_BCNT0_I32_B32": lambda a, s: (lambda r: (r, _nz(r)))(U32(32) - _popcount64(a)),
     "S_BCNT1_I32_B32": lambda a, s: (lambda r: (r, _nz(r)))(_popcount64(a)),
-    "S_FF0_I32_B32": lambda a, s: (_ff1((~a).astype(U32), 32), None),
-    "S_FF1_I32_B32": lambda a, s: (_ff1(a, 32), None),
+    "S_FF0_I32_B32": lambda a, s: (_ff1((~a).astype(U32)), None),
+    "S_FF1_I32_B32": lambda a, s: (_ff1(a), None),
     "S_FLBIT_I32_B32": lambda a, s: (_flbit(a, 32), None),
     "S_FLBIT_I32": lambda a, s: (np.where((a == 0) | (a == M32), U32(M32), _flbit(np.where(_i32(a) < 0, ~a, a).astype(U32), 32) - U32(1)), None),
     "S_SEXT_I32_I8": lambda a, s: ((a & U32(0xFF)).astype(np.uint8).view(np.int8).astype(np.int32).view(U32), None),
@@ -173,8 +173,8 @@ SOP1_64: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarr
     "S_CMOV_B64": lambda a, s: (a, None),
     "S_BCNT1_I32_B64": lambda a, s: (lambda r: (r.astype(U64), _nz(r)))(_popcount64(a)),
     "S_BCNT0_I32_B64": lambda a, s: (lambda r: (r.astype(U64), _nz(r)))(U32(64) - _popcount64(a)),
-    "S_FF1_I32_B64": lambda a, s: (_ff1(a, 64).astype(U64), None),
-    "S_FF0_I32_B64": lambda a, s: (_ff1(~a, 64).astype(U64), None),
+    "S_FF1_I32_B64": lambda a, s: (_ff1(a).astype(U64), None),
+    "S_FF0_I32_B64": lambda a, s: (_ff1(~a).astype(U64), None),
     "S_FLBIT_I32_B64": lambda a, s: (_flbit(a, 64).astype(U64), None),
 }
 RESULT_32_FROM_64 = {"S_BCNT1_I32_B64", "S_BCNT0_I32_B64", "S_FF1_I32_B64", "S_FF0_I32_B64", "S_FLBIT_I32_B64"}

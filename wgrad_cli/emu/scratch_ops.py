@@ -24,9 +24,10 @@ import numpy as np
 
 from wgrad_cli.emu.loader import Descriptor
 from wgrad_cli.emu.machine import Batch, EmuFault, Op
-from wgrad_cli.emu.memory_ops import LOADS, OFF, STORES, from_regs, to_regs, where
+from wgrad_cli.emu.lanes import from_regs, to_regs, where
+from wgrad_cli.emu.memory_ops import LOADS, OFF, STORES
 from wgrad_cli.emu.operands import APERTURES
-from wgrad_cli.runtime import HIP_STACK_CAP
+from wgrad_cli.options import HIP_STACK_CAP
 
 PRIVATE_HI = APERTURES[237]  # src_private_base's high dword: the aperture is [PRIVATE_HI << 32, + 2^32)
 

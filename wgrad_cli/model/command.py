@@ -6,27 +6,26 @@ differs (model/runtime.py)."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Any
+from dataclasses import replace
 
 from rich.markup import escape
 
 from wgrad_cli.abi import flops, min_bytes
-from wgrad_cli.errors import WgradError
+from wgrad_cli.backends.registry import peak
+from wgrad_cli.console import err, out, progress
 from wgrad_cli.kernelspec import KernelSpec
 from wgrad_cli.launch import prepare, upload
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine, load
 from wgrad_cli.model.runtime import ModelRuntime, Plan
 from wgrad_cli.model.schedule import Sharing
-from wgrad_cli.peaks import gfx950_peak
+from wgrad_cli.options import CompilerOptions, Emulated, ModelOptions, Output, RunOptions, Selection, Shard
 from wgrad_cli.problem import Problem, generate
-from wgrad_cli.records import BenchRow, ModelFigures, build
-from wgrad_cli.report import err, out, progress
+from wgrad_cli.records import BenchRow, ModelFigures
 from wgrad_cli.results import RESULTS_DIR, save
-from wgrad_cli.runtime import Emulated
 from wgrad_cli.session import Record, Session, open_session
 from wgrad_cli.tables import model_table
+from wgrad_cli.waiting import KERNEL_TIMEOUT_S
 
 SCALE_BLOCK = 32  # tokens per e8m0 scale
 
@@ -47,18 +46,21 @@ def plan_for(spec: KernelSpec, p: Problem, grid: int) -> Plan:
 
 def _row(s: Session, rec: Record, p: Problem, m: Modelled, machine: Machine, grid: int, wall: float) -> BenchRow:
     d = rec.shape.dims
-    work = flops(d, p.offsets.tolist())
+    work, least = flops(d, p.offsets.tolist()), min_bytes(d)
     ms = m.seconds * 1e3
-    peak = gfx950_peak(s.rt.device)
+    known = peak(s.rt.device)
     tflops = work / m.seconds / 1e12
     figures = ModelFigures(machine.name, machine.clock_ghz, m.limiter, {c: v * 1e6 for c, v in m.causes.items()},
                            m.mfma_floor_seconds * 1e6, m.workgroups, m.classes, m.emulated, m.resident, m.hbm_bytes)
-    return build(BenchRow, {
-        **rec.to_json(), **s.code_object_json(rec.job), "seed": s.seed, "run": 1, "cache": "modelled", "samples": 1,
-        "median_ms": ms, "min_ms": ms, "p20_ms": ms, "p80_ms": ms, "mean_ms": ms, "rel_stdev": 0.0,
-        "stop": "modelled", "wall_seconds": round(wall, 3), "flops": work, "min_bytes": min_bytes(d),
-        "tflops": tflops, "gbps": min_bytes(d) / m.seconds / 1e9, "pct_peak": 100 * tflops / peak.matrix_tflops,
-        "clock_mhz": round(machine.clock_ghz * 1000), "grid": grid, "model": figures.__dict__}, "a modelled row")
+    code = s.code_object(rec.job)
+    return BenchRow(
+        code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
+        build_errors=code.build_errors, index=rec.index, kernel=rec.job.kernel.name, target=rec.job.target,
+        shape=rec.shape_ref(), seed=s.seed, run=1, cache="modelled", samples=1, median_ms=ms, min_ms=ms, p20_ms=ms,
+        p80_ms=ms, mean_ms=ms, rel_stdev=0.0, stop="modelled", wall_seconds=round(wall, 3), flops=work,
+        min_bytes=least, tflops=tflops, gbps=least / m.seconds / 1e9,
+        pct_peak=100 * tflops / known.matrix_tflops if known else None, clock_mhz=round(machine.clock_ghz * 1000),
+        grid=grid, model=figures)
 
 
 def model_record(s: Session, rt: ModelRuntime, rec: Record) -> BenchRow:
@@ -76,18 +78,16 @@ def model_record(s: Session, rt: ModelRuntime, rec: Record) -> BenchRow:
     return _row(s, rec, p, rt.modelled[-1], rt.machine, kernel.grid, time.perf_counter() - began)
 
 
-def model_command(machine: str, clock: float | None, figures: tuple[str, ...], json_path: Path | None,
-                  csv_path: Path | None, no_save: bool, shard: tuple[int, int] | None, **selection: Any) -> None:
-    m = load(machine).with_figures(figures)
-    m = m.at_clock(clock) if clock is not None else m
-    s = open_session(**selection, device=Emulated(), shard=shard, edge_cases=False, extra=lambda _: [])
-    if s.target.name != "gfx950":
-        s.rt.close()
-        raise WgradError(f"wgrad model times gfx950 code objects; the config's runnable target is {s.target}")
+def model_command(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions,
+                  seed: int | None, shard: Shard | None) -> None:
+    m = load(chip.machine).with_figures(chip.figures)
+    m = m.at_clock(chip.clock) if chip.clock is not None else m
+    run = RunOptions(Emulated(), seed, KERNEL_TIMEOUT_S, shard)
+    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [])
     s.rt.close()
     rt = ModelRuntime(m)
     s.rt = rt
-    err.print(f"modelled device: {rt.device.name}; machine file {machine}; seed {s.seed}", highlight=False)
+    err.print(f"modelled device: {rt.device.name}; machine file {chip.machine}; seed {s.seed}", highlight=False)
     rows: list[BenchRow] = []
     with progress("modelling", len(s.records)) as bar:
         for rec in s.records:
@@ -100,12 +100,12 @@ def model_command(machine: str, clock: float | None, figures: tuple[str, ...], j
         err.print(f"{escape(r.kernel)} on {escape(r.shape.name)}: {r.model.classes} class"
                   f"{'es' * (r.model.classes != 1)} of {r.model.workgroups:,} workgroups; emulated workgroups "
                   f"{', '.join(map(str, r.model.emulated))}", highlight=False)
-    if no_save:
+    if output.no_save:
         return
-    stem = Path(str(selection["config_path"])).stem
-    path = json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
-    peak = gfx950_peak(rt.device)
-    save(path, csv_path, "bench", rows, **s.environment(), shard=list(shard) if shard else None,
-         modelled={"machine": machine, "clock_ghz": m.clock_ghz, "figures": list(figures), "sources": m.sources},
-         peak={**peak.__dict__, "source": f"modelled: {peak.source}"})
-    err.print(escape(f"results (modelled): {path}" + (f", {csv_path}" if csv_path else "")), highlight=False)
+    stem = selection.config_path.stem
+    path = output.json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
+    known = peak(rt.device)
+    save(path, output.csv_path, "bench", rows, **s.environment(), shard=list(shard) if shard else None,
+         modelled={"machine": chip.machine, "clock_ghz": m.clock_ghz, "figures": list(chip.figures), "sources": m.sources},
+         peak={**known.__dict__, "source": f"modelled: {known.source}"} if known else None)
+    err.print(escape(f"results (modelled): {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False)

@@ -36,9 +36,9 @@ class Modelled:
     rounds: int
 
 
-def _record(recorder: Recorder, launch: Launch, program: Program, heap: Heap, group: int, name: str) -> list[Stream]:
+def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: str) -> list[Stream]:
     kernarg = heap.span(launch.kernarg, -(-max(launch.kernel.kernarg_size, 4) // 4) * 4).view(np.uint32)
-    batch = init_batch(launch, program, heap, group, 1, kernarg)
+    batch = init_batch(launch, heap, group, 1, kernarg)
     recorder.clear()
 
     def describe(op: Op, why: str) -> str:
@@ -57,11 +57,11 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     first: dict[int, int] = {}
     for g, key in enumerate(keys):
         first.setdefault(key, g)
-    streams = {key: _record(recorder, launch, program, heap, g, name) for key, g in first.items()}
+    streams = {key: _record(recorder, launch, heap, g, name) for key, g in first.items()}
     emulated = list(first.values())
     check = next((g for g in range(groups - 1, -1, -1) if keys[g] == keys[0] and g != first[keys[0]]), None)
     if check is not None:  # the sampling rests on one stream per class: test it on one more workgroup
-        other = _record(recorder, launch, program, heap, check, name)
+        other = _record(recorder, launch, heap, check, name)
         mine = streams[keys[0]]
         if [len(s.pcs) for s in other] != [len(s.pcs) for s in mine]:
             raise WgradError(f"{name}: workgroups {first[keys[0]]} and {check} are of one class but ran "
@@ -69,8 +69,10 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
                              "wave-instructions; the model samples one workgroup per class and cannot time this kernel")
         emulated.append(check)
     k = launch.kernel
-    occupancy = gfx950(k.vgprs, k.agprs, k.group_segment_size + launch.dynamic_lds, launch.threads)
-    resident = max(1, min(occupancy.groups_per_unit, -(-groups // m.compute_units)))
+    lds = k.group_segment_size + launch.dynamic_lds
+    occupancy = gfx950(k.vgprs, k.agprs, lds, launch.threads)
+    by_lds = m.lds_bytes_per_cu // lds if lds else occupancy.groups_per_unit  # the machine file's LDS, if set lower
+    resident = max(1, min(occupancy.groups_per_unit, by_lds, -(-groups // m.compute_units)))
     per_class: dict[int, CuTime] = {key: simulate([s] * resident, recorder.static, m) for key, s in streams.items()}
     grid = schedule(keys, per_class, resident, sharing, m)
     hz = m.clock_ghz * 1e9

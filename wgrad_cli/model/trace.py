@@ -23,14 +23,14 @@ from wgrad_cli.model.ops import Kind, Static, statics
 LDS_WORD = 4  # bytes per bank
 
 
-def bank_cycles(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int) -> np.ndarray:
+def bank_cycles(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int, per_clock: int) -> np.ndarray:
     """Clocks the LDS takes for one access per lane, per wave: (waves, 64) byte addresses.
 
-    Lanes go in groups small enough to move at most one dword per bank per clock (64 lanes for
-    4-byte accesses, 32 for 8, 16 for 16); a group takes as many clocks as the most distinct dwords
-    any bank holds among its active lanes (lanes reading one dword share it)."""
+    Lanes go in groups that move at most `per_clock` bytes (64 lanes for 4-byte accesses at 256 bytes
+    a clock, 32 for 8, 16 for 16); a group takes as many clocks as the most distinct dwords any of the
+    `banks` banks holds among its active lanes (lanes reading one dword share it)."""
     dwords = max(1, -(-nbytes // LDS_WORD))
-    per_group = max(1, banks // dwords)
+    per_group = max(1, per_clock // (LDS_WORD * dwords))
     waves = addr.shape[0]
     groups = -(-64 // per_group)
     w, lane = np.nonzero(active)
@@ -77,7 +77,8 @@ class Recorder:
         info = self.static.get(op.pc)
         if info is None:
             return op
-        inner, note, pc, banks = op.run, self._note, op.pc, self.machine.lds_banks
+        inner, note, pc = op.run, self._note, op.pc
+        banks, per_clock = self.machine.lds_banks, self.machine.lds_bytes_per_cycle
 
         if info.kind == Kind.MFMA:
             def mfma(b: Batch) -> None:
@@ -89,7 +90,7 @@ class Recorder:
 
             def lds(b: Batch) -> None:
                 active, base = b.lanes(), b.v[f.vaddr].astype(np.int64)
-                note(b, pc, np.sum([bank_cycles(base + off, active, info.lane_bytes, banks) for off in offsets], axis=0))
+                note(b, pc, np.sum([bank_cycles(base + off, active, info.lane_bytes, banks, per_clock) for off in offsets], axis=0))
                 inner(b)
             return replace(op, run=lds)
         if info.kind in (Kind.LOAD, Kind.STORE):

@@ -12,12 +12,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from wgrad_cli.errors import WgradError
+from wgrad_cli.errors import DriverError
 from wgrad_cli.targets import Vendor
-
-
-class DriverError(WgradError):
-    """A driver call failed, or no driver or device is there to call."""
 
 
 def c_text(value: object) -> str:
@@ -115,32 +111,3 @@ class Runtime(Protocol):
         """A kernel is stuck: from now on free and close make no driver call (it would block behind it)."""
         ...
     def close(self) -> None: ...
-
-
-# The stack a kernel with a dynamic stack gets per work-item, as the HIP runtime sizes it (ROCm/clr, f9f995c):
-# Device::stack_size_ is 1024 bytes unless hipDeviceSetLimit(hipLimitStackSize) changes it
-# (rocclr/device/device.hpp), and a dispatch of such a kernel gets max(that, the kernel's fixed
-# private segment) capped at 16 KiB (rocclr/device/rocm/rocvirtual.cpp).
-HIP_STACK_BYTES, HIP_STACK_CAP = 1024, 16 * 1024
-
-
-@dataclass(frozen=True)
-class Emulated:
-    """--device emu: gfx950's emulated device (wgrad_cli.emu), how strict its sanitizer is and the
-    stack it gives kernels with a dynamic stack."""
-
-    strict_lds: bool = False  # stop at an LDS access beyond the workgroup's allocation (hardware: reads 0, drops writes)
-    stack_bytes: int = HIP_STACK_BYTES  # per work-item, as hipDeviceSetLimit(hipLimitStackSize) sets it
-
-    def __str__(self) -> str:
-        return "emu"
-
-
-Device = int | Emulated  # a device index, or the emulated gfx950
-
-def open_runtime(vendor: Vendor, index: Device) -> Runtime:
-    """A Runtime on device `index` of `vendor` (or its emulated device); DriverError (one line, exit 2)
-    if there is none."""
-    from wgrad_cli.backends import BY_VENDOR
-
-    return BY_VENDOR[vendor].open_runtime(index)
