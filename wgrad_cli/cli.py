@@ -15,10 +15,9 @@ import click
 
 from wgrad_cli import __version__
 from wgrad_cli.errors import CheckFailed, KernelHang, WgradError
-from wgrad_cli.options import (EMULATED, FLUSHES, HIP_STACK_BYTES, HIP_STACK_CAP, BenchOptions, CompilerOptions, Device,
+from wgrad_cli.options import (EMULATED, FLUSHES, HIP_STACK_BYTES, HIP_STACK_CAP, KERNEL_TIMEOUT_S, BenchOptions, CompilerOptions, Device,
                                Emulated, ModelOptions, Output, RunOptions, Selection, Shard, VerifyOptions)
 from wgrad_cli.shipped import CONFIGS_DIR
-from wgrad_cli.waiting import KERNEL_TIMEOUT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -186,8 +185,8 @@ def run_options(f: F) -> F:
     f = click.option("--device", callback=parse_device, default="0", show_default=True, metavar="N|emu",
                      help="Device index, or emu: the emulated gfx950 (an MI355X run on the CPU; verify only).")(f)
     f = click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), default=KERNEL_TIMEOUT_S,
-                     show_default=True, help="Seconds any one wait for the device may take before the run stops as "
-                                             "hung (a deadlocked kernel), exit status 3.")(f)
+                     show_default=True, help="Seconds any one wait for the device (on the emulator: one launch) may "
+                                             "take before the run stops as hung (a deadlocked kernel), exit status 3.")(f)
     return f
 
 
@@ -216,7 +215,7 @@ def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, ou
     from wgrad_cli.backends.registry import emulated_device
     from wgrad_cli.device_commands import verify_command
 
-    run = replace(run, device=emulated_device(run.device, strict_lds, emu_stack_bytes))
+    run = replace(run, device=emulated_device(run.device, strict_lds, emu_stack_bytes, run.kernel_timeout))
     verify_command(selection, compilers, run, output, checks)
 
 

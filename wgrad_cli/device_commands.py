@@ -11,7 +11,7 @@ from wgrad_cli.backends.registry import backend, check_timed
 from wgrad_cli.baseline_names import NAMES as BASELINES
 from wgrad_cli.baselines import require_torch, unknown
 from wgrad_cli.bench import CALIBRATION, Plan, bench
-from wgrad_cli.errors import CheckFailed, Crashed, WgradError
+from wgrad_cli.errors import CheckFailed, Crashed, LaunchStopped, WgradError
 from wgrad_cli.isolation import Crash
 from wgrad_cli.backends.registry import peak
 from wgrad_cli.peaks import flush_bytes
@@ -49,14 +49,15 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
                      extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else [])
     try:
         print_header(s)
-        with progress("verifying", len(s.records)) as bar:
+        # the emulator forks its workers only while no other thread runs: no ticking refresh thread then
+        with progress("verifying", len(s.records), ticking=not s.rt.device.emulated) as bar:
             def done(o: Outcome) -> None:
-                bar.update(bar.task_ids[0], advance=1,
-                                description=f"{o.record.job.kernel.name} {o.record.shape.name} "
-                                            f"{'ok' if o.ok else 'FAILED'}")
+                bar.update(bar.task_ids[0], advance=1, refresh=True,
+                           description=f"{o.record.job.kernel.name} {o.record.shape.name} {'ok' if o.ok else 'FAILED'}")
 
             crashes: list[Crash] = []
-            outcomes = verify(s, reference, checks.rows, done, crashes.append)
+            hung: list[str] = []
+            outcomes = verify(s, reference, checks.rows, done, crashes.append, hung.append)
     finally:
         s.rt.close()
     records = [o.row(s.code_object(o.record.job)) for o in outcomes]
@@ -72,15 +73,19 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
         if checks.per_expert or not r.ok:
             out.print(expert_table(r))
     save_results(s, "verify", records, output, run.shard,
-          **({"crashed": [c.line for c in crashes]} if crashes else {}))
+                 **({"crashed": [c.line for c in crashes]} if crashes else {}), **({"hung": hung} if hung else {}))
     failed = [r for r in records if not r.ok]
-    err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes)} shapes passed")
+    err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes) + len(hung)} shapes passed")
     for r in failed:
         err.print(f"[red]FAILED[/] {escape(r.kernel)} on {escape(r.shape.name)}: "
                   f"{r.overall.mismatches} mismatches, {r.overall.unwritten} unwritten "
                   f"({escape(r.reference)})", highlight=False)
     for c in crashes:
         err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
+    for line in hung:
+        err.print(f"[red]HUNG[/] {escape(line)}", highlight=False, soft_wrap=True)
+    if hung:
+        raise SystemExit(LaunchStopped.exit_code)
     if crashes:
         raise Crashed()
     if failed:

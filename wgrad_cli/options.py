@@ -17,15 +17,17 @@ FLUSHES = ("zero", "pattern", "read")
 # (rocclr/device/device.hpp), and a dispatch of such a kernel gets max(that, the kernel's fixed
 # private segment) capped at 16 KiB (rocclr/device/rocm/rocvirtual.cpp).
 HIP_STACK_BYTES, HIP_STACK_CAP = 1024, 16 * 1024
+KERNEL_TIMEOUT_S = 60.0  # launches here take seconds at most: the reference kernel, 2.1 s at 8k on the H200
 
 
 @dataclass(frozen=True)
 class Emulated:
-    """--device emu: gfx950's emulated device (wgrad_cli.emu), how strict its sanitizer is and the
-    stack it gives kernels with a dynamic stack."""
+    """--device emu: gfx950's emulated device (wgrad_cli.emu), how strict its sanitizer is, the
+    stack it gives kernels with a dynamic stack and how long a launch may run."""
 
     strict_lds: bool = False  # stop at an LDS access beyond the workgroup's allocation (hardware: reads 0, drops writes)
     stack_bytes: int = HIP_STACK_BYTES  # per work-item, as hipDeviceSetLimit(hipLimitStackSize) sets it
+    kernel_timeout: float = KERNEL_TIMEOUT_S  # seconds a launch may run before the emulator stops it as hung
 
     def __str__(self) -> str:
         return EMULATED

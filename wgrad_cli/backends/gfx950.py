@@ -160,5 +160,6 @@ class Gfx950(Backend):
         if isinstance(device, Emulated):
             from wgrad_cli.emu.device import EmuRuntime
 
-            return EmuRuntime(strict_lds=device.strict_lds, stack_bytes=device.stack_bytes)
+            return EmuRuntime(strict_lds=device.strict_lds, stack_bytes=device.stack_bytes,
+                              timeout=device.kernel_timeout)
         return super().open_runtime(device)

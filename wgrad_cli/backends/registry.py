@@ -37,16 +37,17 @@ def max_shared() -> int:
     return max(b.shared_limit for b in BACKENDS.values())
 
 
-def emulated_device(device: Device, strict_lds: bool, stack_bytes: int | None) -> Device:
+def emulated_device(device: Device, strict_lds: bool, stack_bytes: int | None, kernel_timeout: float) -> Device:
     """The device with verify's emulator options (--strict-lds, --emu-stack-bytes) applied; WgradError
-    for either one on a GPU."""
+    for either one on a GPU. The emulator runs a launch itself, so it keeps --kernel-timeout itself."""
     if not isinstance(device, Emulated):
         if strict_lds or stack_bytes is not None:
             option = "--strict-lds: only the emulated device checks LDS accesses" if strict_lds else \
                 "--emu-stack-bytes: only the emulated device takes its stack size from wgrad"
             raise WgradError(f"{option}; add --device emu")
         return device
-    return Emulated(strict_lds, -(-(stack_bytes or HIP_STACK_BYTES) // 16) * 16)  # rounded up as hipDeviceSetLimit does
+    return Emulated(strict_lds, -(-(stack_bytes or HIP_STACK_BYTES) // 16) * 16,  # rounded up as hipDeviceSetLimit does
+                    kernel_timeout)
 
 
 def check_timed(device: Device) -> None:

@@ -2,9 +2,11 @@
 emulator, so verify runs a gfx950 code object on the CPU exactly as it would on an MI355X.
 
 Memory is the emulator's heap; a launch runs to completion before `launch` returns (events are
-therefore done at once, and their times mean nothing: bench refuses this device). Each launch's
+therefore done at once, and their times mean nothing: bench refuses this device), or stops as
+LaunchStopped once it has run `timeout` seconds (the session's --kernel-timeout). Each launch's
 instruction statistics are kept for the results. A fault (an instruction the emulator lacks, an
-access outside every allocation or outside a lane's private segment) becomes a one-line DriverError.
+access outside every allocation or outside a lane's private segment) becomes a one-line DriverError;
+any other exception is a bug in the emulator, an EmulatorBug with its traceback.
 
 Each load places a fresh copy of the code object's image in the heap, as hipModuleLoadData does:
 its globals start from the image's initial values, and `get_global` finds one by name
@@ -17,6 +19,7 @@ import ctypes
 import importlib.metadata
 import os
 import time
+import traceback
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,13 +27,14 @@ import numpy as np
 from wgrad_cli.codeobject import CodeObjectError
 from wgrad_cli.emu.dispatch import Launch, run
 from wgrad_cli.emu.loader import Descriptor, Image, load_image
-from wgrad_cli.emu.machine import EmuFault, Stats
+from wgrad_cli.emu.machine import EmuFault, Stats, TimedOut
 from wgrad_cli.emu.memory import Heap, Name, Region
 from wgrad_cli.emu.program import Program
 from wgrad_cli.emu.scratch_ops import refusal
+from wgrad_cli.errors import EmulatorBug, LaunchStopped, WgradError
 from wgrad_cli.occupancy import gfx950
 from wgrad_cli.errors import DriverError
-from wgrad_cli.options import HIP_STACK_BYTES
+from wgrad_cli.options import HIP_STACK_BYTES, KERNEL_TIMEOUT_S
 from wgrad_cli.runtime import UNREPORTED, DeviceInfo, Reading
 
 KERNARG_SLACK = 64  # bytes past the kernarg segment a scalar load may read (one s_load_dwordx16)
@@ -75,7 +79,7 @@ class EmuRuntime:
     crash_prone = False  # a fault is a DriverError, and the device lives in this process
 
     def __init__(self, workers: int | None = None, strict_lds: bool = False,
-                 stack_bytes: int = HIP_STACK_BYTES) -> None:
+                 stack_bytes: int = HIP_STACK_BYTES, timeout: float = KERNEL_TIMEOUT_S) -> None:
         version = importlib.metadata.version("tinygrad")
         self.device = DeviceInfo("amd", 0, "emulated gfx950 (wgrad)", "gfx950", UNITS, 0,
                                  os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 0,
@@ -84,6 +88,7 @@ class EmuRuntime:
         self.workers = workers or os.cpu_count() or 1
         self.strict_lds = strict_lds
         self.stack_bytes = stack_bytes  # per work-item, for kernels with a dynamic stack
+        self.timeout = timeout  # seconds of wall time a launch may take (--kernel-timeout)
         self.stats: list[Stats] = []  # one per launch, in order
         self._programs: dict[bytes, Program] = {}
 
@@ -165,12 +170,21 @@ class EmuRuntime:
         packet = self.heap.alloc(64)
         try:
             self._write_kernargs(k, kernarg, grid, block, kernel_params)
-            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet, self.strict_lds,
-                            function.module.base, self.stack_bytes)
+            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet,
+                            deadline=time.monotonic() + self.timeout,
+                            resident=self.resident(function, block, dynamic_shared, 1), strict_lds=self.strict_lds,
+                            code_base=function.module.base, stack_bytes=self.stack_bytes)
             self._write_packet(packet, launch)
             self._run(launch, function.module.program)
         except EmuFault as exc:
             raise DriverError(str(exc)) from None
+        except TimedOut as exc:
+            raise LaunchStopped(f"launch of {k.name} did not finish within {self.timeout:g} s (--kernel-timeout) on the "
+                                f"emulator, which stopped it: {exc}") from None
+        except WgradError:
+            raise
+        except Exception:  # noqa: BLE001 - anything else is a bug in the emulator: reported whole
+            raise EmulatorBug.of(f"launch of {k.name}", traceback.format_exc()) from None
         finally:
             self.heap.free(kernarg)
             self.heap.free(packet)

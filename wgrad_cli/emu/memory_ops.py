@@ -19,7 +19,7 @@ import numpy as np
 from wgrad_cli.emu import atomic_ops
 from wgrad_cli.emu.lanes import from_regs, to_regs, where, words
 from wgrad_cli.emu.lds_ops import lds_store
-from wgrad_cli.emu.machine import M0, Batch, EmuFault, Op
+from wgrad_cli.emu.machine import M0, Batch, EmuFault, Op, Unsupported, lookup
 
 U32, U64 = np.uint32, np.uint64
 OFF = 127  # saddr "off"
@@ -68,7 +68,7 @@ def compile_atomic(suffix: str, pc: int, size: int, what: str, acc: bool, vdata:
     done and returns 0). The data registers hold the operand, then cmpswap's compare value; with
     SC0 (GLC) the pre-op word goes to `vdst`. An address outside every allocation stops the run, as
     for loads; so does one not aligned to the word, whose effect the ISA leaves undefined."""
-    atomic = atomic_ops.ATOMICS[suffix]
+    atomic = lookup(atomic_ops.ATOMICS, suffix)
     width = atomic.width
 
     def run(b: Batch) -> None:
@@ -116,10 +116,13 @@ def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, o
     lds_store(b, addr, data, waves, lanes)
 
 
+CACHE_OPS = {"BUFFER_WBL2", "BUFFER_INV"}  # what clang-22 emits around agent- and system-scope atomics
+
+
 def _kind(name: str) -> tuple[str, str]:
     """('LOAD' | 'STORE', type suffix) of e.g. GLOBAL_LOAD_DWORDX4."""
     parts = name.split("_", 2)
-    return parts[1], parts[2]
+    return parts[1], parts[2] if len(parts) > 2 else ""  # cache ops (BUFFER_WBL2) have no type
 
 
 def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
@@ -129,7 +132,7 @@ def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
     suffix = suffix.removeprefix("LDS_")
     if kind not in ("LOAD", "STORE", "ATOMIC") or (kind == "LOAD" and suffix not in LOADS) or \
             (kind == "STORE" and suffix not in STORES) or (lds_dma and suffix not in LDS_DMA):
-        raise KeyError(name)
+        raise Unsupported(name)
     vaddr = int(inst.addr.offset) - 256
     saddr = int(inst.saddr.offset) if cls == "GLOBAL" else OFF
     raw_offset = int(inst.offset)
@@ -189,11 +192,13 @@ def resource(b: Batch, srsrc: int, waves: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def compile_buffer(inst: Any, pc: int, size: int) -> Op:
     name = inst.op.name
+    if name in CACHE_OPS:  # memory here is one coherent store with no caches: nothing to write back or drop
+        return Op(pc, size, name.lower(), "vmem", lambda b: None)
     kind, suffix = _kind(name)
     lds_dma = bool(getattr(inst, "lds", 0))
     if kind not in ("LOAD", "STORE", "ATOMIC") or (kind == "LOAD" and suffix not in LOADS) or \
             (kind == "STORE" and suffix not in STORES) or (lds_dma and suffix not in LDS_DMA):
-        raise KeyError(name + ("_LDS" if lds_dma else ""))
+        raise Unsupported(name + ("_LDS" if lds_dma else ""))
     srsrc = int(inst.srsrc.offset)
     soffset_src = int(inst.soffset.offset)
     from wgrad_cli.emu import operands as opd
@@ -225,7 +230,7 @@ def compile_buffer(inst: Any, pc: int, size: int) -> Op:
         return base + soffset(b)[waves].astype(U64) + index * stride + offset, inside
 
     if kind == "ATOMIC":
-        width = atomic_ops.ATOMICS[suffix].width
+        width = lookup(atomic_ops.ATOMICS, suffix).width
         vdata = int(inst.vdata.offset) - 256
 
         def in_range(b: Batch, waves: np.ndarray, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.emu.loader import Descriptor
-from wgrad_cli.emu.machine import Batch, EmuFault, Op
+from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported
 from wgrad_cli.emu.lanes import from_regs, to_regs, where
 from wgrad_cli.emu.memory_ops import LOADS, OFF, STORES
 from wgrad_cli.emu.operands import APERTURES
@@ -72,7 +72,7 @@ def _indices(b: Batch, waves: np.ndarray, lanes: np.ndarray, offsets: np.ndarray
 
 def mover(inst: Any, what: str) -> Move:
     """The data movement of a scratch or flat load or store, given each lane's private offset;
-    KeyError for other ops (atomics, loads to LDS)."""
+    Unsupported for other ops (atomics, loads to LDS)."""
     name: str = inst.op.name
     _, kind, suffix = name.split("_", 2)
     acc = bool(getattr(inst, "acc", 0))
@@ -94,7 +94,7 @@ def mover(inst: Any, what: str) -> Move:
             b.private[_indices(b, waves, lanes, offsets, nb, what)] = data
             b.stats.bytes_stored += data.size
         return store
-    raise KeyError(name)
+    raise Unsupported(name)
 
 
 def compile_scratch(inst: Any, pc: int, size: int) -> Op:
@@ -121,7 +121,7 @@ def with_private_aperture(inst: Any, global_op: Op) -> Op:
     than loads and stores stay `global_op`."""
     try:
         move = mover(inst, global_op.name)
-    except KeyError:
+    except Unsupported:
         return global_op
     vaddr, offset = int(inst.addr.offset) - 256, int(inst.offset)
 

@@ -19,13 +19,12 @@ from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine, load
 from wgrad_cli.model.runtime import ModelRuntime, Plan
 from wgrad_cli.model.schedule import Sharing
-from wgrad_cli.options import CompilerOptions, Emulated, ModelOptions, Output, RunOptions, Selection, Shard
+from wgrad_cli.options import KERNEL_TIMEOUT_S, CompilerOptions, Emulated, ModelOptions, Output, RunOptions, Selection, Shard
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.records import BenchRow, ModelFigures
 from wgrad_cli.results import RESULTS_DIR, save
 from wgrad_cli.session import Record, Session, open_session
 from wgrad_cli.tables import model_table
-from wgrad_cli.waiting import KERNEL_TIMEOUT_S
 
 SCALE_BLOCK = 32  # tokens per e8m0 scale
 

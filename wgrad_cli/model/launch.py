@@ -4,6 +4,7 @@ class on a CU (cu.py), then the grid over the chip (schedule.py)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,32 +37,35 @@ class Modelled:
     rounds: int
 
 
-def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: str) -> list[Stream]:
+def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: str, timeout: float) -> list[Stream]:
     kernarg = heap.span(launch.kernarg, -(-max(launch.kernel.kernarg_size, 4) // 4) * 4).view(np.uint32)
-    batch = init_batch(launch, heap, group, 1, kernarg)
+    batch = init_batch(launch, heap, np.array([group]), kernarg)
     recorder.clear()
 
     def describe(op: Op, why: str) -> str:
         return f"{name}: {op.name} at offset {op.pc:#x}: {why}"
 
-    execute(batch, recorder.ops, describe)  # an EmuFault is the device's one-line DriverError (emu/device.py)
+    # an EmuFault is the device's one-line DriverError, a hang its LaunchStopped (emu/device.py); the
+    # time limit is per emulated workgroup, since a modelled launch runs several of them one by one
+    execute(batch, recorder.ops, describe, time.monotonic() + timeout)
     return recorder.streams(batch.W)
 
 
 def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, classes: list[int] | None,
-                 sharing: Sharing | None, name: str) -> Modelled:
-    """The launch's modelled time. `classes` gives each workgroup's class (None: each its own)."""
+                 sharing: Sharing | None, name: str, timeout: float) -> Modelled:
+    """The launch's modelled time. `classes` gives each workgroup's class (None: each its own);
+    `timeout`: seconds each emulated workgroup may run before the launch stops as hung."""
     groups = launch.groups
     keys = classes if classes is not None else list(range(groups))
     recorder = Recorder(program, program.ops_for(launch.kernel), m)
     first: dict[int, int] = {}
     for g, key in enumerate(keys):
         first.setdefault(key, g)
-    streams = {key: _record(recorder, launch, heap, g, name) for key, g in first.items()}
+    streams = {key: _record(recorder, launch, heap, g, name, timeout) for key, g in first.items()}
     emulated = list(first.values())
     check = next((g for g in range(groups - 1, -1, -1) if keys[g] == keys[0] and g != first[keys[0]]), None)
     if check is not None:  # the sampling rests on one stream per class: test it on one more workgroup
-        other = _record(recorder, launch, heap, check, name)
+        other = _record(recorder, launch, heap, check, name, timeout)
         mine = streams[keys[0]]
         if [len(s.pcs) for s in other] != [len(s.pcs) for s in mine]:
             raise WgradError(f"{name}: workgroups {first[keys[0]]} and {check} are of one class but ran "

@@ -38,4 +38,4 @@ class ModelRuntime(EmuRuntime):
 
     def _run(self, launch: Launch, program: Program) -> None:
         self.modelled.append(model_launch(launch, program, self.heap, self.machine, self.plan.classes,
-                                          self.plan.sharing, launch.kernel.name))
+                                          self.plan.sharing, launch.kernel.name, self.timeout))
