@@ -13,7 +13,7 @@ from rows import write
 from rows import BENCH
 
 from wgrad_cli.cli import cli
-from wgrad_cli.records import to_json
+from wgrad_cli.records import SCHEMA, to_json
 from wgrad_cli.document import write_json
 
 UNREADABLE = {
@@ -63,7 +63,7 @@ def results_files(tmp_path: Path) -> list[Path]:
     """Files no results reader may trip over: undecodable, another schema, records of the wrong kind."""
     bad = files(tmp_path, ".json")
     future = write(tmp_path / "future.json", "bench", BENCH)
-    future.write_text(future.read_text().replace('"schema": 2', '"schema": 99'))
+    future.write_text(future.read_text().replace(f'"schema": {SCHEMA}', '"schema": 99'))
     older = write(tmp_path / "older.json", "bench", [{"index": 0, "kernel": "reference"}])
     kinds = tmp_path / "kinds.json"
     write_json(kinds, "bench", [1, "two", None])  # type: ignore[list-item]
@@ -83,8 +83,8 @@ def test_results_readers(tmp_path: Path) -> None:
 
 def test_future_schema_says_to_upgrade(tmp_path: Path) -> None:
     future = write(tmp_path / "future.json", "bench", BENCH)
-    future.write_text(future.read_text().replace('"schema": 2', '"schema": 99'))
-    assert one_line("show", future) == (f"{future}: results schema 99; this wgrad reads schemas 1 to 2 (upgrade "
+    future.write_text(future.read_text().replace(f'"schema": {SCHEMA}', '"schema": 99'))
+    assert one_line("show", future) == (f"{future}: results schema 99; this wgrad reads schemas 1 to {SCHEMA} (upgrade "
                                         "wgrad for a newer file)")
 
 

@@ -19,7 +19,7 @@ from wgrad_cli.records import read_document
 from wgrad_cli.shipped import shipped_configs
 
 BLOCK = re.compile(r"<!-- (wgrad [^\n]*?) -->\n(.*?)<!-- end -->", re.S)
-PAGES = ["README.md", "docs/h200-results.md", "docs/timing.md"]
+PAGES = ["README.md", "docs/h200-results.md", "docs/timing.md", "docs/model.md"]
 
 
 def printed(repo: Path, command: str) -> str:
@@ -65,6 +65,8 @@ CITED = re.compile(r"(?<![\w./~$*<-])((?:\.\./)*[\w.-]+(?:/[\w.-]+)*\.(?:md|py|y
 FOLDERS = ("docs/", "wgrad_cli/", "tests/", "results/", "kernels/", "configs/", "emu/", "runtime/", "shared/", "../")
 NOT_OURS = {
     "extra/thunder/amd/grouped_mxfp8_wgrad.cpp": "the upstream kernel's path in tinygrad's repository",
+    "extra/thunder/amd/gemm_mxfp8.cpp": "HipKittens' MXFP8 GEMM in tinygrad's repository (docs/model.md's calibration)",
+    "extra/thunder/amd/gemm_fp8.cpp": "HipKittens' FP8 GEMM in tinygrad's repository (docs/model.md's calibration)",
     "rocclr/device/rocm/rocvirtual.cpp": "a file of ROCm/clr's repository",
     "results/h200/no-such-file.json": "a test's file that must not exist",
 }

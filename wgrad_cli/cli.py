@@ -16,7 +16,7 @@ import click
 from wgrad_cli import __version__
 from wgrad_cli.errors import CheckFailed, KernelHang, WgradError
 from wgrad_cli.options import (EMULATED, FLUSHES, HIP_STACK_BYTES, HIP_STACK_CAP, KERNEL_TIMEOUT_S, BenchOptions, CompilerOptions, Device,
-                               Emulated, Output, RunOptions, Selection, Shard, VerifyOptions)
+                               Emulated, ModelOptions, Output, RunOptions, Selection, Shard, VerifyOptions)
 from wgrad_cli.shipped import CONFIGS_DIR
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -266,6 +266,33 @@ def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, out
     from wgrad_cli.device_commands import bench_command
 
     bench_command(selection, compilers, run, output, timing)
+
+
+@cli.command()
+@selection_options(targets=False)
+@toolchain_options(nvcc=False)
+@wide_option
+@gathered(ModelOptions, "chip")
+@gathered(Output, "output")
+@click.option("--machine", default="mi355x", show_default=True, help="Machine file of the modelled chip.")
+@click.option("--clock", type=click.FloatRange(min=0.1, max=5.0), metavar="GHZ",
+              help="Shader clock in GHz (default: the machine file's peak, 2.4; about 2.0 is seen under matrix load).")
+@click.option("--figure", "figures", multiple=True, metavar="NAME=VALUE",
+              help="Set one figure of the machine file, e.g. vmem_latency_cycles=1600 (repeatable; to see how much "
+                   "a figure no source publishes moves the time).")
+@click.option("--seed", type=click.IntRange(min=0), help="Problem seed (default: the config's).")
+@click.option("--shard", callback=parse_shard, help="Model only slice i of n of the (kernel, shape) records.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Results file (default results/model-<config>-gfx950[-shard-i-of-n].json).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write CSV here.")
+@click.option("--no-save", is_flag=True, help="Write no results file.")
+def model(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions, seed: int | None,
+          shard: Shard | None) -> None:
+    """Model each gfx950 kernel's time on an MI355X from the instruction stream the emulator executes
+    (docs/model.md): rows labelled modelled, with the limiter and the time by cause."""
+    from wgrad_cli.model.command import model_command
+
+    model_command(selection, compilers, output, chip, seed, shard)
 
 
 @cli.command()

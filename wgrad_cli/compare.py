@@ -95,6 +95,10 @@ def compare_docs(base_path: Path, new_path: Path, threshold: float,
     if base.command != new.command:
         raise WgradError(f"{base_path} is a {base.command} result and {new_path} a {new.command} one; "
                          "compare two of the same command")
+    if base.modelled != new.modelled:
+        modelled, measured = (base_path, new_path) if base.modelled else (new_path, base_path)
+        raise WgradError(f"{modelled} holds modelled times (wgrad model) and {measured} measured ones; compare "
+                         "modelled with modelled and measured with measured")
     differences = provenance_differences(base, new, allow)
     if differences:
         names = " ".join(f"--allow-different {d.split(' ')[0]}" for d in differences)

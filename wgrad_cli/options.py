@@ -104,3 +104,13 @@ class BenchOptions:
     only_baselines: tuple[str, ...]
     flush: str  # one of FLUSHES
     discard_throttled: bool
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """Which modelled chip wgrad model times on: its machine file, the clock (None: the file's peak)
+    and figures set for this run (NAME=VALUE)."""
+
+    machine: str
+    clock: float | None
+    figures: tuple[str, ...]

@@ -8,7 +8,8 @@ the dense bf16 rate, and the HBM bandwidth). compiled-dequant is left out of bot
 of values dequantized, not of the GEMM's FLOPs (`wgrad speedup` shows it in G values/s).
 
 matplotlib is the optional extra `wgrad[plot]`; it is imported only when a plot is drawn, with
-the Agg backend, and this module imports nothing of the device stack.
+the Agg backend, and this module imports nothing of the device stack. Modelled rows (wgrad model)
+are their own series, named "(modelled)": hatched bars, hollow points.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.records import BenchRow, Document, read_document
 
 FORMATS = ("png", "svg")
+MODELLED = " (modelled)"  # modelled rows (wgrad model) are their own series, named so in the legend
 INSTALL = "pip install 'wgrad[plot]'"
 
 
@@ -95,7 +97,7 @@ def collect(docs: list[Document]) -> Bars:
             if key not in per_key:
                 keys.append(key)
                 per_key[key] = {}
-            per_key[key].setdefault(r.kernel, r)
+            per_key[key].setdefault(r.kernel + MODELLED if r.modelled else r.kernel, r)
     if not keys:
         raise WgradError(f"{', '.join(str(d.path) for d in docs)}: no bench row with FLOPs and a rate to plot "
                          "(only calibration or empty shapes); give bench results of kernels")
@@ -109,7 +111,9 @@ def collect(docs: list[Document]) -> Bars:
     roofs = list(dict.fromkeys(r for r in map(roof, docs) if r is not None))
     devices = list(dict.fromkeys(d.device_name or "an unnamed device" for d in docs))
     files = f"{len(docs)} results file{'s' * (len(docs) != 1)}"
-    return Bars(shapes, kernels, tflops, points, roofs, f"wgrad bench on {', '.join(devices)}: {files}, "
+    modelled = any(k.endswith(MODELLED) for k in kernels)
+    what = "wgrad bench and model" if modelled else "wgrad bench"
+    return Bars(shapes, kernels, tflops, points, roofs, f"{what} on {', '.join(devices)}: {files}, "
                                                          "first run of each shape, cold cache")
 
 
@@ -148,7 +152,8 @@ def draw(data: Bars, out: Path) -> None:
     for i, k in enumerate(data.kernels):
         at = [j for j in range(n) if (j, k) in data.tflops]
         bars.bar([x - 0.42 + (i + 0.5) * width for x in at], [data.tflops[(x, k)] for x in at], width,
-                 label=k, color=color[k], edgecolor="black" if k not in NAMES else "none", linewidth=0.6)
+                 label=k, color=color[k], edgecolor="black" if k not in NAMES else "none", linewidth=0.6,
+                 hatch="//" if k.endswith(MODELLED) else None)
     for r in data.roofs:
         bars.axhline(r.matrix_tflops, color="grey", linestyle=":", linewidth=1)
         bars.axhline(r.bf16_tflops, color="grey", linestyle="--", linewidth=1)
@@ -162,8 +167,10 @@ def draw(data: Bars, out: Path) -> None:
     markers = "o^sDvP*Xh<>p"
     for i, k in enumerate(data.kernels):
         pts = [(x, y) for name, x, y in data.points if name == k]
-        roofline.scatter([x for x, _ in pts], [y for _, y in pts], s=28, color=color[k],
-                         marker=markers[i % len(markers)], label=k, edgecolors="black", linewidths=0.4, zorder=3)
+        hollow = k.endswith(MODELLED)  # modelled points are drawn hollow
+        roofline.scatter([x for x, _ in pts], [y for _, y in pts], s=28, color="none" if hollow else color[k],
+                         marker=markers[i % len(markers)], label=k, edgecolors=color[k] if hollow else "black",
+                         linewidths=1.2 if hollow else 0.4, zorder=3)
     intensity = [x for _, x, _ in data.points]
     lo = min([*intensity, *(r.ridge / 20 for r in data.roofs)]) / 2
     hi = max([*intensity, *(r.ridge * 2 for r in data.roofs)]) * 2

@@ -23,8 +23,9 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.resources import Resources
 
 # 1: files before this module (no "schema" field in the oldest); 2: every record typed, bench
-# rows with their flush kind, spin, sensor overlap and throttling, the compare gate's provenance
-SCHEMA = 2
+# rows with their flush kind, spin, sensor overlap and throttling, the compare gate's provenance;
+# 3: modelled bench rows (`model`), which an older wgrad must not read as measured
+SCHEMA = 3
 COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, speedup and plot read
 SHOWN = (*COMMANDS, "selfbench", "build", "info")  # every document show prints
 
@@ -101,6 +102,24 @@ class VerifyRow(CodeObject):
     shard: int | None = None  # in merged files, the shard that ran it
 
 
+@dataclass(frozen=True)
+class ModelFigures:
+    """How a modelled row's time came about (wgrad model, docs/model.md): the machine file and
+    clock, the cause that took the most time, the time by cause (summing to the row's time), the
+    floor the grid's MFMAs set, and which workgroups the emulator ran."""
+
+    machine: str
+    clock_ghz: float
+    limiter: str
+    causes_us: dict[str, float]
+    mfma_floor_us: float
+    workgroups: int
+    classes: int  # workgroups with one instruction stream form a class, emulated once
+    emulated: list[int]
+    resident: int  # workgroups per CU at once
+    hbm_bytes: int
+
+
 @dataclass(frozen=True, kw_only=True)
 class BenchRow(CodeObject):
     index: int  # place in the unsharded run; -1 for the calibration row
@@ -138,6 +157,11 @@ class BenchRow(CodeObject):
     throttled: float | None = None  # share of samples whose overlapping reading saw the clock held down
     discarded: int = 0  # throttled samples left out of the figures (--discard-throttled)
     shard: int | None = None  # in merged files, the shard that ran it
+    model: ModelFigures | None = None  # set: the time is modelled (wgrad model), not measured
+
+    @property
+    def modelled(self) -> bool:
+        return self.model is not None
 
 
 @dataclass(frozen=True)
@@ -302,6 +326,11 @@ class Document:
     @property
     def compilers(self) -> list[CompilerRecord]:
         return [r for r in self.records if isinstance(r, CompilerRecord)]
+
+    @property
+    def modelled(self) -> bool:
+        """The file's times are modelled (wgrad model), not measured."""
+        return any(r.modelled for r in self.bench_rows)
 
 
 def document_from_json(doc: Any, where: str, commands: tuple[str, ...] = COMMANDS) -> Document:

@@ -106,6 +106,10 @@ def load_speedups(paths: list[Path]) -> list[Speedup]:
         except WgradError as exc:
             problems += exc.lines
             continue
+        if doc.modelled:
+            problems.append(f"{path}: its times are modelled (wgrad model); speed-ups divide measured times by "
+                            "baselines measured beside them, so give measured bench results")
+            continue
         found = speedups(doc.bench_rows)
         if not found:
             problems.append(f"{path}: no kernel row has both baselines beside it; give bench results run with --baselines")

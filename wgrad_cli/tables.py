@@ -60,6 +60,28 @@ def bench_table(records: Sequence[BenchRow], title: str) -> Grid:
     return table
 
 
+MODEL_CAUSES = ("mfma", "memory", "barrier", "lds", "issue", "tail", "bandwidth")
+
+
+def model_table(records: Sequence[BenchRow], title: str) -> Grid:
+    """Modelled rows (wgrad model): the time, the rate, the cause that took the most time and the
+    time by cause, which sums to the time (docs/model.md)."""
+    table = Grid(title)
+    for name in ("kernel", "shape", "M x N x K, E", "modelled us", "TFLOP/s", "% peak", "limiter",
+                 *(f"{c} us" for c in MODEL_CAUSES), "MFMA floor us", "clock GHz", "classes", "emulated"):
+        table.add_column(name, "left" if name in ("kernel", "shape", "limiter", "emulated") else "right",
+                         detail=name in ("M x N x K, E", "% peak", "MFMA floor us", "clock GHz", "classes", "emulated"))
+    for r in records:
+        m = r.model
+        if m is None:
+            continue
+        table.add_row(r.kernel, r.shape.name, r.shape.label(), _us(r.median_ms), f"{r.tflops:,.2f}",
+                      cell(r.pct_peak, ".2f"), m.limiter, *(f"{m.causes_us.get(c, 0.0):,.1f}" for c in MODEL_CAUSES),
+                      f"{m.mfma_floor_us:,.1f}", f"{m.clock_ghz:g}", str(m.classes),
+                      ", ".join(map(str, m.emulated)))
+    return table
+
+
 def bench_footer(doc: Document) -> str:
     """What a bench run's figures are of: the peak `% peak` divides by, and the stopping rule."""
     peak = doc.get("peak")
@@ -137,14 +159,16 @@ def selfbench_table(ratios: Sequence[Ratio], title: str) -> Grid:
 
 
 def document_table(doc: Document, title: str) -> Grid:
-    """The table the command that wrote `doc` printed for its records."""
+    """The table the command that wrote `doc` printed for its records (wgrad model's for modelled rows)."""
     if doc.command == "selfbench":
         return selfbench_table(doc.ratios, title)
     if doc.command == "build":
         return build_table(doc.builds, title)
     if doc.command == "info":
         return toolchain_table(doc.compilers, title)
-    return bench_table(doc.bench_rows, title) if doc.command == "bench" else verify_table(doc.verify_rows, title)
+    if doc.command != "bench":
+        return verify_table(doc.verify_rows, title)
+    return model_table(doc.bench_rows, f"{title} (modelled)") if doc.modelled else bench_table(doc.bench_rows, title)
 
 
 SPEEDUP_COLUMNS = ("kernel", "shape", "M x N x K, E", "TFLOP/s", "torch path", "TFLOP/s", "x torch path",

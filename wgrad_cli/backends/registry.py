@@ -54,4 +54,5 @@ def check_timed(device: Device) -> None:
     """bench: the device must have a clock to time kernels by (the emulator has none)."""
     if isinstance(device, Emulated):
         raise WgradError(f"bench: --device {EMULATED} runs kernels functionally, with no clock to time them; "
-                         f"wgrad verify --device {EMULATED} records what each kernel executed instead")
+                         f"wgrad verify --device {EMULATED} records what each kernel executed, and wgrad model "
+                         "models its time on an MI355X (docs/model.md)")

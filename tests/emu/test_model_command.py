@@ -1,0 +1,88 @@
+"""`wgrad model`: the reference kernel on a smoke shape through the timing model, as a user runs
+it, and its results file read back by show, compare, speedup and plot, which keep modelled rows
+apart from measured ones."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from wgrad_cli.cli import cli
+
+pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
+MEASURED = Path(__file__).resolve().parents[2] / "results" / "h200" / "bench-smoke-reference.json"
+
+
+@pytest.fixture(scope="module")
+def modelled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    tmp = tmp_path_factory.mktemp("model")
+    out = tmp / "model.json"
+    result = CliRunner().invoke(cli, ["model", "--config", "smoke", "--shape", "one-expert", "--clock", "2.0",
+                                      "--json", str(out), "--cache-dir", str(tmp / "cache")])
+    assert result.exit_code == 0, result.output
+    return out, result.output
+
+
+def test_rows_are_modelled_with_a_limiter_and_causes_that_sum_to_the_time(modelled: tuple[Path, str]) -> None:
+    path, output = modelled
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == 3 and doc["modelled"]["clock_ghz"] == 2.0 and doc["device"]["max_clock_mhz"] == 2000
+    (row,) = doc["records"]
+    m = row["model"]
+    assert row["stop"] == "modelled" and row["cache"] == "modelled" and row["kernel"] == "reference"
+    assert sum(m["causes_us"].values()) == pytest.approx(row["median_ms"] * 1e3, rel=1e-6)
+    assert m["limiter"] == max(m["causes_us"], key=m["causes_us"].get)
+    assert row["median_ms"] * 1e3 >= m["mfma_floor_us"]
+    assert m["classes"] == 1 and m["workgroups"] == 256 and m["emulated"] == [0, 255]
+    assert row["tflops"] == pytest.approx(row["flops"] / (row["median_ms"] / 1e3) / 1e12)
+    assert "wgrad model: modelled MI355X at 2 GHz" in output and "limiter" in output
+
+
+def test_show_prints_the_modelled_table(modelled: tuple[Path, str]) -> None:
+    result = CliRunner().invoke(cli, ["show", str(modelled[0])])
+    assert result.exit_code == 0, result.output
+    assert "(modelled)" in result.output and "limiter" in result.output and "mfma us" in result.output
+
+
+def test_compare_and_speedup_refuse_to_mix_modelled_and_measured(modelled: tuple[Path, str]) -> None:
+    path = modelled[0]
+    mixed = CliRunner().invoke(cli, ["compare", str(MEASURED), str(path)])
+    assert mixed.exit_code == 2
+    assert mixed.stderr.strip() == (f"{path} holds modelled times (wgrad model) and {MEASURED} measured ones; compare "
+                                    "modelled with modelled and measured with measured")
+    same = CliRunner().invoke(cli, ["compare", str(path), str(path)])
+    assert same.exit_code == 0, same.output
+    speedup = CliRunner().invoke(cli, ["speedup", str(path)])
+    assert speedup.exit_code == 2 and "its times are modelled" in speedup.stderr
+
+
+def test_plot_draws_modelled_rows_as_such(modelled: tuple[Path, str], tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "plot.svg"
+    result = CliRunner().invoke(cli, ["plot", str(modelled[0]), str(MEASURED), "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    svg = out.read_text()
+    assert "reference (modelled)" in svg and "wgrad bench and model" in svg
+
+
+def test_a_bad_figure_is_one_line_per_problem() -> None:
+    result = CliRunner().invoke(cli, ["model", "--config", "smoke", "--figure", "vmem_latency_cycles=fast",
+                                      "--figure", "hbm_bytes_per_second=0"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.splitlines() == ["--figure vmem_latency_cycles=fast: 'fast' is not a number",
+                                          "--figure hbm_bytes_per_second=0: must be above 0"]
+
+
+def test_a_figure_changes_the_modelled_time(modelled: tuple[Path, str], tmp_path: Path) -> None:
+    out = tmp_path / "slow.json"
+    result = CliRunner().invoke(cli, ["model", "--config", "smoke", "--shape", "one-expert", "--clock", "2.0",
+                                      "--figure", "vmem_latency_cycles=1600", "--json", str(out),
+                                      "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    slow, base = (json.loads(p.read_text()) for p in (out, modelled[0]))
+    assert slow["modelled"]["figures"] == ["vmem_latency_cycles=1600"]
+    assert slow["records"][0]["median_ms"] > base["records"][0]["median_ms"]  # the one-expert shape waits on memory

@@ -1,0 +1,110 @@
+"""`wgrad model`: each kernel of a config on each shape through the timing model of an MI355X
+(docs/model.md), printed and saved as bench rows labelled modelled, with the limiter and the time
+by cause. The problems, builds, argument packing and launches are verify's; only the device
+differs (model/runtime.py)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from rich.markup import escape
+
+from wgrad_cli.abi import flops, min_bytes
+from wgrad_cli.backends.registry import peak
+from wgrad_cli.console import err, out, progress
+from wgrad_cli.kernelspec import KernelSpec
+from wgrad_cli.launch import prepare, upload
+from wgrad_cli.model.launch import Modelled
+from wgrad_cli.model.machine import Machine, load
+from wgrad_cli.model.runtime import ModelRuntime, Plan
+from wgrad_cli.model.schedule import Sharing
+from wgrad_cli.options import KERNEL_TIMEOUT_S, CompilerOptions, Emulated, ModelOptions, Output, RunOptions, Selection, Shard
+from wgrad_cli.problem import Problem, generate
+from wgrad_cli.records import BenchRow, ModelFigures
+from wgrad_cli.results import RESULTS_DIR, save
+from wgrad_cli.session import Record, Session, open_session
+from wgrad_cli.tables import model_table
+
+SCALE_BLOCK = 32  # tokens per e8m0 scale
+
+
+def plan_for(spec: KernelSpec, p: Problem, grid: int) -> Plan:
+    """Classes and sharing of a launch of `spec` on `p`: a kernel with one workgroup per tile (the
+    ABI's grid, expert-major) runs one stream per expert token count, and the tiles of an expert
+    read that expert's tokens of A and B; a persistent kernel's workgroups are each their own."""
+    if spec.persistent:
+        return Plan()
+    d = p.dims
+    per_expert = spec.tiles(d) // d.E
+    tokens = [int(p.offsets[e + 1] - p.offsets[e]) for e in range(d.E)]
+    owner = [g // per_expert for g in range(grid)]
+    inputs = {e: (d.N + d.K) * t * (SCALE_BLOCK + 1) // SCALE_BLOCK for e, t in enumerate(tokens)}
+    return Plan([tokens[e] for e in owner], Sharing(owner, inputs))
+
+
+def _row(s: Session, rec: Record, p: Problem, m: Modelled, machine: Machine, grid: int, wall: float) -> BenchRow:
+    d = rec.shape.dims
+    work, least = flops(d, p.offsets.tolist()), min_bytes(d)
+    ms = m.seconds * 1e3
+    known = peak(s.rt.device)
+    tflops = work / m.seconds / 1e12
+    figures = ModelFigures(machine.name, machine.clock_ghz, m.limiter, {c: v * 1e6 for c, v in m.causes.items()},
+                           m.mfma_floor_seconds * 1e6, m.workgroups, m.classes, m.emulated, m.resident, m.hbm_bytes)
+    code = s.code_object(rec.job)
+    return BenchRow(
+        code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
+        build_errors=code.build_errors, index=rec.index, kernel=rec.job.kernel.name, target=rec.job.target,
+        shape=rec.shape_ref(), seed=s.seed, run=1, cache="modelled", samples=1, median_ms=ms, min_ms=ms, p20_ms=ms,
+        p80_ms=ms, mean_ms=ms, rel_stdev=0.0, stop="modelled", wall_seconds=round(wall, 3), flops=work,
+        min_bytes=least, tflops=tflops, gbps=least / m.seconds / 1e9,
+        pct_peak=100 * tflops / known.matrix_tflops if known else None, clock_mhz=round(machine.clock_ghz * 1000),
+        grid=grid, model=figures)
+
+
+def model_record(s: Session, rt: ModelRuntime, rec: Record) -> BenchRow:
+    began = time.perf_counter()
+    p = generate(rec.shape.dims, rec.shape.routing, s.seed, s.config.quantization)
+    dev = upload(rt, p)
+    try:
+        code_object = s.builds[rec.job].code_object
+        assert code_object is not None
+        kernel = prepare(rt, code_object, s.target, rec.job.kernel, p.dims, dev.args())
+        rt.plan = plan_for(rec.job.kernel, p, kernel.grid)
+        kernel()
+    finally:
+        dev.free()
+    return _row(s, rec, p, rt.modelled[-1], rt.machine, kernel.grid, time.perf_counter() - began)
+
+
+def model_command(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions,
+                  seed: int | None, shard: Shard | None) -> None:
+    m = load(chip.machine).with_figures(chip.figures)
+    m = m.at_clock(chip.clock) if chip.clock is not None else m
+    run = RunOptions(Emulated(), seed, KERNEL_TIMEOUT_S, shard)
+    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [])
+    s.rt.close()
+    rt = ModelRuntime(m)
+    s.rt = rt
+    err.print(f"modelled device: {rt.device.name}; machine file {chip.machine}; seed {s.seed}", highlight=False)
+    rows: list[BenchRow] = []
+    with progress("modelling", len(s.records)) as bar:
+        for rec in s.records:
+            bar.update(bar.task_ids[0], description=escape(f"{rec.job.kernel.name} on {rec.shape.name}"))
+            rows.append(model_record(s, rt, rec))
+            bar.update(bar.task_ids[0], advance=1)
+    out.print(model_table(rows, f"wgrad model: {rt.device.name} ({s.target}), seed {s.seed}"))
+    for r in rows:
+        assert r.model is not None
+        err.print(f"{escape(r.kernel)} on {escape(r.shape.name)}: {r.model.classes} class"
+                  f"{'es' * (r.model.classes != 1)} of {r.model.workgroups:,} workgroups; emulated workgroups "
+                  f"{', '.join(map(str, r.model.emulated))}", highlight=False)
+    if output.no_save:
+        return
+    stem = selection.config_path.stem
+    path = output.json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
+    known = peak(rt.device)
+    save(path, output.csv_path, "bench", rows, **s.environment(), shard=list(shard) if shard else None,
+         modelled={"machine": chip.machine, "clock_ghz": m.clock_ghz, "figures": list(chip.figures), "sources": m.sources},
+         peak={**known.__dict__, "source": f"modelled: {known.source}"} if known else None)
+    err.print(escape(f"results (modelled): {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False)

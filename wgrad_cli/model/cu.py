@@ -1,0 +1,210 @@
+"""One compute unit's timeline: the waves of the workgroups resident on it, issuing their recorded
+instruction streams in order, event by event (one step per wave-instruction).
+
+Each wave issues in order. An instruction starts when its wave is ready and its pipe is free:
+VALU and MFMA are per SIMD (a wave64 VALU op holds its SIMD's VALU for 4 clocks, an MFMA its
+matrix pipe for passes x 4); the LDS and the vector memory path are per CU (LDS for the clocks its
+banks need, from the lanes' addresses; vector memory for bytes / bytes-per-clock); after issuing,
+a wave waits `issue_cycles` before its next instruction. A vector memory op's data arrives its
+latency after it leaves the CU, an LDS op's after its bank clocks plus the LDS latency, a scalar
+load's after its latency; each counter's operations complete in order, and s_waitcnt waits until
+no more than its count are outstanding. s_barrier holds every wave of its workgroup until the
+last arrives. Waves are taken in order of the time they are ready, so a wave waiting for memory
+leaves the SIMD's pipes to the others.
+
+Every clock of every SIMD is given one cause, in this order: its matrix pipe busy (mfma), a wave
+of it issuing (issue), a wave waiting for LDS (lds), for memory (memory), at a barrier (barrier),
+and otherwise idle (tail: its waves are done, or not there). The CU's breakdown is the mean over
+its SIMDs, so it sums to the CU's time.
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from dataclasses import dataclass
+
+import numpy as np
+
+from wgrad_cli.model.machine import Machine
+from wgrad_cli.model.ops import Kind, Static
+from wgrad_cli.model.trace import Stream
+
+CAUSES = ("mfma", "issue", "lds", "memory", "barrier", "tail")
+MFMA, ISSUE, LDS, MEMORY, BARRIER = range(5)
+
+
+@dataclass(frozen=True)
+class CuTime:
+    """A CU's run of its resident workgroups: clocks, their causes (summing to them), and what
+    the vector memory path moved."""
+
+    cycles: int
+    causes: dict[str, float]  # CAUSES -> clocks, the mean over the CU's SIMDs
+    mfma_cycles: int  # matrix pipe clocks summed over the SIMDs
+    bytes_loaded: int
+    bytes_stored: int
+
+
+def simulate(groups: list[list[Stream]], static: dict[int, Static], m: Machine) -> CuTime:
+    """The timeline of `groups` (each a workgroup's wave streams) resident together on one CU."""
+    waves = [(g, s) for g, streams in enumerate(groups) for s in streams]
+    n = len(waves)
+    simd = [i % m.simds_per_cu for i in range(n)]
+    kinds = {pc: s for pc, s in static.items()}
+    lists = {id(s): (s.pcs.tolist(), s.costs.tolist()) for _, s in waves}  # copies of a class share theirs
+    pcs = [lists[id(s)][0] for _, s in waves]
+    costs = [lists[id(s)][1] for _, s in waves]
+    group_of = [g for g, _ in waves]
+    live = [sum(1 for g2 in group_of if g2 == g) for g in range(len(groups))]
+
+    valu_free = [0] * m.simds_per_cu
+    mfma_free = [0] * m.simds_per_cu
+    lds_free = vmem_free = 0
+    vm: list[list[int]] = [[] for _ in range(n)]
+    lgkm: list[list[tuple[int, bool]]] = [[] for _ in range(n)]  # (completion, is LDS)
+    pos = [0] * n
+    spans = Spans()
+    arrived: dict[int, list[tuple[int, int]]] = {}  # group -> (wave, arrival) at the current barrier
+    loaded = stored = mfma_total = 0
+    end = 0
+    issue = m.issue_cycles
+    ready = [(0, i) for i in range(n)]
+    heapq.heapify(ready)
+
+    while ready:
+        t, w = heapq.heappop(ready)
+        s = simd[w]
+        while True:
+            if pos[w] >= len(pcs[w]):  # done; the CU is not, until its stores and loads have landed
+                last = vm[w][-1] if vm[w] else 0
+                if last > t:
+                    spans.add((s, MEMORY, t, last))
+                end = max(end, t, last)
+                live[group_of[w]] -= 1
+                _release(arrived, group_of[w], live, ready, spans, simd)
+                break
+            info = kinds[pcs[w][pos[w]]]
+            cost = costs[w][pos[w]]
+            pos[w] += 1
+            k = info.kind
+            if k == Kind.WAITCNT:
+                need, cause = t, MEMORY
+                if len(vm[w]) > info.vmcnt:
+                    need = max(need, vm[w][len(vm[w]) - info.vmcnt - 1])
+                if len(lgkm[w]) > info.lgkmcnt:
+                    done, from_lds = lgkm[w][len(lgkm[w]) - info.lgkmcnt - 1]
+                    if done > need:
+                        need, cause = done, LDS if from_lds else MEMORY
+                if need > t:
+                    spans.add((s, cause, t, need))
+                    t = need
+                continue  # waiting costs no issue slot: go on with the same wave
+            if k == Kind.NOP:
+                spans.add((s, ISSUE, t, t + info.cycles))
+                t += info.cycles
+                continue
+            if k == Kind.END:
+                pos[w] = len(pcs[w])
+                continue
+            if k == Kind.BARRIER:
+                spans.add((s, ISSUE, t, t + issue))
+                arrived.setdefault(group_of[w], []).append((w, t + issue))
+                _release(arrived, group_of[w], live, ready, spans, simd)
+                break
+            start = t
+            if k == Kind.MFMA:
+                start = max(t, mfma_free[s])
+                if start > t:
+                    spans.add((s, MFMA, t, start))
+                mfma_free[s] = start + info.cycles
+                mfma_total += info.cycles
+                spans.add((s, MFMA, start, start + info.cycles))
+            elif k == Kind.VALU:
+                start = max(t, valu_free[s])
+                valu_free[s] = start + info.cycles
+                spans.add((s, ISSUE, t, start + info.cycles))
+            elif k == Kind.LDS:
+                start = max(t, lds_free)
+                busy = max(cost, 1)
+                lds_free = start + busy
+                lgkm[w].append((max(start + busy + m.lds_latency_cycles, lgkm[w][-1][0] if lgkm[w] else 0), True))
+                if start > t:
+                    spans.add((s, LDS, t, start))
+                spans.add((s, ISSUE, start, start + issue))
+            elif k in (Kind.LOAD, Kind.STORE):
+                start = max(t, vmem_free)
+                busy = max(1, -(-cost // m.vmem_bytes_per_cycle_per_cu))
+                vmem_free = start + busy
+                vm[w].append(max(start + busy + m.vmem_latency_cycles, vm[w][-1] if vm[w] else 0))
+                if k == Kind.LOAD:
+                    loaded += cost
+                else:
+                    stored += cost
+                if start > t:
+                    spans.add((s, MEMORY, t, start))
+                spans.add((s, ISSUE, start, start + issue))
+            elif k == Kind.SMEM:
+                lgkm[w].append((max(t + m.smem_latency_cycles, lgkm[w][-1][0] if lgkm[w] else 0), False))
+                spans.add((s, ISSUE, t, t + issue))
+            else:
+                spans.add((s, ISSUE, t, t + info.cycles))
+            heapq.heappush(ready, (start + issue, w))
+            break
+
+    end = max([end, *mfma_free, *valu_free])
+    return CuTime(end, _causes(spans.flat, end, m.simds_per_cu), mfma_total, loaded, stored)
+
+
+class Spans:
+    """Clock spans (simd, cause, start, end), flat in an int64 array; a span of the cause of its SIMD's
+    last one that overlaps or touches it extends that one, which keeps a long run's spans few."""
+
+    def __init__(self) -> None:
+        self.flat = array("q")
+        self._last: dict[tuple[int, int], int] = {}  # (simd, cause) -> index of its last span
+
+    def add(self, span: tuple[int, int, int, int]) -> None:
+        simd, cause, start, end = span
+        at = self._last.get((simd, cause))
+        if at is not None and self.flat[at + 2] <= start <= self.flat[at + 3]:
+            if end > self.flat[at + 3]:
+                self.flat[at + 3] = end
+            return
+        self._last[(simd, cause)] = len(self.flat)
+        self.flat.extend(span)
+
+
+def _release(arrived: dict[int, list[tuple[int, int]]], group: int, live: list[int],
+             ready: list[tuple[int, int]], spans: Spans, simd: list[int]) -> None:
+    """Let a workgroup's waves past its barrier once every live wave of it has arrived."""
+    at = arrived.get(group, [])
+    if not at or len(at) < live[group]:
+        return
+    release = max(t for _, t in at)
+    for w, t in at:
+        if release > t:
+            spans.add((simd[w], BARRIER, t, release))
+        heapq.heappush(ready, (release, w))
+    arrived[group] = []
+
+
+def _causes(spans: array[int], end: int, simds: int) -> dict[str, float]:
+    """Each SIMD's clocks given to the first cause present (CAUSES order), averaged over SIMDs."""
+    totals = np.zeros(len(CAUSES))
+    if end <= 0:
+        return dict.fromkeys(CAUSES, 0.0)
+    arr = np.frombuffer(spans, dtype=np.int64).reshape(-1, 4)
+    for s in range(simds):
+        mine = arr[arr[:, 0] == s]
+        taken = np.zeros(end, dtype=bool)
+        for cause in range(len(CAUSES) - 1):
+            rows = mine[mine[:, 1] == cause]
+            delta = np.zeros(end + 1, dtype=np.int64)
+            np.add.at(delta, np.clip(rows[:, 2], 0, end), 1)
+            np.add.at(delta, np.clip(rows[:, 3], 0, end), -1)
+            here = (np.cumsum(delta[:end]) > 0) & ~taken
+            totals[cause] += np.count_nonzero(here)
+            taken |= here
+        totals[-1] += end - np.count_nonzero(taken)
+    return {c: float(v) / simds for c, v in zip(CAUSES, totals)}

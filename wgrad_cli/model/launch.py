@@ -1,0 +1,86 @@
+"""One launch through the timing model: emulate one workgroup of each class (the workgroups that
+run the same instruction stream, e.g. the tiles of experts with one token count), time each
+class on a CU (cu.py), then the grid over the chip (schedule.py)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from wgrad_cli.emu.dispatch import Launch, init_batch
+from wgrad_cli.emu.machine import Op, execute
+from wgrad_cli.emu.memory import Heap
+from wgrad_cli.emu.program import Program
+from wgrad_cli.errors import WgradError
+from wgrad_cli.model.cu import CuTime, simulate
+from wgrad_cli.model.machine import Machine
+from wgrad_cli.model.schedule import Sharing, schedule
+from wgrad_cli.model.trace import Recorder, Stream
+from wgrad_cli.occupancy import gfx950
+
+
+@dataclass(frozen=True)
+class Modelled:
+    """A launch's modelled time, its causes (seconds, summing to it) and what was emulated."""
+
+    seconds: float
+    causes: dict[str, float]
+    limiter: str
+    mfma_floor_seconds: float  # the grid's matrix clocks spread over every SIMD: no time may be below it
+    workgroups: int
+    classes: int
+    emulated: list[int]  # the workgroups run on the emulator (one per class, and one to check a class)
+    resident: int  # workgroups per CU at once
+    hbm_bytes: int
+    rounds: int
+
+
+def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: str, timeout: float) -> list[Stream]:
+    kernarg = heap.span(launch.kernarg, -(-max(launch.kernel.kernarg_size, 4) // 4) * 4).view(np.uint32)
+    batch = init_batch(launch, heap, np.array([group]), kernarg)
+    recorder.clear()
+
+    def describe(op: Op, why: str) -> str:
+        return f"{name}: {op.name} at offset {op.pc:#x}: {why}"
+
+    # an EmuFault is the device's one-line DriverError, a hang its LaunchStopped (emu/device.py); the
+    # time limit is per emulated workgroup, since a modelled launch runs several of them one by one
+    execute(batch, recorder.ops, describe, time.monotonic() + timeout)
+    return recorder.streams(batch.W)
+
+
+def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, classes: list[int] | None,
+                 sharing: Sharing | None, name: str, timeout: float) -> Modelled:
+    """The launch's modelled time. `classes` gives each workgroup's class (None: each its own);
+    `timeout`: seconds each emulated workgroup may run before the launch stops as hung."""
+    groups = launch.groups
+    keys = classes if classes is not None else list(range(groups))
+    recorder = Recorder(program, program.ops_for(launch.kernel), m)
+    first: dict[int, int] = {}
+    for g, key in enumerate(keys):
+        first.setdefault(key, g)
+    streams = {key: _record(recorder, launch, heap, g, name, timeout) for key, g in first.items()}
+    emulated = list(first.values())
+    check = next((g for g in range(groups - 1, -1, -1) if keys[g] == keys[0] and g != first[keys[0]]), None)
+    if check is not None:  # the sampling rests on one stream per class: test it on one more workgroup
+        other = _record(recorder, launch, heap, check, name, timeout)
+        mine = streams[keys[0]]
+        if [len(s.pcs) for s in other] != [len(s.pcs) for s in mine]:
+            raise WgradError(f"{name}: workgroups {first[keys[0]]} and {check} are of one class but ran "
+                             f"{sum(len(s.pcs) for s in mine):,} and {sum(len(s.pcs) for s in other):,} "
+                             "wave-instructions; the model samples one workgroup per class and cannot time this kernel")
+        emulated.append(check)
+    k = launch.kernel
+    lds = k.group_segment_size + launch.dynamic_lds
+    occupancy = gfx950(k.vgprs, k.agprs, lds, launch.threads)
+    by_lds = m.lds_bytes_per_cu // lds if lds else occupancy.groups_per_unit  # the machine file's LDS, if set lower
+    resident = max(1, min(occupancy.groups_per_unit, by_lds, -(-groups // m.compute_units)))
+    per_class: dict[int, CuTime] = {key: simulate([s] * resident, recorder.static, m) for key, s in streams.items()}
+    grid = schedule(keys, per_class, resident, sharing, m)
+    hz = m.clock_ghz * 1e9
+    causes = {c: v / hz for c, v in grid.causes.items()}
+    floor = grid.mfma_cycles / m.simds / hz
+    return Modelled(grid.cycles / hz, causes, max(causes, key=lambda c: causes[c]), floor, groups, len(first),
+                    sorted(emulated), resident, grid.hbm_bytes, grid.rounds)

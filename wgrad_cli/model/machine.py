@@ -1,0 +1,112 @@
+"""A target's figures for the timing model, read from its YAML file in machines/ (one per target,
+a source for every figure), with the clock the user sets."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from wgrad_cli.errors import WgradError
+
+FIGURES = ("clock_ghz", "compute_units", "xcds", "simds_per_cu", "issue_cycles", "transcendental_cycles",
+           "mfma_pass_cycles", "lds_bytes_per_cu", "lds_banks", "lds_bytes_per_cycle", "lds_latency_cycles",
+           "smem_latency_cycles", "vmem_latency_cycles", "vmem_bytes_per_cycle_per_cu", "l2_bytes_per_xcd",
+           "llc_bytes", "llc_bytes_per_second", "hbm_bytes_per_second")
+FP8_FORMATS = 1  # f8f6f4 format numbers 0 (e4m3) and 1 (e5m2) are fp8 (LLVM's MFMAScaleFormats::FP8_E5M2)
+
+
+@dataclass(frozen=True)
+class MfmaCost:
+    pattern: re.Pattern[str]
+    passes: int
+    fp8: int  # passes when an f8f6f4 operand is fp8/bf8
+
+
+@dataclass(frozen=True)
+class Machine:
+    name: str
+    arch: str
+    clock_ghz: float
+    compute_units: int
+    xcds: int
+    simds_per_cu: int
+    issue_cycles: int
+    transcendental_cycles: int
+    mfma_pass_cycles: int
+    lds_bytes_per_cu: int
+    lds_banks: int
+    lds_bytes_per_cycle: int
+    lds_latency_cycles: int
+    smem_latency_cycles: int
+    vmem_latency_cycles: int
+    vmem_bytes_per_cycle_per_cu: int
+    l2_bytes_per_xcd: int
+    llc_bytes: int
+    llc_bytes_per_second: float
+    hbm_bytes_per_second: float
+    mfma: tuple[MfmaCost, ...]
+    sources: dict[str, str]  # figure -> where it comes from
+
+    def mfma_cycles(self, mnemonic: str, fp8_operand: bool) -> int:
+        """Clocks an MFMA holds its SIMD's matrix pipe; WgradError for a variant the file lacks."""
+        for cost in self.mfma:
+            if cost.pattern.match(mnemonic):
+                return (cost.fp8 if fp8_operand else cost.passes) * self.mfma_pass_cycles
+        raise WgradError(f"{mnemonic}: the {self.name} machine file has no MFMA cost for it; add a pattern to "
+                         "mfma_passes (with its source)")
+
+    def at_clock(self, ghz: float) -> Machine:
+        return replace(self, clock_ghz=ghz)
+
+    def with_figures(self, settings: tuple[str, ...]) -> Machine:
+        """The machine with figures set from NAME=VALUE strings (--figure), each marked as set by
+        the user in `sources`; WgradError, one line per bad setting."""
+        changes: dict[str, float | int] = {}
+        problems = []
+        for setting in settings:
+            name, _, value = setting.partition("=")
+            if name not in FIGURES or name == "clock_ghz":
+                problems.append(f"--figure {setting}: no figure {name!r}; one of {', '.join(FIGURES[1:])} (the clock "
+                                "is --clock)")
+                continue
+            try:
+                number = float(value)
+            except ValueError:
+                problems.append(f"--figure {setting}: {value!r} is not a number")
+                continue
+            if number <= 0:
+                problems.append(f"--figure {setting}: must be above 0")
+                continue
+            changes[name] = number if isinstance(getattr(self, name), float) else round(number)
+        if problems:
+            raise WgradError(problems)
+        sources = {**self.sources, **{k: f"set with --figure (machine file: {self.sources[k]})" for k in changes}}
+        return replace(self, **changes, sources=sources)  # type: ignore[arg-type]
+
+    @property
+    def simds(self) -> int:
+        return self.compute_units * self.simds_per_cu
+
+
+def names() -> list[str]:
+    return sorted(p.name.removesuffix(".yaml") for p in resources.files(__package__).joinpath("machines").iterdir()
+                  if p.name.endswith(".yaml"))
+
+
+def load(name: str) -> Machine:
+    """The machine file `name` (e.g. mi355x); WgradError naming the known ones otherwise."""
+    if name not in names():
+        raise WgradError(f"--machine {name}: no such machine file; known: {', '.join(names())}")
+    data: dict[str, Any] = yaml.safe_load(resources.files(__package__).joinpath("machines", f"{name}.yaml").read_text())
+    values = {k: data[k]["value"] for k in FIGURES}
+    sources = {k: str(data[k]["source"]) for k in (*FIGURES, "mfma_passes")}
+    mfma = tuple(MfmaCost(re.compile(p["match"]), int(p["passes"]), int(p.get("fp8", p["passes"])))
+                 for p in data["mfma_passes"]["patterns"])
+    ints = {k: int(v) for k, v in values.items() if k not in ("clock_ghz", "llc_bytes_per_second", "hbm_bytes_per_second")}
+    return Machine(str(data["name"]), str(data["arch"]), float(values["clock_ghz"]), **ints,
+                   llc_bytes_per_second=float(values["llc_bytes_per_second"]),
+                   hbm_bytes_per_second=float(values["hbm_bytes_per_second"]), mfma=mfma, sources=sources)

@@ -1,0 +1,41 @@
+"""The emulated device with the timing model behind its launches: memory, modules and argument
+packing are the emulator's (so verify's set-up code drives it unchanged); a launch emulates one
+workgroup per class and keeps the modelled time instead of running the whole grid."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wgrad_cli.emu.device import EmuRuntime
+from wgrad_cli.emu.dispatch import Launch
+from wgrad_cli.emu.program import Program
+from wgrad_cli.model.launch import Modelled, model_launch
+from wgrad_cli.model.machine import Machine
+from wgrad_cli.model.schedule import Sharing
+from wgrad_cli.runtime import DeviceInfo
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the next launch's workgroups share: a class per workgroup (same instruction stream)
+    and which inputs they read (None: each workgroup its own class, no inputs shared)."""
+
+    classes: list[int] | None = None
+    sharing: Sharing | None = None
+
+
+class ModelRuntime(EmuRuntime):
+    def __init__(self, machine: Machine) -> None:
+        super().__init__(workers=1)
+        self.machine = machine
+        d = self.device
+        self.device = DeviceInfo(d.vendor, d.index, f"modelled {machine.name} at {machine.clock_ghz:g} GHz (wgrad model)",
+                                 machine.arch, machine.compute_units, round(machine.clock_ghz * 1000), d.memory_bytes,
+                                 machine.l2_bytes_per_xcd * machine.xcds, "wgrad timing model", d.runtime,
+                                 emulated=True)
+        self.plan = Plan()
+        self.modelled: list[Modelled] = []  # one per launch, in order
+
+    def _run(self, launch: Launch, program: Program) -> None:
+        self.modelled.append(model_launch(launch, program, self.heap, self.machine, self.plan.classes,
+                                          self.plan.sharing, launch.kernel.name, self.timeout))

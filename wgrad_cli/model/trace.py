@@ -1,0 +1,137 @@
+"""The waves' instruction streams as the emulator executes them, recorded for the timing model.
+
+The recorder wraps each op of a program: before the op runs, it notes the op, the waves at its
+program counter and, for the instructions whose cost depends on their lanes, that cost per wave
+(LDS: clocks on the banks from the lanes' addresses; vector memory: bytes the active lanes move).
+Everything is numpy over the waves at once: one entry per executed instruction, not per lane.
+MFMAs do not compute (their results feed no address or branch in the kernels modelled; the model
+says so), which keeps a modelled workgroup about as cheap as its non-matrix instructions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from wgrad_cli.emu.lds_ops import ds_fields
+from wgrad_cli.emu.machine import Batch, Op
+from wgrad_cli.emu.program import Decoded, Program
+from wgrad_cli.model.machine import Machine
+from wgrad_cli.model.ops import Kind, Static, statics
+
+LDS_WORD = 4  # bytes per bank
+
+
+def bank_cycles(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int, per_clock: int) -> np.ndarray:
+    """Clocks the LDS takes for one access per lane, per wave: (waves, 64) byte addresses.
+
+    Lanes go in groups that move at most `per_clock` bytes (64 lanes for 4-byte accesses at 256 bytes
+    a clock, 32 for 8, 16 for 16); a group takes as many clocks as the most distinct dwords any of the
+    `banks` banks holds among its active lanes (lanes reading one dword share it)."""
+    dwords = max(1, -(-nbytes // LDS_WORD))
+    per_group = max(1, per_clock // (LDS_WORD * dwords))
+    waves = addr.shape[0]
+    groups = -(-64 // per_group)
+    w, lane = np.nonzero(active)
+    if not len(w):
+        return np.zeros(waves, dtype=np.int64)
+    first = (addr[w, lane].astype(np.int64) & 0xFFFFFFFF) // LDS_WORD
+    word = (first[:, None] + np.arange(dwords)).ravel()
+    slot = np.repeat(w * groups + lane // per_group, dwords)
+    key = np.unique((slot << 32) | word)
+    slot, word = key >> 32, key & 0xFFFFFFFF
+    load = np.bincount(slot * banks + word % banks, minlength=waves * groups * banks).reshape(waves, groups, banks)
+    cycles: np.ndarray = load.max(axis=2).sum(axis=1)
+    return cycles
+
+
+@dataclass
+class Stream:
+    """One wave's executed instructions, in order: program counters and each one's lane cost
+    (LDS clocks, or vector memory bytes; 0 elsewhere)."""
+
+    pcs: np.ndarray
+    costs: np.ndarray
+
+
+class Recorder:
+    """Records what a batch of waves executes; `ops` are the kernel's ops (Program.ops_for) with the
+    recording in."""
+
+    def __init__(self, program: Program, ops: dict[int, Op], machine: Machine) -> None:
+        self.machine = machine
+        self.static = statics(program, machine)
+        self.pcs: list[int] = []
+        self.masks: list[np.ndarray | None] = []  # None: every wave of the batch
+        self.costs: list[np.ndarray | None] = []
+        decoded = {d.pc: d for d in program.decoded}
+        self.ops = {pc: self._wrap(op, decoded[pc]) for pc, op in ops.items()}
+
+    def _note(self, b: Batch, pc: int, cost: np.ndarray | None) -> None:
+        self.pcs.append(pc)
+        self.masks.append(None if b.all else b.wm.copy())
+        self.costs.append(cost)
+
+    def _wrap(self, op: Op, decoded: Decoded) -> Op:
+        info = self.static.get(op.pc)
+        if info is None:
+            return op
+        inner, note, pc = op.run, self._note, op.pc
+        banks, per_clock = self.machine.lds_banks, self.machine.lds_bytes_per_cycle
+
+        if info.kind == Kind.MFMA:
+            def mfma(b: Batch) -> None:
+                note(b, pc, None)
+            return replace(op, run=mfma)
+        if info.kind == Kind.LDS and info.lane_bytes:
+            f = ds_fields(decoded.inst)
+            offsets = _lds_offsets(decoded.inst.op.name, f.off0, f.off1, info)
+
+            def lds(b: Batch) -> None:
+                active, base = b.lanes(), b.v[f.vaddr].astype(np.int64)
+                note(b, pc, np.sum([bank_cycles(base + off, active, info.lane_bytes, banks, per_clock) for off in offsets], axis=0))
+                inner(b)
+            return replace(op, run=lds)
+        if info.kind in (Kind.LOAD, Kind.STORE):
+            def vmem(b: Batch) -> None:
+                note(b, pc, np.count_nonzero(b.lanes(), axis=1) * info.lane_bytes)
+                inner(b)
+            return replace(op, run=vmem)
+
+        def plain(b: Batch) -> None:
+            note(b, pc, None)
+            inner(b)
+        return replace(op, run=plain)
+
+    def streams(self, waves: int) -> list[Stream]:
+        """Each wave's stream, for the batch of `waves` waves just run."""
+        steps = len(self.pcs)
+        if not steps:
+            return [Stream(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in range(waves)]
+        ran = np.ones((steps, waves), dtype=bool)
+        cost = np.zeros((steps, waves), dtype=np.int64)
+        for i, (m, c) in enumerate(zip(self.masks, self.costs)):
+            if m is not None:
+                ran[i] = m
+            if c is not None:
+                cost[i] = c
+        pcs = np.asarray(self.pcs, dtype=np.int64)
+        out = []
+        for w in range(waves):
+            at = np.flatnonzero(ran[:, w])
+            out.append(Stream(pcs[at], cost[at, w]))
+        return out
+
+    def clear(self) -> None:
+        self.pcs.clear()
+        self.masks.clear()
+        self.costs.clear()
+
+
+def _lds_offsets(name: str, off0: int, off1: int, info: Static) -> list[int]:
+    """The byte offsets a DS instruction adds to its address VGPR: one, or two for read2/write2."""
+    if info.accesses == 2:
+        scale = 64 if "ST64" in name else 1
+        return [off0 * info.lane_bytes * scale, off1 * info.lane_bytes * scale]
+    return [off0 | (off1 << 8)]
