@@ -54,8 +54,8 @@ class Delta:
 
 def noise_verdict(base: BenchRow, new: BenchRow) -> str:
     """faster, slower or same (within noise): nvbench's rule on the medians."""
-    change = new.median_ms / base.median_ms - 1
-    if abs(change) <= min(base.rel_stdev, new.rel_stdev):
+    change = new.summary.median_ms / base.summary.median_ms - 1
+    if abs(change) <= min(base.summary.rel_stdev, new.summary.rel_stdev):
         return "same"
     return "slower" if change > 0 else "faster"
 
@@ -71,9 +71,9 @@ def _delta(key: Key, old: Row | None, cur: Row | None, threshold: float, new_pat
         return Delta(key, old, cur, "new", None)
     if isinstance(old, BenchRow) and isinstance(cur, BenchRow):
         verdict = noise_verdict(old, cur)
-        beyond = verdict == "slower" and not cur.calibration and cur.median_ms > old.median_ms * (1 + threshold)
-        why = (f"median {old.median_ms:.4g} -> {cur.median_ms:.4g} ms ({_pct(old.median_ms, cur.median_ms)}), "
-               f"beyond the noise ({100 * min(old.rel_stdev, cur.rel_stdev):.2g}%) and {100 * threshold:g}%")
+        beyond = verdict == "slower" and not cur.calibration and cur.summary.median_ms > old.summary.median_ms * (1 + threshold)
+        why = (f"median {old.summary.median_ms:.4g} -> {cur.summary.median_ms:.4g} ms ({_pct(old.summary.median_ms, cur.summary.median_ms)}), "
+               f"beyond the noise ({100 * min(old.summary.rel_stdev, cur.summary.rel_stdev):.2g}%) and {100 * threshold:g}%")
         return Delta(key, old, cur, verdict, why if beyond else None)
     assert isinstance(old, VerifyRow) and isinstance(cur, VerifyRow)
     if old.ok and not cur.ok:

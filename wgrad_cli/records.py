@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import types
 import typing
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
@@ -27,6 +27,7 @@ COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, s
 SHOWN = (*COMMANDS, "selfbench")  # every document show prints
 
 T = TypeVar("T")
+INLINE = {"inline": True}  # a field whose dataclass is written as its parent's own fields, in its place
 
 
 class RecordError(ValueError):
@@ -51,18 +52,31 @@ class ShapeRef:
 
 @dataclass(frozen=True)
 class Errors:
-    """A kernel's output against the reference (check.Comparison, as written)."""
+    """A kernel's output against the reference (check.compare makes them, check.combine joins them)."""
 
     elements: int
     max_abs_error: float
-    max_rel_row_error: float
-    diff_norm: float
-    ref_norm: float
-    mismatches: int
-    nans: int
-    unwritten: int
+    max_rel_row_error: float  # max |error| / max |reference| of the same grad_w row
+    diff_norm: float  # ||out - ref|| over elements finite in both
+    ref_norm: float  # ||ref|| over the same elements
+    mismatches: int  # finite elements beyond tolerance, or NaN where the reference has none (or back)
+    nans: int  # NaN outputs where the reference is not NaN
+    unwritten: int  # outputs still holding the poison pattern
     ok: bool
-    rel_frobenius: float
+    rel_frobenius: float  # ||out - ref|| / ||ref||
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The figures of one shape's timing samples (stats.summarize), written inline in its BenchRow."""
+
+    samples: int
+    median_ms: float
+    min_ms: float
+    p20_ms: float
+    p80_ms: float
+    mean_ms: float
+    rel_stdev: float  # sample standard deviation / mean
 
 
 @dataclass(frozen=True)
@@ -108,13 +122,7 @@ class BenchRow(CodeObject):
     seed: int
     run: int = 1
     cache: str  # cold or hot
-    samples: int
-    median_ms: float
-    min_ms: float
-    p20_ms: float
-    p80_ms: float
-    mean_ms: float
-    rel_stdev: float  # sample standard deviation / mean
+    summary: Summary = field(metadata=INLINE)
     stop: str  # one of stopping.REASONS
     wall_seconds: float
     flops: int
@@ -203,7 +211,9 @@ def build(cls: type[T], data: Any, where: str) -> T:
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for f in fields(cls):  # type: ignore[arg-type]
-        if f.name in data:
+        if f.metadata.get("inline"):
+            kwargs[f.name] = build(hints[f.name], data, where)
+        elif f.name in data:
             kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{where}.{f.name}")
         elif f.default is MISSING and f.default_factory is MISSING:
             raise _fail(where, f"lacks {f.name}")
@@ -212,7 +222,24 @@ def build(cls: type[T], data: Any, where: str) -> T:
 
 def to_json(record: Any) -> dict[str, Any]:
     """A record (or any of these dataclasses) as its JSON object."""
-    return asdict(record)
+    out: dict[str, Any] = {}
+    for f in fields(record):
+        value = _json_value(getattr(record, f.name))
+        if f.metadata.get("inline"):
+            out.update(value)
+        else:
+            out[f.name] = value
+    return out
+
+
+def _json_value(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return to_json(value)
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    return value
 
 
 ROW_TYPES: dict[str, type[VerifyRow] | type[BenchRow] | type[Ratio]] = {"verify": VerifyRow, "bench": BenchRow,

@@ -26,7 +26,7 @@ def _energy(r: BenchRow) -> str:
     """Board energy per launch in mJ: the median power times the median time (where power was read)."""
     if r.power_w is None:
         return ""
-    mj = r.power_w * r.median_ms
+    mj = r.power_w * r.summary.median_ms
     return f"{mj:,.0f}" if mj >= 10 else f"{mj:.2g}"
 
 
@@ -51,8 +51,8 @@ def bench_table(records: Sequence[BenchRow], title: str) -> Grid:
         cache = r.cache + (f" x{r.batch}" if r.batch > 1 else "") + (f" {r.flush}" if r.flush else "")
         rates = ["", ""] if r.calibration else [f"{r.tflops:,.2f}", f"{r.gbps:,.1f}"]
         throttled = cell(r.throttled, ".0%") + (f" (-{r.discarded})" if r.discarded else "")
-        table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.run), cache, str(r.samples),
-                      _us(r.median_ms), _us(r.min_ms), f"{_us(r.p20_ms)}-{_us(r.p80_ms)}", f"{100 * r.rel_stdev:.2f}%",
+        table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.run), cache, str(r.summary.samples),
+                      _us(r.summary.median_ms), _us(r.summary.min_ms), f"{_us(r.summary.p20_ms)}-{_us(r.summary.p80_ms)}", f"{100 * r.summary.rel_stdev:.2f}%",
                       *rates, cell(r.pct_peak, ".2f"), cell(r.clock_mhz, ""), cell(r.power_w, ".0f"), _energy(r),
                       cell(r.power_capped, ".0%"), "" if r.spin_ms is None else _us(r.spin_ms),
                       cell(r.overlap, ".0%"), throttled, stop)
@@ -199,9 +199,9 @@ def compare_table(command: str, deltas: Sequence[Delta], title: str) -> Grid:
         verdict = f"[red]{d.verdict}[/]" if d.regression else d.verdict
         if bench:
             old, new = (r if isinstance(r, BenchRow) else None for r in (d.base, d.new))
-            cells = [_either(*("-" if r is None else _us(r.median_ms) for r in (old, new))),
-                     _pct(old.median_ms, new.median_ms) if old and new else "",
-                     f"{100 * min(old.rel_stdev, new.rel_stdev):.2f}%" if old and new else "",
+            cells = [_either(*("-" if r is None else _us(r.summary.median_ms) for r in (old, new))),
+                     _pct(old.summary.median_ms, new.summary.median_ms) if old and new else "",
+                     f"{100 * min(old.summary.rel_stdev, new.summary.rel_stdev):.2f}%" if old and new else "",
                      _either(*("-" if r is None or r.calibration else f"{r.tflops:,.2f}" for r in (old, new)))]
             run = f"{d.key[7]}/{d.key[8]}"
         else:
