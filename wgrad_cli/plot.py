@@ -193,7 +193,8 @@ def draw(data: Bars, out: Path) -> None:
         raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); give a writable path") from None
 
 
-def plot_command(paths: list[Path], out: Path) -> None:
+def render(paths: list[Path], out: Path) -> None:
+    """The figure of these bench files, written to `out` (its suffix picks PNG or SVG)."""
     output_format(out)
     _matplotlib()
     draw(collect(load(paths)), out)
