@@ -59,27 +59,3 @@ def test_no_import_cycle() -> None:
     except graphlib.CycleError as exc:
         pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
 
-
-
-# what reads results files must run where no compiler, driver or ELF reader is installed
-VIEWERS = ("wgrad_cli.show", "wgrad_cli.file_commands")
-DEVICE_STACK = ("wgrad_cli.build", "wgrad_cli.toolchain", "wgrad_cli.compilers", "wgrad_cli.codeobject",
-                "wgrad_cli.hsaco", "wgrad_cli.cubin", "wgrad_cli.runtime", "wgrad_cli.session", "wgrad_cli.launch",
-                "wgrad_cli.isolation", "wgrad_cli.emu", "wgrad_cli.backends")
-
-
-def reached(g: dict[str, set[str]], start: str) -> set[str]:
-    seen: set[str] = set()
-    todo = [start]
-    while todo:
-        name = todo.pop()
-        if name not in seen:
-            seen.add(name)
-            todo.extend(g[name])
-    return seen
-
-
-@pytest.mark.parametrize("viewer", VIEWERS)
-def test_file_viewers_import_no_device_stack(viewer: str) -> None:
-    stack = sorted(m for m in reached(graph(), viewer) if m.startswith(DEVICE_STACK))
-    assert not stack, f"{viewer} imports {', '.join(stack)}"

@@ -43,7 +43,7 @@ def test_file_viewers_load_no_device_stack(argv: list[object]) -> None:
 
 def test_results_modules_import_no_device_stack() -> None:
     code = ("import sys, wgrad_cli.show, wgrad_cli.compare, wgrad_cli.speedup, wgrad_cli.tables, wgrad_cli.records, "
-            "wgrad_cli.plot; "
+            "wgrad_cli.plot, wgrad_cli.file_commands; "
             "print('\\n'.join(sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert heavy(loaded) == []

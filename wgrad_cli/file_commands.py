@@ -1,6 +1,6 @@
 """What the commands that read results files do (compare, speedup, plot), apart from parsing their
 options (cli.py): like show, they import no compiler, device, ELF or emulator module, so they run on
-any machine."""
+any machine (tests/test_presentation.py)."""
 
 from __future__ import annotations
 
