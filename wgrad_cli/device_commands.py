@@ -61,10 +61,10 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
         s.rt.close()
     records = [o.row(s.code_object(o.record.job)) for o in outcomes]
     out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}"))
-    if any(r.counters for r in records):
+    if any(r.counters is not None for r in records):
         out.print(counters_table(records, "executed on the emulator (wave-instructions by class)"))
     for r in records:
-        beyond = (r.counters or {}).get("lds_out_of_range", 0)
+        beyond = r.counters.lds_out_of_range if r.counters else 0
         if beyond:  # legal on gfx950 (reads give 0, writes are dropped), and rarely meant
             err.print(f"note: {r.kernel} on {r.shape.name} touched {beyond:,} LDS bytes beyond its workgroup's "
                       "allocation (read as 0, writes dropped, as gfx950 does)", highlight=False)

@@ -87,6 +87,18 @@ class Sampled:
     experts: list[Errors]
 
 
+@dataclass(frozen=True)
+class Counters:
+    """What a kernel's launch executed, where the device counts it (the emulator)."""
+
+    waves: int
+    instructions: dict[str, int]  # wave-instructions by class
+    lane_instructions: int  # 64 per wave-instruction, the unit emulators are rated in
+    bytes_loaded: int
+    bytes_stored: int
+    lds_out_of_range: int = 0  # LDS bytes read as 0 or dropped beyond the workgroup's allocation
+
+
 @dataclass(frozen=True, kw_only=True)
 class CodeObject:
     """Which code object ran (absent for baselines, which run torch's)."""
@@ -109,7 +121,7 @@ class VerifyRow(CodeObject):
     overall: Errors
     experts: list[Errors]
     sampled: Sampled | None = None
-    counters: dict[str, Any] | None = None  # what the launch executed, where the device counts it (the emulator)
+    counters: Counters | None = None  # what the launch executed, where the device counts it (the emulator)
     shard: int | None = None  # in merged files, the shard that ran it
 
 

@@ -103,12 +103,11 @@ def counters_table(records: Sequence[VerifyRow], title: str) -> Grid:
                          detail=name in ("smem", "branch", "barrier", "MB stored"))
     for r in records:
         c = r.counters
-        if not c:
+        if c is None:
             continue
-        by_class = c["instructions"]
-        table.add_row(r.kernel, r.shape.name, f"{c['waves']:,}", *(f"{by_class.get(k, 0):,}" for k in COUNTED),
-                      f"{c['lane_instructions'] / 1e6:,.1f}", f"{c['bytes_loaded'] / 1e6:,.2f}",
-                      f"{c['bytes_stored'] / 1e6:,.2f}")
+        table.add_row(r.kernel, r.shape.name, f"{c.waves:,}", *(f"{c.instructions.get(k, 0):,}" for k in COUNTED),
+                      f"{c.lane_instructions / 1e6:,.1f}", f"{c.bytes_loaded / 1e6:,.2f}",
+                      f"{c.bytes_stored / 1e6:,.2f}")
     return table
 
 

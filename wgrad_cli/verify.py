@@ -25,7 +25,7 @@ from wgrad_cli.isolation import Crash
 from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
-from wgrad_cli.records import CodeObject, Errors, Sampled, VerifyRow
+from wgrad_cli.records import CodeObject, Counters, Errors, Sampled, VerifyRow, build
 from wgrad_cli.errors import DriverError
 from wgrad_cli.session import Record, Session
 from wgrad_cli.waiting import settle
@@ -41,7 +41,7 @@ class Outcome:
     reference: str  # how the output was checked, in words
     experts: list[Errors]  # against the reference, whole
     sampled: list[Errors] | None = None  # numpy on sampled rows, where the reference was the device's
-    counters: dict[str, object] | None = None  # what the kernel's launch executed, where the device counts it
+    counters: Counters | None = None  # what the kernel's launch executed, where the device counts it
 
     @property
     def overall(self) -> Errors:
@@ -59,7 +59,7 @@ class Outcome:
                          target=self.record.job.target, shape=self.record.shape_ref(), seed=self.seed, ok=self.ok,
                          reference=self.reference, overall=self.overall,
                          experts=self.experts, sampled=sampled,
-                         counters=None if self.counters is None else dict(self.counters))
+                         counters=self.counters)
 
 
 def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, np.ndarray], tokens: np.ndarray,
@@ -105,7 +105,8 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
         out = run_kernel(s, rec.job, dev, dev.pointers["C"])
     except DriverError as exc:  # name the shape: a fault on the emulator (or a GPU) is a property of both
         raise DriverError([f"{rec.job.kernel.name} on {rec.shape.name}: {line}" for line in exc.lines]) from None
-    counters = s.rt.counters()
+    counted = s.rt.counters()
+    counters = None if counted is None else build(Counters, counted, "the device's counters")
     if mode == "numpy" or (mode == "auto" and flops(p.dims, p.offsets.tolist()) <= NUMPY_MAX_FLOPS):
         return Outcome(rec, p.seed, "numpy float64, every element",
                        per_expert(out, grad_w(p), row_norms(p), tokens, "float64"), counters=counters)
