@@ -74,7 +74,7 @@ def _plotted(doc: Document) -> list[BenchRow]:
 
 def roof(doc: Document) -> Roof | None:
     """The peak the file recorded (bench's peak table for its device), or None where it had none."""
-    peak = doc.get("peak")
+    peak = doc.provenance.peak
     if not isinstance(peak, dict):
         return None
     try:

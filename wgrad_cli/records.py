@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import types
 import typing
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
@@ -259,27 +260,55 @@ ROW_TYPES: dict[str, type[VerifyRow] | type[BenchRow] | type[Ratio]] = {"verify"
 
 
 @dataclass(frozen=True)
+class DeviceRef:
+    """The device a file's run used, as far as its readers need it."""
+
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What a results file's environment says that its readers use, typed; None where the file does
+    not say it (an older schema, or another command's document)."""
+
+    host: str | None = None
+    date: str | None = None
+    cores: int | None = None  # selfbench's host
+    config: str | None = None  # a shipped config's name, or the path of the config given
+    config_sha256: str | None = None
+    seed: int | None = None
+    target: str | None = None
+    device: DeviceRef | None = None
+    shard: list[int] | None = None  # [i, n] of a --shard i/n run
+    incomplete: str | None = None  # why a run stopped early, its rows measured before it saved
+    peak: dict[str, Any] | None = None  # bench's peak table entry for the device (peaks.Peak, as written)
+    criterion: dict[str, Any] | None = None  # bench's stopping rule (stopping.Criterion, as written)
+
+
+@dataclass(frozen=True)
 class Document:
     """A results file: its provenance and its records, typed."""
 
     command: str  # verify, bench or selfbench
     records: list[Any]  # VerifyRow for verify, BenchRow for bench, Ratio for selfbench
-    environment: dict[str, Any]  # everything else the file says (tool, version, argv, criterion, peak, ...)
+    environment: dict[str, Any]  # everything else the file says, written back as is (merge)
     path: Path | None = None
 
-    def get(self, key: str) -> Any:
-        return self.environment.get(key)
+    @cached_property
+    def provenance(self) -> Provenance:
+        """The environment's fields that readers use; the loader reads them first, so a file with one
+        of another kind is refused as it is read."""
+        return build(Provenance, self.environment, "environment")
 
     @property
     def device_name(self) -> str | None:
-        device = self.environment.get("device")
-        return device.get("name") if isinstance(device, dict) else None
+        return self.provenance.device.name if self.provenance.device else None
 
     @property
     def machine(self) -> str:
         """Where it ran, as a title says it: the device, or for selfbench the host and its cores."""
         if self.command == "selfbench":
-            return f"{self.get('host') or 'an unnamed host'} ({self.get('cores') or '?'} cores)"
+            return f"{self.provenance.host or 'an unnamed host'} ({self.provenance.cores or '?'} cores)"
         return self.device_name or "an unnamed device"
 
     @property
@@ -312,7 +341,12 @@ def document_from_json(doc: Any, where: str, commands: tuple[str, ...] = COMMAND
     except RecordError as exc:
         raise WgradError(f"{where}: {exc}; give a results file wgrad wrote") from None
     environment = {k: v for k, v in doc.items() if k not in ("records", "command")}
-    return Document(command, records, environment)
+    read = Document(command, records, environment)
+    try:
+        read.provenance
+    except RecordError as exc:
+        raise WgradError(f"{where}: {exc}; give a results file wgrad wrote") from None
+    return read
 
 
 def read_document(path: Path, commands: tuple[str, ...] = COMMANDS) -> Document:
@@ -325,4 +359,4 @@ def read_document(path: Path, commands: tuple[str, ...] = COMMANDS) -> Document:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise WgradError(f"{path}: not JSON ({exc}); give a results file wgrad wrote")
     read = document_from_json(doc, str(path), commands)
-    return Document(read.command, read.records, read.environment, path)
+    return replace(read, path=path)

@@ -61,10 +61,10 @@ def bench_table(records: Sequence[BenchRow], title: str) -> Grid:
 
 def bench_footer(doc: Document) -> str:
     """What a bench run's figures are of: the peak `% peak` divides by, and the stopping rule."""
-    peak = doc.get("peak")
+    peak = doc.provenance.peak
     head = (f"% peak: of {peak['matrix_label']} {peak['matrix_tflops']:,.0f} TFLOP/s ({peak['source']}); "
             if peak else "% peak: this device is not in the peak table; ")
-    c = Criterion(**doc.get("criterion") or {})
+    c = Criterion(**doc.provenance.criterion or {})
     return head + (f"stopping: >= {c.min_samples} samples, >= {c.min_seconds} s, rel stdev <= {100 * c.max_noise:g}% "
                    f"or settled within {100 * c.stable_noise:g}%, timeout {c.timeout} s")
 
