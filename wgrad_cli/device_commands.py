@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich.markup import escape
@@ -14,10 +15,10 @@ from wgrad_cli.bench import CALIBRATION, Plan, bench
 from wgrad_cli.errors import CheckFailed, Crashed, WgradError
 from wgrad_cli.isolation import Crash
 from wgrad_cli.backends.registry import peak
-from wgrad_cli.peaks import flush_bytes
+from wgrad_cli.peaks import Peak, flush_bytes
 from wgrad_cli.console import err, out, progress
 from wgrad_cli.options import BenchOptions, CompilerOptions, Output, RunOptions, Selection, Shard, VerifyOptions
-from wgrad_cli.records import BenchRow, Document, Row, SCHEMA
+from wgrad_cli.records import BenchRow, Document, Row, SCHEMA, to_json
 from wgrad_cli.results import default_path, order, save
 from wgrad_cli.session import Session, open_session
 from wgrad_cli.speedup import speedups
@@ -26,12 +27,23 @@ from wgrad_cli.tables import bench_footer, bench_table, counters_table, expert_t
 from wgrad_cli.verify import Outcome, device_reference_possible, verify
 
 
+@dataclass(frozen=True)
+class BenchSettings:
+    """What bench's figures are of, written after the run's environment in its results file."""
+
+    criterion: Criterion
+    peak: Peak | None  # the device's peaks, where its backend knows them: what % peak divides by
+    warmup: int
+    flush: str | None  # how a cold sample's cache was flushed (options.FLUSHES); None when hot
+    discard_throttled: bool
+
+
 def save_results(s: Session, command: str, records: Sequence[Row], output: Output, shard: Shard | None,
           **extra: Any) -> None:
     if output.no_save:
         return
     path = output.json_path or default_path(command, s.config.path, s.rt.device.arch, shard)
-    save(path, output.csv_path, command, records, **s.environment(), shard=list(shard) if shard else None, **extra)
+    save(path, output.csv_path, command, records, **to_json(s.environment()), shard=list(shard) if shard else None, **extra)
     err.print(escape(f"results: {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False,
               soft_wrap=True)
 
@@ -106,8 +118,7 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
                          "out near zero); time the kernels without --baselines, and the torch paths with torch's events")
     known = peak(s.rt.device)
     flush = 0 if hot else flush_bytes(s.rt.device, known)
-    details = {"criterion": criterion.to_json(), "peak": known.__dict__ if known else None, "warmup": warmup,
-               "flush": None if hot else flush_kind, "discard_throttled": timing.discard_throttled}
+    details = to_json(BenchSettings(criterion, known, warmup, None if hot else flush_kind, timing.discard_throttled))
     finished: list[BenchRow] = []
     try:
         print_header(s)

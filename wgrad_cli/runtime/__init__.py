@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from wgrad_cli.errors import DriverError
@@ -68,9 +68,6 @@ class DeviceInfo:
     driver: str
     runtime: str
     emulated: bool = False  # the CPU runs the code object (wgrad's gfx950 emulator): no timing, no sensors
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
 
 
 class Runtime(Protocol):
