@@ -6,8 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from wgrad_cli.check import Comparison
-from wgrad_cli.records import BenchRow, Errors, ShapeRef, VerifyRow, build
+from wgrad_cli.check import errors as comparison
+from wgrad_cli.records import BenchRow, ShapeRef, VerifyRow
 from wgrad_cli.document import write_json
 from wgrad_cli.results import save
 from wgrad_cli.stats import summarize
@@ -27,10 +27,10 @@ def bench_row(index: int, name: str, median_ms: float, run: int = 1, noise: floa
     d = shape(name)
     flops = 0 if calibration else 2 * d.N * d.K * d.M
     tflops = flops / (median_ms / 1e3) / 1e12
-    summary = summarize([(1 - noise) * median_ms, median_ms, (1 + noise) * median_ms]).to_json()
+    summary = summarize([(1 - noise) * median_ms, median_ms, (1 + noise) * median_ms])
     row = BenchRow(index=index, kernel="empty" if calibration else "reference", target="gfx950", shape=d, seed=1,
                    run=run, cache="hot" if calibration else "cold", flush_bytes=0 if calibration else 1 << 29,
-                   **summary, stop="converged", wall_seconds=0.6, flops=flops, min_bytes=0,
+                   summary=summary, stop="converged", wall_seconds=0.6, flops=flops, min_bytes=0,
                    tflops=tflops, gbps=0.0, pct_peak=None if calibration else 100 * tflops / 5033.0, clock_mhz=2400,
                    calibration=calibration)
     return replace(row, **changes)
@@ -39,10 +39,9 @@ def bench_row(index: int, name: str, median_ms: float, run: int = 1, noise: floa
 def verify_row(index: int, name: str, ok: bool) -> VerifyRow:
     """A row as verify writes it (one expert's figures stand for all)."""
     d = shape(name)
-    c = Comparison(elements=d.E * d.N * d.K, max_abs_error=0.0 if ok else 3.5, max_rel_row_error=0.0,
-                   diff_norm=0.0 if ok else 12.0, ref_norm=400.0, mismatches=0 if ok else 17, nans=0, unwritten=0,
-                   ok=ok).to_json()
-    errors = build(Errors, c, "a test row")
+    errors = comparison(elements=d.E * d.N * d.K, max_abs_error=0.0 if ok else 3.5, max_rel_row_error=0.0,
+                        diff_norm=0.0 if ok else 12.0, ref_norm=400.0, mismatches=0 if ok else 17, nans=0,
+                        unwritten=0, ok=ok)
     return VerifyRow(index=index, kernel="reference", target="sm_90a", shape=d, seed=1, ok=ok,
                      reference="numpy float64, every element", overall=errors, experts=[errors] * d.E)
 

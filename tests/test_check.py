@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from wgrad_cli.abi import Dims
-from wgrad_cli.check import Comparison, bf16_ulp, compare, gamma
+from wgrad_cli.check import bf16_ulp, compare, gamma
+from wgrad_cli.records import Errors
 from wgrad_cli.mxfp8 import dequantize, unpack_scales
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms
@@ -41,7 +42,7 @@ def setup() -> tuple[Problem, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return p, ref, na, nb, tokens
 
 
-def run(bits: np.ndarray, ref: np.ndarray | None = None, **kw: str) -> Comparison:
+def run(bits: np.ndarray, ref: np.ndarray | None = None, **kw: str) -> Errors:
     _, r, na, nb, tokens = setup()
     return compare(bits, r if ref is None else ref, na, nb, tokens, **kw)
 
@@ -56,7 +57,7 @@ def test_rounded_reference_passes() -> None:
     assert c.elements == 3 * 256 * 256
     assert 0 < c.max_abs_error <= float((bf16_ulp(ref) / 2).max())
     assert 0 < c.rel_frobenius < 2.0**-8
-    assert c.to_json()["ok"] is True and c.to_json()["mismatches"] == 0
+    assert c.ok is True and c.mismatches == 0
 
 
 def test_truncation_passes() -> None:
@@ -187,7 +188,7 @@ def test_empty_expert_tiny_nonzero_fails(value: float) -> None:
 
 
 def one(ref: float, out: float, tokens: int = 128, na: float = 0.0, nb: float = 0.0,
-        **kw: str) -> Comparison:
+        **kw: str) -> Errors:
     r = np.full((1, 1, 1), ref, dtype=np.float32)
     bits = rne(np.full((1, 1, 1), out, dtype=np.float32))
     return compare(bits, r, np.full((1, 1), na), np.full((1, 1), nb), np.array([tokens]), **kw)

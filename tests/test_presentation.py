@@ -56,7 +56,7 @@ def test_showing_build_and_info_files_loads_no_compiler(tmp_path: Path, amd_comp
 
 def test_results_modules_import_no_device_stack() -> None:
     code = ("import sys, wgrad_cli.show, wgrad_cli.compare, wgrad_cli.speedup, wgrad_cli.tables, wgrad_cli.records, "
-            "wgrad_cli.report, wgrad_cli.resources, wgrad_cli.plot; "
+            "wgrad_cli.report, wgrad_cli.resources, wgrad_cli.plot, wgrad_cli.file_commands; "
             "print('\\n'.join(sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert heavy(loaded) == []

@@ -38,7 +38,7 @@ def test_save_json(tmp_path: Path) -> None:
     assert (doc["config"], doc["shard"]) == ("c.yaml", [1, 2])
     assert {"version", "commit", "argv", "host", "date"} <= doc.keys()
     read = read_document(path)
-    assert read.records == RECORDS and read.get("config") == "c.yaml"
+    assert read.records == RECORDS and read.provenance.config == "c.yaml"
 
 
 def test_save_csv_flattens(tmp_path: Path) -> None:
@@ -84,6 +84,17 @@ def test_a_field_of_another_kind_is_one_line(tmp_path: Path) -> None:
         read_document(path)
     assert one_line_error(exc) == (f"{path}: record 0.median_ms is 'fast', not a float; give a results file "
                                    "wgrad wrote")
+
+
+def test_an_environment_field_of_another_kind_is_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "bad.json", "bench", [bench_row(0, "a", 1.0)], seed="one", device={"name": "H200"})
+    with pytest.raises(WgradError) as exc:
+        read_document(path)
+    assert one_line_error(exc) == f"{path}: environment.seed is 'one', not a int; give a results file wgrad wrote"
+    good = read_document(write(tmp_path / "good.json", "bench", [bench_row(0, "a", 1.0)], seed=7,
+                               device={"name": "H200"}, shard=[2, 4]))
+    assert (good.provenance.seed, good.device_name, good.provenance.shard, good.provenance.peak) == (7, "H200", [2, 4],
+                                                                                                    None)
 
 
 def test_save_replaces_whole_files(tmp_path: Path) -> None:
@@ -162,7 +173,7 @@ def test_a_file_that_names_its_config_by_an_absolute_path_reads_as_it_is(repo: P
     """Files written before configs were named record the path the run resolved the config to."""
     path = repo / "tests" / "data" / "bench-config-by-path.json"
     doc = read_document(path)
-    assert doc.get("config") == "/work/main/wgrad_cli/configs/large.yaml" and len(doc.bench_rows) == 3
+    assert doc.provenance.config == "/work/main/wgrad_cli/configs/large.yaml" and len(doc.bench_rows) == 3
     shown = CliRunner().invoke(cli, ["show", str(path)])
     assert shown.exit_code == 0 and "bf16-grouped" in shown.output
 

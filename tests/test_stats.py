@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wgrad_cli.stats import Summary, summarize
+from wgrad_cli.records import Summary, to_json
+from wgrad_cli.stats import summarize
 
 
 def test_known_data() -> None:
@@ -18,7 +19,7 @@ def test_known_data() -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_random_data_against_numpy(seed: int) -> None:
     t = np.random.default_rng(seed).gamma(4.0, 0.05, size=101)
-    assert summarize(t.tolist()).to_json() == pytest.approx({
+    assert to_json(summarize(t.tolist())) == pytest.approx({
         "samples": 101, "median_ms": np.median(t), "min_ms": t.min(), "p20_ms": np.percentile(t, 20),
         "p80_ms": np.percentile(t, 80), "mean_ms": t.mean(), "rel_stdev": t.std(ddof=1) / t.mean()}, rel=1e-12)
 
@@ -26,10 +27,10 @@ def test_random_data_against_numpy(seed: int) -> None:
 def test_single_sample() -> None:
     s = summarize([0.25])
     assert s == Summary(1, 0.25, 0.25, 0.25, 0.25, 0.25, 0.0)
-    assert s.to_json() == {"samples": 1, "median_ms": 0.25, "min_ms": 0.25, "p20_ms": 0.25, "p80_ms": 0.25,
+    assert to_json(s) == {"samples": 1, "median_ms": 0.25, "min_ms": 0.25, "p20_ms": 0.25, "p80_ms": 0.25,
                            "mean_ms": 0.25, "rel_stdev": 0.0}
 
 
 def test_fields_are_plain_floats() -> None:
     """The summary goes into JSON records as is: no numpy scalars."""
-    assert all(type(v) in (int, float) for v in summarize([1.0, 2.0, 4.0]).to_json().values())
+    assert all(type(v) in (int, float) for v in to_json(summarize([1.0, 2.0, 4.0])).values())

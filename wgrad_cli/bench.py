@@ -81,9 +81,7 @@ def _record(s: Session, head: Head, batch: int, m: Measurement, run: int, plan: 
     return BenchRow(
         code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
         build_errors=code.build_errors, index=head.index, kernel=head.kernel, target=head.target, shape=head.shape,
-        seed=s.seed, run=run, cache="hot" if plan.hot else "cold", samples=summary.samples,
-        median_ms=summary.median_ms, min_ms=summary.min_ms, p20_ms=summary.p20_ms, p80_ms=summary.p80_ms,
-        mean_ms=summary.mean_ms, rel_stdev=summary.rel_stdev, stop=m.stop, wall_seconds=round(m.wall_seconds, 3),
+        seed=s.seed, run=run, cache="hot" if plan.hot else "cold", summary=summary, stop=m.stop, wall_seconds=round(m.wall_seconds, 3),
         flops=work[0], min_bytes=work[1], tflops=float(tflops), gbps=float(work[1] / seconds / 1e9),
         pct_peak=float(100 * tflops / known.matrix_tflops) if known and work[0] else None,
         clock_mhz=_median(clocks), power_w=None if power is None else float(round(power, 1)),

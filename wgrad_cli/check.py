@@ -13,8 +13,6 @@ written before the launch were never written by the kernel.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 import ml_dtypes
 import numpy as np
 
@@ -40,51 +38,32 @@ def gamma(n: np.ndarray) -> np.ndarray:
     return nu / (1 - nu)
 
 
-@dataclass(frozen=True)
-class Comparison:
-    elements: int
-    max_abs_error: float
-    max_rel_row_error: float  # max |error| / max |reference| of the same grad_w row
-    diff_norm: float  # ||out - ref|| over elements finite in both
-    ref_norm: float  # ||ref|| over the same elements
-    mismatches: int  # finite elements beyond tolerance, or NaN where the reference has none (or back)
-    nans: int  # NaN outputs where the reference is not NaN
-    unwritten: int  # outputs still holding the poison pattern
-    ok: bool
+def errors(elements: int, max_abs_error: float, max_rel_row_error: float, diff_norm: float, ref_norm: float,
+           mismatches: int, nans: int, unwritten: int, ok: bool) -> Errors:
+    """The figures as a record holds them, with ||out - ref|| / ||ref||."""
+    if ref_norm:
+        rel_frobenius = diff_norm / ref_norm
+    else:
+        rel_frobenius = 0.0 if diff_norm == 0 else float("inf")
+    return Errors(elements, max_abs_error, max_rel_row_error, diff_norm, ref_norm, mismatches, nans, unwritten, ok,
+                  rel_frobenius)
 
-    @property
-    def rel_frobenius(self) -> float:
-        """||out - ref|| / ||ref||."""
-        if self.ref_norm:
-            return self.diff_norm / self.ref_norm
-        return 0.0 if self.diff_norm == 0 else float("inf")
 
-    def to_json(self) -> dict[str, float | int | bool]:
-        return {**asdict(self), "rel_frobenius": self.rel_frobenius}
-
-    def errors(self) -> Errors:
-        """As a results record holds it."""
-        return Errors(elements=self.elements, max_abs_error=float(self.max_abs_error),
-                      max_rel_row_error=float(self.max_rel_row_error), diff_norm=float(self.diff_norm),
-                      ref_norm=float(self.ref_norm), mismatches=self.mismatches, nans=self.nans,
-                      unwritten=self.unwritten, ok=self.ok, rel_frobenius=float(self.rel_frobenius))
-
-    @staticmethod
-    def combine(parts: list[Comparison]) -> Comparison:
-        """One comparison of the parts together (e.g. of every expert)."""
-        return Comparison(
-            elements=sum(c.elements for c in parts),
-            max_abs_error=max((c.max_abs_error for c in parts), default=0.0),
-            max_rel_row_error=max((c.max_rel_row_error for c in parts), default=0.0),
-            diff_norm=float(np.hypot.reduce([c.diff_norm for c in parts])) if parts else 0.0,
-            ref_norm=float(np.hypot.reduce([c.ref_norm for c in parts])) if parts else 0.0,
-            mismatches=sum(c.mismatches for c in parts), nans=sum(c.nans for c in parts),
-            unwritten=sum(c.unwritten for c in parts), ok=all(c.ok for c in parts))
+def combine(parts: list[Errors]) -> Errors:
+    """One comparison of the parts together (e.g. of every expert)."""
+    return errors(
+        elements=sum(c.elements for c in parts),
+        max_abs_error=max((c.max_abs_error for c in parts), default=0.0),
+        max_rel_row_error=max((c.max_rel_row_error for c in parts), default=0.0),
+        diff_norm=float(np.hypot.reduce([c.diff_norm for c in parts])) if parts else 0.0,
+        ref_norm=float(np.hypot.reduce([c.ref_norm for c in parts])) if parts else 0.0,
+        mismatches=sum(c.mismatches for c in parts), nans=sum(c.nans for c in parts),
+        unwritten=sum(c.unwritten for c in parts), ok=all(c.ok for c in parts))
 
 
 @np.errstate(invalid="ignore")  # inf - inf where both overflowed: masked out below
 def compare(out_bits: np.ndarray, ref: np.ndarray, norm_a: np.ndarray, norm_b: np.ndarray,
-            tokens: np.ndarray, reference: str = "float64") -> Comparison:
+            tokens: np.ndarray, reference: str = "float64") -> Errors:
     """out_bits: uint16 bf16 (E, R, K); ref: float32 (E, R, K); norms (E, R) and (E, K); tokens (E,).
 
     `reference` says what `ref` is: numpy in float64 or float32, or a reference kernel's bf16 output.
@@ -102,7 +81,7 @@ def compare(out_bits: np.ndarray, ref: np.ndarray, norm_a: np.ndarray, norm_b: n
     row_scale = np.max(np.where(ref_nan, 0.0, np.abs(exact)), axis=2, keepdims=True)
     rel_row = np.divide(err, row_scale, out=np.where(err > 0, np.inf, 0.0), where=row_scale > 0)
     finite = both & np.isfinite(exact)
-    return Comparison(
+    return errors(
         elements=int(out_bits.size),
         max_abs_error=float(err.max(initial=0.0)),
         max_rel_row_error=float(rel_row.max(initial=0.0)),

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from wgrad_cli import __version__
-from wgrad_cli.errors import CheckFailed, KernelHang, WgradError
+from wgrad_cli.errors import KernelHang, WgradError
 from wgrad_cli.options import (EMULATED, FLUSHES, HIP_STACK_BYTES, HIP_STACK_CAP, KERNEL_TIMEOUT_S, BenchOptions, CompilerOptions, Device,
                                Emulated, ModelOptions, Output, RunOptions, Selection, Shard, VerifyOptions)
 from wgrad_cli.shipped import CONFIGS_DIR
@@ -306,20 +306,9 @@ def model(selection: Selection, compilers: CompilerOptions, output: Output, chip
 def compare(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> None:
     """Per-shape deltas between two results files of one experiment, with a noise-aware verdict per
     row (faster, slower, same within noise); exit 1 on any regression (CI gate)."""
-    from rich.markup import escape
+    from wgrad_cli.file_commands import compare_command
 
-    from wgrad_cli.compare import compare_docs, summary
-    from wgrad_cli.console import err, out
-    from wgrad_cli.tables import compare_table
-
-    command, deltas = compare_docs(base, new, threshold, allow)
-    out.print(compare_table(command, deltas, f"wgrad compare: {base} -> {new} (threshold {100 * threshold:g}%)"))
-    for d in deltas:
-        if d.regression:
-            err.print(f"[red]regression[/] {escape(d.label)}: {escape(d.regression)}", highlight=False, soft_wrap=True)
-    out.print(summary(deltas, threshold), highlight=False)
-    if any(d.regression for d in deltas):
-        raise CheckFailed()
+    compare_command(base, new, threshold, allow)
 
 
 @cli.command()
@@ -330,17 +319,9 @@ def compare(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> 
 def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -> None:
     """Speed-ups over the baselines across bench results files (run with --baselines), with the
     geometric mean per kernel over every row given."""
-    from wgrad_cli.grid import plural
-    from wgrad_cli.console import out
-    from wgrad_cli.speedup import load_speedups, only
-    from wgrad_cli.tables import speedup_markdown, speedup_table
+    from wgrad_cli.file_commands import speedup_command
 
-    rows = only(load_speedups(list(files)), kernels)
-    if markdown:
-        print(speedup_markdown(rows))
-    else:
-        out.print(speedup_table(rows, f"speed-up over the baselines, {plural(len(files), 'results file')} "
-                                      "(first run of each shape)"))
+    speedup_command(list(files), kernels, markdown)
 
 
 @cli.command()
@@ -350,11 +331,9 @@ def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -
 def plot(files: tuple[Path, ...], out: Path) -> None:
     """Plot bench results files: per shape, each kernel's TFLOP/s next to its baselines, and a
     roofline (FLOP per byte from the minimum bytes, against the file's recorded peak and bandwidth)."""
-    from wgrad_cli.plot import plot_command
-    from wgrad_cli.console import out as console
+    from wgrad_cli.file_commands import plot_command
 
     plot_command(list(files), out)
-    console.print(f"wrote {out}", highlight=False, markup=False)
 
 
 @cli.command()

@@ -26,8 +26,8 @@ Key = tuple[Any, ...]
 
 # what must match for two files to be compared, and how each is read from a document
 PROVENANCE: dict[str, Callable[[Document], Any]] = {
-    "device": lambda d: d.device_name, "target": lambda d: d.get("target"),
-    "config": lambda d: d.get("config_sha256"), "seed": lambda d: d.get("seed")}
+    "device": lambda d: d.device_name, "target": lambda d: d.provenance.target,
+    "config": lambda d: d.provenance.config_sha256, "seed": lambda d: d.provenance.seed}
 
 
 def row_key(r: Row) -> Key:
@@ -54,8 +54,8 @@ class Delta:
 
 def noise_verdict(base: BenchRow, new: BenchRow) -> str:
     """faster, slower or same (within noise): nvbench's rule on the medians."""
-    change = new.median_ms / base.median_ms - 1
-    if abs(change) <= min(base.rel_stdev, new.rel_stdev):
+    change = new.summary.median_ms / base.summary.median_ms - 1
+    if abs(change) <= min(base.summary.rel_stdev, new.summary.rel_stdev):
         return "same"
     return "slower" if change > 0 else "faster"
 
@@ -71,9 +71,9 @@ def _delta(key: Key, old: Row | None, cur: Row | None, threshold: float, new_pat
         return Delta(key, old, cur, "new", None)
     if isinstance(old, BenchRow) and isinstance(cur, BenchRow):
         verdict = noise_verdict(old, cur)
-        beyond = verdict == "slower" and not cur.calibration and cur.median_ms > old.median_ms * (1 + threshold)
-        why = (f"median {old.median_ms:.4g} -> {cur.median_ms:.4g} ms ({_pct(old.median_ms, cur.median_ms)}), "
-               f"beyond the noise ({100 * min(old.rel_stdev, cur.rel_stdev):.2g}%) and {100 * threshold:g}%")
+        beyond = verdict == "slower" and not cur.calibration and cur.summary.median_ms > old.summary.median_ms * (1 + threshold)
+        why = (f"median {old.summary.median_ms:.4g} -> {cur.summary.median_ms:.4g} ms ({_pct(old.summary.median_ms, cur.summary.median_ms)}), "
+               f"beyond the noise ({100 * min(old.summary.rel_stdev, cur.summary.rel_stdev):.2g}%) and {100 * threshold:g}%")
         return Delta(key, old, cur, verdict, why if beyond else None)
     assert isinstance(old, VerifyRow) and isinstance(cur, VerifyRow)
     if old.ok and not cur.ok:
@@ -130,13 +130,14 @@ def merge_docs(paths: list[Path]) -> Document:
     total = None
     for path, doc in zip(paths, docs):
         for field, mine, theirs in (("command", doc.command, first.command),
-                                    *((f, doc.get(f), first.get(f)) for f in ("config_sha256", "target"))):
+                                    ("config_sha256", doc.provenance.config_sha256, first.provenance.config_sha256),
+                                    ("target", doc.provenance.target, first.provenance.target)):
             if mine != theirs:
                 problems.append(f"{path}: {field} is {mine!r}, {paths[0]} has {theirs!r}; merge shards of one run only")
-        if doc.get("incomplete"):
-            problems.append(f"{path}: incomplete ({doc.get('incomplete')}); run that shard again")
-        shard = doc.get("shard")
-        if not (isinstance(shard, list) and len(shard) == 2):
+        if doc.provenance.incomplete:
+            problems.append(f"{path}: incomplete ({doc.provenance.incomplete}); run that shard again")
+        shard = doc.provenance.shard
+        if not (shard and len(shard) == 2):
             problems.append(f"{path}: not a shard (written without --shard); merge joins --shard i/n results")
             continue
         i, n = shard
@@ -155,13 +156,13 @@ def merge_docs(paths: list[Path]) -> Document:
     # its own calibration rows: keep each, numbered by its shard
     records: list[Row] = []
     for doc in docs:
-        i = doc.get("shard")[0]
+        i = doc.provenance.shard[0]  # type: ignore[index]  # checked above
         for r in doc.records:
             records.append(replace(r, shard=i, run=i) if isinstance(r, BenchRow) and r.calibration
                            else replace(r, shard=i))
     records.sort(key=order)
     per_run = ("shard", "tool", "schema", "version", "commit", "source_sha256", "argv", "host", "date")
     keep = {k: v for k, v in first.environment.items() if k not in per_run}
-    shards_json = [{"file": str(p), **{k: d.get(k) for k in ("shard", "host", "date", "commit", "source_sha256",
+    shards_json = [{"file": str(p), **{k: d.environment.get(k) for k in ("shard", "host", "date", "commit", "source_sha256",
                                                               "device")}} for p, d in zip(paths, docs)]
     return Document(first.command, records, {**keep, "shard": None, "shards": shards_json})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich.markup import escape
@@ -14,10 +15,10 @@ from wgrad_cli.bench import CALIBRATION, Plan, bench
 from wgrad_cli.errors import CheckFailed, Crashed, LaunchStopped, WgradError
 from wgrad_cli.isolation import Crash
 from wgrad_cli.backends.registry import peak
-from wgrad_cli.peaks import flush_bytes
+from wgrad_cli.peaks import Peak, flush_bytes
 from wgrad_cli.console import err, out, progress
 from wgrad_cli.options import BenchOptions, CompilerOptions, Output, RunOptions, Selection, Shard, VerifyOptions
-from wgrad_cli.records import BenchRow, Document, Row, SCHEMA
+from wgrad_cli.records import BenchRow, Document, Row, SCHEMA, to_json
 from wgrad_cli.results import default_path, order, save
 from wgrad_cli.session import Session, open_session
 from wgrad_cli.speedup import speedups
@@ -26,12 +27,23 @@ from wgrad_cli.tables import bench_footer, bench_table, counters_table, expert_t
 from wgrad_cli.verify import Outcome, device_reference_possible, verify
 
 
+@dataclass(frozen=True)
+class BenchSettings:
+    """What bench's figures are of, written after the run's environment in its results file."""
+
+    criterion: Criterion
+    peak: Peak | None  # the device's peaks, where its backend knows them: what % peak divides by
+    warmup: int
+    flush: str | None  # how a cold sample's cache was flushed (options.FLUSHES); None when hot
+    discard_throttled: bool
+
+
 def save_results(s: Session, command: str, records: Sequence[Row], output: Output, shard: Shard | None,
           **extra: Any) -> None:
     if output.no_save:
         return
     path = output.json_path or default_path(command, s.config.path, s.rt.device.arch, shard)
-    save(path, output.csv_path, command, records, **s.environment(), shard=list(shard) if shard else None, **extra)
+    save(path, output.csv_path, command, records, **to_json(s.environment()), shard=list(shard) if shard else None, **extra)
     err.print(escape(f"results: {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False,
               soft_wrap=True)
 
@@ -62,10 +74,10 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
         s.rt.close()
     records = [o.row(s.code_object(o.record.job)) for o in outcomes]
     out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}"))
-    if any(r.counters for r in records):
+    if any(r.counters is not None for r in records):
         out.print(counters_table(records, "executed on the emulator (wave-instructions by class)"))
     for r in records:
-        beyond = (r.counters or {}).get("lds_out_of_range", 0)
+        beyond = r.counters.lds_out_of_range if r.counters else 0
         if beyond:  # legal on gfx950 (reads give 0, writes are dropped), and rarely meant
             err.print(f"note: {r.kernel} on {r.shape.name} touched {beyond:,} LDS bytes beyond its workgroup's "
                       "allocation (read as 0, writes dropped, as gfx950 does)", highlight=False)
@@ -111,8 +123,7 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
                          "out near zero); time the kernels without --baselines, and the torch paths with torch's events")
     known = peak(s.rt.device)
     flush = 0 if hot else flush_bytes(s.rt.device, known)
-    details = {"criterion": criterion.to_json(), "peak": known.__dict__ if known else None, "warmup": warmup,
-               "flush": None if hot else flush_kind, "discard_throttled": timing.discard_throttled}
+    details = to_json(BenchSettings(criterion, known, warmup, None if hot else flush_kind, timing.discard_throttled))
     finished: list[BenchRow] = []
     try:
         print_header(s)

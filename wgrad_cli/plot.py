@@ -76,7 +76,7 @@ def _plotted(doc: Document) -> list[BenchRow]:
 
 def roof(doc: Document) -> Roof | None:
     """The peak the file recorded (bench's peak table for its device), or None where it had none."""
-    peak = doc.get("peak")
+    peak = doc.provenance.peak
     if not isinstance(peak, dict):
         return None
     try:
@@ -200,7 +200,8 @@ def draw(data: Bars, out: Path) -> None:
         raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); give a writable path") from None
 
 
-def plot_command(paths: list[Path], out: Path) -> None:
+def render(paths: list[Path], out: Path) -> None:
+    """The figure of these bench files, written to `out` (its suffix picks PNG or SVG)."""
     output_format(out)
     _matplotlib()
     draw(collect(load(paths)), out)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import types
 import typing
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
@@ -30,6 +31,7 @@ COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, s
 SHOWN = (*COMMANDS, "selfbench", "build", "info")  # every document show prints
 
 T = TypeVar("T")
+INLINE = {"inline": True}  # a field whose dataclass is written as its parent's own fields, in its place
 
 
 class RecordError(ValueError):
@@ -54,18 +56,31 @@ class ShapeRef:
 
 @dataclass(frozen=True)
 class Errors:
-    """A kernel's output against the reference (check.Comparison, as written)."""
+    """A kernel's output against the reference (check.compare makes them, check.combine joins them)."""
 
     elements: int
     max_abs_error: float
-    max_rel_row_error: float
-    diff_norm: float
-    ref_norm: float
-    mismatches: int
-    nans: int
-    unwritten: int
+    max_rel_row_error: float  # max |error| / max |reference| of the same grad_w row
+    diff_norm: float  # ||out - ref|| over elements finite in both
+    ref_norm: float  # ||ref|| over the same elements
+    mismatches: int  # finite elements beyond tolerance, or NaN where the reference has none (or back)
+    nans: int  # NaN outputs where the reference is not NaN
+    unwritten: int  # outputs still holding the poison pattern
     ok: bool
-    rel_frobenius: float
+    rel_frobenius: float  # ||out - ref|| / ||ref||
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The figures of one shape's timing samples (stats.summarize), written inline in its BenchRow."""
+
+    samples: int
+    median_ms: float
+    min_ms: float
+    p20_ms: float
+    p80_ms: float
+    mean_ms: float
+    rel_stdev: float  # sample standard deviation / mean
 
 
 @dataclass(frozen=True)
@@ -74,6 +89,18 @@ class Sampled:
 
     overall: Errors
     experts: list[Errors]
+
+
+@dataclass(frozen=True)
+class Counters:
+    """What a kernel's launch executed, where the device counts it (the emulator)."""
+
+    waves: int
+    instructions: dict[str, int]  # wave-instructions by class
+    lane_instructions: int  # 64 per wave-instruction, the unit emulators are rated in
+    bytes_loaded: int
+    bytes_stored: int
+    lds_out_of_range: int = 0  # LDS bytes read as 0 or dropped beyond the workgroup's allocation
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,7 +125,7 @@ class VerifyRow(CodeObject):
     overall: Errors
     experts: list[Errors]
     sampled: Sampled | None = None
-    counters: dict[str, Any] | None = None  # what the launch executed, where the device counts it (the emulator)
+    counters: Counters | None = None  # what the launch executed, where the device counts it (the emulator)
     shard: int | None = None  # in merged files, the shard that ran it
 
 
@@ -129,13 +156,7 @@ class BenchRow(CodeObject):
     seed: int
     run: int = 1
     cache: str  # cold or hot
-    samples: int
-    median_ms: float
-    min_ms: float
-    p20_ms: float
-    p80_ms: float
-    mean_ms: float
-    rel_stdev: float  # sample standard deviation / mean
+    summary: Summary = field(metadata=INLINE)
     stop: str  # one of stopping.REASONS
     wall_seconds: float
     flops: int
@@ -265,7 +286,9 @@ def build(cls: type[T], data: Any, where: str) -> T:
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for f in fields(cls):  # type: ignore[arg-type]
-        if f.name in data:
+        if f.metadata.get("inline"):
+            kwargs[f.name] = build(hints[f.name], data, where)
+        elif f.name in data:
             kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{where}.{f.name}")
         elif f.default is MISSING and f.default_factory is MISSING:
             raise _fail(where, f"lacks {f.name}")
@@ -274,11 +297,54 @@ def build(cls: type[T], data: Any, where: str) -> T:
 
 def to_json(record: Any) -> dict[str, Any]:
     """A record (or any of these dataclasses) as its JSON object."""
-    return asdict(record)
+    out: dict[str, Any] = {}
+    for f in fields(record):
+        value = _json_value(getattr(record, f.name))
+        if f.metadata.get("inline"):
+            out.update(value)
+        else:
+            out[f.name] = value
+    return out
+
+
+def _json_value(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return to_json(value)
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    return value
 
 
 ROW_TYPES: dict[str, type[VerifyRow] | type[BenchRow] | type[Ratio] | type[BuildRecord] | type[CompilerRecord]] = {
     "verify": VerifyRow, "bench": BenchRow, "selfbench": Ratio, "build": BuildRecord, "info": CompilerRecord}
+
+
+@dataclass(frozen=True)
+class DeviceRef:
+    """The device a file's run used, as far as its readers need it."""
+
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What a results file's environment says that its readers use, typed; None where the file does
+    not say it (an older schema, or another command's document)."""
+
+    host: str | None = None
+    date: str | None = None
+    cores: int | None = None  # selfbench's host
+    config: str | None = None  # a shipped config's name, or the path of the config given
+    config_sha256: str | None = None
+    seed: int | None = None
+    target: str | None = None
+    device: DeviceRef | None = None
+    shard: list[int] | None = None  # [i, n] of a --shard i/n run
+    incomplete: str | None = None  # why a run stopped early, its rows measured before it saved
+    peak: dict[str, Any] | None = None  # bench's peak table entry for the device (peaks.Peak, as written)
+    criterion: dict[str, Any] | None = None  # bench's stopping rule (stopping.Criterion, as written)
 
 
 @dataclass(frozen=True)
@@ -287,24 +353,26 @@ class Document:
 
     command: str  # one of SHOWN
     records: list[Any]  # of the command's type in ROW_TYPES
-    environment: dict[str, Any]  # everything else the file says (tool, version, argv, criterion, peak, ...)
+    environment: dict[str, Any]  # everything else the file says, written back as is (merge)
     path: Path | None = None
 
-    def get(self, key: str) -> Any:
-        return self.environment.get(key)
+    @cached_property
+    def provenance(self) -> Provenance:
+        """The environment's fields that readers use; the loader reads them first, so a file with one
+        of another kind is refused as it is read."""
+        return build(Provenance, self.environment, "environment")
 
     @property
     def device_name(self) -> str | None:
-        device = self.environment.get("device")
-        return device.get("name") if isinstance(device, dict) else None
+        return self.provenance.device.name if self.provenance.device else None
 
     @property
     def machine(self) -> str:
         """Where it ran, as a title says it: the device; for selfbench the host and its cores; for
         build and info, which run no kernel, the host."""
-        host = self.get("host") or "an unnamed host"
+        host = self.provenance.host or "an unnamed host"
         if self.command == "selfbench":
-            return f"{host} ({self.get('cores') or '?'} cores)"
+            return f"{host} ({self.provenance.cores or '?'} cores)"
         return host if self.command in ("build", "info") else self.device_name or "an unnamed device"
 
     @property
@@ -350,7 +418,12 @@ def document_from_json(doc: Any, where: str, commands: tuple[str, ...] = COMMAND
     except RecordError as exc:
         raise WgradError(f"{where}: {exc}; give a results file wgrad wrote") from None
     environment = {k: v for k, v in doc.items() if k not in ("records", "command")}
-    return Document(command, records, environment)
+    read = Document(command, records, environment)
+    try:
+        read.provenance
+    except RecordError as exc:
+        raise WgradError(f"{where}: {exc}; give a results file wgrad wrote") from None
+    return read
 
 
 def read_document(path: Path, commands: tuple[str, ...] = COMMANDS) -> Document:
@@ -363,4 +436,4 @@ def read_document(path: Path, commands: tuple[str, ...] = COMMANDS) -> Document:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise WgradError(f"{path}: not JSON ({exc}); give a results file wgrad wrote")
     read = document_from_json(doc, str(path), commands)
-    return Document(read.command, read.records, read.environment, path)
+    return replace(read, path=path)

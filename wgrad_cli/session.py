@@ -11,7 +11,6 @@ import platform
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
@@ -28,10 +27,25 @@ from wgrad_cli.records import CodeObject, ShapeRef
 from wgrad_cli.options import CompilerOptions, Device, RunOptions, Selection
 from wgrad_cli.selection import select, shard_jobs
 from wgrad_cli.errors import DriverError
-from wgrad_cli.runtime import Runtime
+from wgrad_cli.runtime import DeviceInfo, Runtime
 from wgrad_cli.shipped import config_name
 from wgrad_cli.targets import TARGETS, Target
 from wgrad_cli.toolchain import Toolchains
+
+
+@dataclass(frozen=True)
+class RunEnvironment:
+    """Where and on what a run ran: the environment its results file starts with (records.Provenance
+    reads it back)."""
+
+    config: str  # a shipped config's name, or the path of the config given
+    config_sha256: str
+    seed: int
+    quantization: str
+    target: str
+    device: DeviceInfo
+    python: str
+    numpy: str
 
 
 @dataclass(frozen=True)
@@ -75,10 +89,10 @@ class Session:
         return CodeObject(code_object_sha256=sha256_file(b.code_object) if b.code_object else None,
                           compiler=b.compiler, flags=list(job.kernel.flags[job.target]), build_errors=b.errors)
 
-    def environment(self) -> dict[str, Any]:
-        return {"config": config_name(self.config.path), "config_sha256": sha256_file(self.config.path),
-                "seed": self.seed, "quantization": self.config.quantization, "target": self.target.name,
-                "device": self.rt.device.to_json(), "python": platform.python_version(), "numpy": np.__version__}
+    def environment(self) -> RunEnvironment:
+        return RunEnvironment(config_name(self.config.path), sha256_file(self.config.path), self.seed,
+                              self.config.quantization, self.target.name, self.rt.device, platform.python_version(),
+                              np.__version__)
 
 
 def probe(targets: list[str], device: Device) -> tuple[Target, Runtime]:

@@ -25,7 +25,7 @@ def show_tables(paths: list[Path]) -> list[Grid]:
         except WgradError as exc:
             problems += exc.lines
             continue
-        title = f"{path}: wgrad {doc.command} on {doc.machine}, {doc.get('date') or 'undated'}"
+        title = f"{path}: wgrad {doc.command} on {doc.machine}, {doc.provenance.date or 'undated'}"
         tables.append(document_table(doc, title))
     if problems:
         raise WgradError(problems)

@@ -50,7 +50,7 @@ def dequant_rate(row: BenchRow) -> float | None:
     tokens from the row's FLOPs (2 N K per token); None for a shape without tokens."""
     d = row.shape
     tokens = row.flops / (2 * d.N * d.K)
-    return (d.N + d.K) * tokens / (row.median_ms / 1e3) / 1e9 if tokens and row.median_ms > 0 else None
+    return (d.N + d.K) * tokens / (row.summary.median_ms / 1e3) / 1e9 if tokens and row.summary.median_ms > 0 else None
 
 
 def speedups(records: list[BenchRow]) -> list[Speedup]:

@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Summary:
-    samples: int
-    median_ms: float
-    min_ms: float
-    p20_ms: float
-    p80_ms: float
-    mean_ms: float
-    rel_stdev: float  # sample standard deviation / mean
-
-    def to_json(self) -> dict[str, float | int]:
-        return asdict(self)
+from wgrad_cli.records import Summary
 
 
 def summarize(times_ms: list[float]) -> Summary:

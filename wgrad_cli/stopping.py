@@ -12,7 +12,7 @@ is under `stable_noise` of it, more samples would not change the answer. Stop re
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import math
 
@@ -41,9 +41,6 @@ class Criterion:
         if wall_seconds >= self.timeout:
             return "timeout"
         return "max-samples" if running.n >= self.max_samples else None
-
-    def to_json(self) -> dict[str, float | int]:
-        return asdict(self)
 
 
 @dataclass

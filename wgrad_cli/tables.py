@@ -27,7 +27,7 @@ def _energy(r: BenchRow) -> str:
     """Board energy per launch in mJ: the median power times the median time (where power was read)."""
     if r.power_w is None:
         return ""
-    mj = r.power_w * r.median_ms
+    mj = r.power_w * r.summary.median_ms
     return f"{mj:,.0f}" if mj >= 10 else f"{mj:.2g}"
 
 
@@ -52,8 +52,8 @@ def bench_table(records: Sequence[BenchRow], title: str) -> Grid:
         cache = r.cache + (f" x{r.batch}" if r.batch > 1 else "") + (f" {r.flush}" if r.flush else "")
         rates = ["", ""] if r.calibration else [f"{r.tflops:,.2f}", f"{r.gbps:,.1f}"]
         throttled = cell(r.throttled, ".0%") + (f" (-{r.discarded})" if r.discarded else "")
-        table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.run), cache, str(r.samples),
-                      _us(r.median_ms), _us(r.min_ms), f"{_us(r.p20_ms)}-{_us(r.p80_ms)}", f"{100 * r.rel_stdev:.2f}%",
+        table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.run), cache, str(r.summary.samples),
+                      _us(r.summary.median_ms), _us(r.summary.min_ms), f"{_us(r.summary.p20_ms)}-{_us(r.summary.p80_ms)}", f"{100 * r.summary.rel_stdev:.2f}%",
                       *rates, cell(r.pct_peak, ".2f"), cell(r.clock_mhz, ""), cell(r.power_w, ".0f"), _energy(r),
                       cell(r.power_capped, ".0%"), "" if r.spin_ms is None else _us(r.spin_ms),
                       cell(r.overlap, ".0%"), throttled, stop)
@@ -75,7 +75,7 @@ def model_table(records: Sequence[BenchRow], title: str) -> Grid:
         m = r.model
         if m is None:
             continue
-        table.add_row(r.kernel, r.shape.name, r.shape.label(), _us(r.median_ms), f"{r.tflops:,.2f}",
+        table.add_row(r.kernel, r.shape.name, r.shape.label(), _us(r.summary.median_ms), f"{r.tflops:,.2f}",
                       cell(r.pct_peak, ".2f"), m.limiter, *(f"{m.causes_us.get(c, 0.0):,.1f}" for c in MODEL_CAUSES),
                       f"{m.mfma_floor_us:,.1f}", f"{m.clock_ghz:g}", str(m.classes),
                       ", ".join(map(str, m.emulated)))
@@ -84,10 +84,10 @@ def model_table(records: Sequence[BenchRow], title: str) -> Grid:
 
 def bench_footer(doc: Document) -> str:
     """What a bench run's figures are of: the peak `% peak` divides by, and the stopping rule."""
-    peak = doc.get("peak")
+    peak = doc.provenance.peak
     head = (f"% peak: of {peak['matrix_label']} {peak['matrix_tflops']:,.0f} TFLOP/s ({peak['source']}); "
             if peak else "% peak: this device is not in the peak table; ")
-    c = Criterion(**doc.get("criterion") or {})
+    c = Criterion(**doc.provenance.criterion or {})
     return head + (f"stopping: >= {c.min_samples} samples, >= {c.min_seconds} s, rel stdev <= {100 * c.max_noise:g}% "
                    f"or settled within {100 * c.stable_noise:g}%, timeout {c.timeout} s")
 
@@ -126,12 +126,11 @@ def counters_table(records: Sequence[VerifyRow], title: str) -> Grid:
                          detail=name in ("smem", "branch", "barrier", "MB stored"))
     for r in records:
         c = r.counters
-        if not c:
+        if c is None:
             continue
-        by_class = c["instructions"]
-        table.add_row(r.kernel, r.shape.name, f"{c['waves']:,}", *(f"{by_class.get(k, 0):,}" for k in COUNTED),
-                      f"{c['lane_instructions'] / 1e6:,.1f}", f"{c['bytes_loaded'] / 1e6:,.2f}",
-                      f"{c['bytes_stored'] / 1e6:,.2f}")
+        table.add_row(r.kernel, r.shape.name, f"{c.waves:,}", *(f"{c.instructions.get(k, 0):,}" for k in COUNTED),
+                      f"{c.lane_instructions / 1e6:,.1f}", f"{c.bytes_loaded / 1e6:,.2f}",
+                      f"{c.bytes_stored / 1e6:,.2f}")
     return table
 
 
@@ -228,9 +227,9 @@ def compare_table(command: str, deltas: Sequence[Delta], title: str) -> Grid:
         verdict = f"[red]{d.verdict}[/]" if d.regression else d.verdict
         if bench:
             old, new = (r if isinstance(r, BenchRow) else None for r in (d.base, d.new))
-            cells = [_either(*("-" if r is None else _us(r.median_ms) for r in (old, new))),
-                     _pct(old.median_ms, new.median_ms) if old and new else "",
-                     f"{100 * min(old.rel_stdev, new.rel_stdev):.2f}%" if old and new else "",
+            cells = [_either(*("-" if r is None else _us(r.summary.median_ms) for r in (old, new))),
+                     _pct(old.summary.median_ms, new.summary.median_ms) if old and new else "",
+                     f"{100 * min(old.summary.rel_stdev, new.summary.rel_stdev):.2f}%" if old and new else "",
                      _either(*("-" if r is None or r.calibration else f"{r.tflops:,.2f}" for r in (old, new)))]
             run = f"{d.key[7]}/{d.key[8]}"
         else:

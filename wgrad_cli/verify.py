@@ -19,13 +19,13 @@ import numpy as np
 from wgrad_cli import isolation
 from wgrad_cli.abi import Dims, flops
 from wgrad_cli.build import BuildJob
-from wgrad_cli.check import BF16, POISON, Comparison, compare
+from wgrad_cli.check import BF16, POISON, combine, compare
 from wgrad_cli.errors import EmulatorBug, LaunchStopped, WgradError
 from wgrad_cli.isolation import Crash
 from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
-from wgrad_cli.records import CodeObject, Sampled, VerifyRow
+from wgrad_cli.records import CodeObject, Counters, Errors, Sampled, VerifyRow, build
 from wgrad_cli.errors import DriverError
 from wgrad_cli.session import Record, Session
 from wgrad_cli.waiting import settle
@@ -39,47 +39,46 @@ class Outcome:
     record: Record
     seed: int
     reference: str  # how the output was checked, in words
-    experts: list[Comparison]  # against the reference, whole
-    sampled: list[Comparison] | None = None  # numpy on sampled rows, where the reference was the device's
-    counters: dict[str, object] | None = None  # what the kernel's launch executed, where the device counts it
+    experts: list[Errors]  # against the reference, whole
+    sampled: list[Errors] | None = None  # numpy on sampled rows, where the reference was the device's
+    counters: Counters | None = None  # what the kernel's launch executed, where the device counts it
 
     @property
-    def overall(self) -> Comparison:
-        return Comparison.combine(self.experts)
+    def overall(self) -> Errors:
+        return combine(self.experts)
 
     @property
     def ok(self) -> bool:
-        return self.overall.ok and (self.sampled is None or Comparison.combine(self.sampled).ok)
+        return self.overall.ok and (self.sampled is None or combine(self.sampled).ok)
 
     def row(self, code: CodeObject) -> VerifyRow:
         """The results record, with the code object that ran (Session.code_object)."""
-        sampled = None if self.sampled is None else Sampled(Comparison.combine(self.sampled).errors(),
-                                                            [c.errors() for c in self.sampled])
+        sampled = None if self.sampled is None else Sampled(combine(self.sampled), self.sampled)
         return VerifyRow(code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
                          build_errors=code.build_errors, index=self.record.index, kernel=self.record.job.kernel.name,
                          target=self.record.job.target, shape=self.record.shape_ref(), seed=self.seed, ok=self.ok,
-                         reference=self.reference, overall=self.overall.errors(),
-                         experts=[c.errors() for c in self.experts], sampled=sampled,
-                         counters=None if self.counters is None else dict(self.counters))
+                         reference=self.reference, overall=self.overall,
+                         experts=self.experts, sampled=sampled,
+                         counters=self.counters)
 
 
 def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, np.ndarray], tokens: np.ndarray,
-               reference: str) -> list[Comparison]:
+               reference: str) -> list[Errors]:
     """compare() for each expert, on every core: each expert in blocks of whole rows (a row's
     relative error needs the whole row), so the float64 temporaries stay a few MiB each instead of
-    several GiB for an 8192 x 8192 expert, and Comparison.combine joins the blocks."""
+    several GiB for an 8192 x 8192 expert, and check.combine joins the blocks."""
     na, nb = norms
     rows = max(1, COMPARE_BLOCK_ELEMENTS // out_bits.shape[2])
     row_blocks = [slice(r, r + rows) for r in range(0, out_bits.shape[1], rows)]
 
-    def one(block: tuple[int, slice]) -> Comparison:
+    def one(block: tuple[int, slice]) -> Errors:
         e, r = block
         return compare(out_bits[e:e + 1, r], ref[e:e + 1, r], na[e:e + 1, r], nb[e:e + 1], tokens[e:e + 1], reference)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # numpy releases the GIL
         parts = list(pool.map(one, [(e, r) for e in range(len(tokens)) for r in row_blocks]))
     n = len(row_blocks)
-    return [Comparison.combine(parts[e * n:(e + 1) * n]) for e in range(len(tokens))]
+    return [combine(parts[e * n:(e + 1) * n]) for e in range(len(tokens))]
 
 
 def device_reference_possible(mode: str, d: Dims) -> bool:
@@ -108,7 +107,8 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
         raise DriverError([f"{rec.job.kernel.name} on {rec.shape.name}: {line}" for line in exc.lines]) from None
     except EmulatorBug as exc:  # the same, on its first line only: the rest is the traceback
         raise EmulatorBug([f"{rec.job.kernel.name} on {rec.shape.name}: {exc.lines[0]}", *exc.lines[1:]]) from None
-    counters = s.rt.counters()
+    counted = s.rt.counters()
+    counters = None if counted is None else build(Counters, counted, "the device's counters")
     if mode == "numpy" or (mode == "auto" and flops(p.dims, p.offsets.tolist()) <= NUMPY_MAX_FLOPS):
         return Outcome(rec, p.seed, "numpy float64, every element",
                        per_expert(out, grad_w(p), row_norms(p), tokens, "float64"), counters=counters)

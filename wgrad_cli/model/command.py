@@ -21,7 +21,7 @@ from wgrad_cli.model.runtime import ModelRuntime, Plan
 from wgrad_cli.model.schedule import Sharing
 from wgrad_cli.options import KERNEL_TIMEOUT_S, CompilerOptions, Emulated, ModelOptions, Output, RunOptions, Selection, Shard
 from wgrad_cli.problem import Problem, generate
-from wgrad_cli.records import BenchRow, ModelFigures
+from wgrad_cli.records import BenchRow, ModelFigures, Summary, to_json
 from wgrad_cli.results import RESULTS_DIR, save
 from wgrad_cli.session import Record, Session, open_session
 from wgrad_cli.tables import model_table
@@ -55,8 +55,7 @@ def _row(s: Session, rec: Record, p: Problem, m: Modelled, machine: Machine, gri
     return BenchRow(
         code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
         build_errors=code.build_errors, index=rec.index, kernel=rec.job.kernel.name, target=rec.job.target,
-        shape=rec.shape_ref(), seed=s.seed, run=1, cache="modelled", samples=1, median_ms=ms, min_ms=ms, p20_ms=ms,
-        p80_ms=ms, mean_ms=ms, rel_stdev=0.0, stop="modelled", wall_seconds=round(wall, 3), flops=work,
+        shape=rec.shape_ref(), seed=s.seed, run=1, cache="modelled", summary=Summary(1, ms, ms, ms, ms, ms, 0.0), stop="modelled", wall_seconds=round(wall, 3), flops=work,
         min_bytes=least, tflops=tflops, gbps=least / m.seconds / 1e9,
         pct_peak=100 * tflops / known.matrix_tflops if known else None, clock_mhz=round(machine.clock_ghz * 1000),
         grid=grid, model=figures)
@@ -104,7 +103,7 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
     stem = selection.config_path.stem
     path = output.json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
     known = peak(rt.device)
-    save(path, output.csv_path, "bench", rows, **s.environment(), shard=list(shard) if shard else None,
+    save(path, output.csv_path, "bench", rows, **to_json(s.environment()), shard=list(shard) if shard else None,
          modelled={"machine": chip.machine, "clock_ghz": m.clock_ghz, "figures": list(chip.figures), "sources": m.sources},
          peak={**known.__dict__, "source": f"modelled: {known.source}"} if known else None)
     err.print(escape(f"results (modelled): {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False)

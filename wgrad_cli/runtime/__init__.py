@@ -2,14 +2,16 @@
 
 Everything above it (problem upload, argument packing, timing, verification, reports) is shared
 and knows no vendor. The two implementations, hip.py (hip-python) and cuda.py (cuda-bindings'
-driver API), mirror each other call for call; each driver call's status is checked where it is
-made, and a failure names the call, the driver's code and what to do.
+driver API), mirror each other call for call, and share what they do alike around those calls
+(DriverRuntime); each driver call's status is checked where it is made, and a failure names the
+call, the driver's code and what to do.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from wgrad_cli.errors import DriverError
@@ -67,9 +69,6 @@ class DeviceInfo:
     runtime: str
     emulated: bool = False  # the CPU runs the code object (wgrad's gfx950 emulator): no timing, no sensors
 
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
-
 
 class Runtime(Protocol):
     """A device context: memory, modules, launches and events on one device, default stream."""
@@ -111,3 +110,55 @@ class Runtime(Protocol):
         """A kernel is stuck: from now on free and close make no driver call (it would block behind it)."""
         ...
     def close(self) -> None: ...
+
+
+def ready(call: str, result: tuple[Any, ...], not_ready: object, ok: Callable[[str, tuple[Any, ...]], Any]) -> bool:
+    """An event query's answer: False while the work before the event runs, True once it is done;
+    any other status is the driver's error (`ok` raises it)."""
+    if result[0] == not_ready:
+        return False
+    ok(call, result)
+    return True
+
+
+class DriverRuntime(ABC):
+    """What a GPU driver's Runtime (hip.py, cuda.py) does alike around its own calls: it keeps the
+    modules it loads and unloads them on close, makes no driver call once a stuck kernel was
+    abandoned, reads its sensors through the vendor's management library, and counts nothing."""
+
+    crash_prone = True  # a fault aborts the process (HIP) or poisons its context (CUDA)
+    device: DeviceInfo
+
+    def __init__(self, sensors: Callable[[], Reading]) -> None:
+        self._sensors = sensors
+        self._modules: list[object] = []
+        self._abandoned = False
+
+    @abstractmethod
+    def _free(self, ptr: int) -> None: ...
+
+    @abstractmethod
+    def _unload(self, module: object) -> None: ...
+
+    def _release(self) -> None:
+        """What close frees after the modules, where the driver holds more (CUDA's primary context)."""
+
+    def free(self, ptr: int) -> None:
+        if not self._abandoned:
+            self._free(ptr)
+
+    def sensors(self) -> Reading:
+        return self._sensors()
+
+    def counters(self) -> dict[str, object] | None:
+        return None  # a GPU counts nothing here
+
+    def abandon(self) -> None:
+        self._abandoned = True
+
+    def close(self) -> None:
+        if self._abandoned:
+            return
+        for module in self._modules:
+            self._unload(module)
+        self._release()

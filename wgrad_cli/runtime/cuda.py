@@ -14,7 +14,7 @@ import pynvml
 from cuda.bindings import driver as cu
 
 from wgrad_cli.errors import DriverError
-from wgrad_cli.runtime import UNREPORTED, DeviceInfo, Reading, c_text, checked
+from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverRuntime, Reading, c_text, checked, ready
 
 HINTS = {
     "CUDA_ERROR_OUT_OF_MEMORY": "the problem does not fit in device memory: choose a smaller shape",
@@ -76,16 +76,12 @@ def open_device(index: int) -> CudaRuntime:
     return CudaRuntime(index)
 
 
-class CudaRuntime:
-    crash_prone = True  # a fault poisons the context for the rest of the process
-
+class CudaRuntime(DriverRuntime):
     def __init__(self, index: int) -> None:
         A = cu.CUdevice_attribute
         self._dev = _ok("cuDeviceGet", cu.cuDeviceGet(index))
         self._ctx = _ok("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self._dev))
         _ok("cuCtxSetCurrent", cu.cuCtxSetCurrent(self._ctx))
-        self._modules: list[Any] = []
-        self._abandoned = False
 
         def attr(a: Any) -> int:
             return int(_ok("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(a, self._dev)))
@@ -93,7 +89,7 @@ class CudaRuntime:
         major, minor = attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         driver = int(_ok("cuDriverGetVersion", cu.cuDriverGetVersion()))
         name = _ok("cuDeviceGetName", cu.cuDeviceGetName(256, self._dev))
-        self._sensors = _nvml_sensors(c_text(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev))))
+        super().__init__(_nvml_sensors(c_text(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev)))))
         self.device = DeviceInfo(
             vendor="nvidia", index=index, name=c_text(name), arch=f"sm_{major}{minor}",
             units=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
@@ -106,9 +102,8 @@ class CudaRuntime:
     def alloc(self, nbytes: int) -> int:
         return int(_ok("cuMemAlloc", cu.cuMemAlloc(nbytes)))
 
-    def free(self, ptr: int) -> None:
-        if not self._abandoned:
-            _ok("cuMemFree", cu.cuMemFree(ptr))
+    def _free(self, ptr: int) -> None:
+        _ok("cuMemFree", cu.cuMemFree(ptr))
 
     def copy_in(self, ptr: int, address: int, nbytes: int) -> None:
         _ok("cuMemcpyHtoD", cu.cuMemcpyHtoD(ptr, address, nbytes))
@@ -149,27 +144,13 @@ class CudaRuntime:
         _ok("cuEventRecord", cu.cuEventRecord(event, 0))
 
     def done(self, event: object) -> bool:
-        result = cu.cuEventQuery(event)
-        if result[0] == cu.CUresult.CUDA_ERROR_NOT_READY:
-            return False
-        _ok("cuEventQuery", result)
-        return True
+        return ready("cuEventQuery", cu.cuEventQuery(event), cu.CUresult.CUDA_ERROR_NOT_READY, _ok)
 
     def elapsed_ms(self, start: object, stop: object) -> float:
         return float(_ok("cuEventElapsedTime", cu.cuEventElapsedTime(start, stop)))
 
-    def sensors(self) -> Reading:
-        return self._sensors()
+    def _unload(self, module: object) -> None:
+        _ok("cuModuleUnload", cu.cuModuleUnload(module))
 
-    def counters(self) -> dict[str, object] | None:
-        return None  # a GPU counts nothing here
-
-    def abandon(self) -> None:
-        self._abandoned = True
-
-    def close(self) -> None:
-        if self._abandoned:
-            return
-        for module in self._modules:
-            _ok("cuModuleUnload", cu.cuModuleUnload(module))
+    def _release(self) -> None:
         _ok("cuDevicePrimaryCtxRelease", cu.cuDevicePrimaryCtxRelease(self._dev))

@@ -20,7 +20,7 @@ from typing import Any
 from hip import hip
 
 from wgrad_cli.errors import DriverError
-from wgrad_cli.runtime import UNREPORTED, DeviceInfo, Reading, c_text, checked
+from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverRuntime, Reading, c_text, checked, ready
 
 HIP_PYTHON = importlib.metadata.version("hip-python")
 RETURNS_PROPS = int(HIP_PYTHON.split(".")[0]) >= 10  # hipGetDeviceProperties(deviceId) -> (status, props)
@@ -156,18 +156,14 @@ def _hip_version(encoded: int) -> str:
     return f"{encoded // 10_000_000}.{encoded // 100_000 % 100}.{encoded % 100_000}"
 
 
-class HipRuntime:
-    crash_prone = True  # HIP aborts the process on a GPU memory fault
-
+class HipRuntime(DriverRuntime):
     def __init__(self, index: int) -> None:
         _ok("hipSetDevice", hip.hipSetDevice(index))
         props = _device_props(index)
-        self._modules: list[Any] = []
-        self._abandoned = False
         driver = int(_ok("hipDriverGetVersion", hip.hipDriverGetVersion()))
         runtime = int(_ok("hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
         smi = amdsmi_version()
-        self._sensors = _amdsmi_sensors(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index))))
+        super().__init__(_amdsmi_sensors(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index)))))
         self.device = DeviceInfo(
             vendor="amd", index=index, name=c_text(props.name), arch=c_text(props.gcnArchName).split(":")[0],
             units=int(props.multiProcessorCount), max_clock_mhz=int(props.clockRate) // 1000,
@@ -180,9 +176,8 @@ class HipRuntime:
     def alloc(self, nbytes: int) -> int:
         return int(_ok("hipMalloc", hip.hipMalloc(nbytes)))
 
-    def free(self, ptr: int) -> None:
-        if not self._abandoned:
-            _ok("hipFree", hip.hipFree(ptr))
+    def _free(self, ptr: int) -> None:
+        _ok("hipFree", hip.hipFree(ptr))
 
     def copy_in(self, ptr: int, address: int, nbytes: int) -> None:
         _ok("hipMemcpyHtoD", hip.hipMemcpyHtoD(ptr, address, nbytes))
@@ -216,26 +211,10 @@ class HipRuntime:
         _ok("hipEventRecord", hip.hipEventRecord(event, None))
 
     def done(self, event: object) -> bool:
-        result = hip.hipEventQuery(event)
-        if result[0] == hip.hipError_t.hipErrorNotReady:
-            return False
-        _ok("hipEventQuery", result)
-        return True
+        return ready("hipEventQuery", hip.hipEventQuery(event), hip.hipError_t.hipErrorNotReady, _ok)
 
     def elapsed_ms(self, start: object, stop: object) -> float:
         return float(_ok("hipEventElapsedTime", hip.hipEventElapsedTime(start, stop)))
 
-    def sensors(self) -> Reading:
-        return self._sensors()
-
-    def counters(self) -> dict[str, object] | None:
-        return None  # a GPU counts nothing here
-
-    def abandon(self) -> None:
-        self._abandoned = True
-
-    def close(self) -> None:
-        if self._abandoned:
-            return
-        for module in self._modules:
-            _ok("hipModuleUnload", hip.hipModuleUnload(module))
+    def _unload(self, module: object) -> None:
+        _ok("hipModuleUnload", hip.hipModuleUnload(module))
