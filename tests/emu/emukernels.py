@@ -58,14 +58,19 @@ def compile_hip(source: str, flags: tuple[str, ...] = ("-O3",)) -> bytes:
     return out.read_bytes()
 
 
-def disassemble(image: bytes) -> list[tuple[int, str, int]]:
-    """(offset, mnemonic, length in bytes) of every instruction LLVM finds in the image's .text."""
+def assembly(image: bytes) -> str:
+    """LLVM's disassembly of the image."""
     need(OBJDUMP)
     with tempfile.NamedTemporaryFile(suffix=".hsaco") as f:
         f.write(image)
         f.flush()
-        text = subprocess.run([OBJDUMP, "-d", "--mcpu=gfx950", f.name], check=True, capture_output=True,
+        return subprocess.run([OBJDUMP, "-d", "--mcpu=gfx950", f.name], check=True, capture_output=True,
                               text=True).stdout
+
+
+def disassemble(image: bytes) -> list[tuple[int, str, int]]:
+    """(offset, mnemonic, length in bytes) of every instruction LLVM finds in the image's .text."""
+    text = assembly(image)
     insts = []
     for m in re.finditer(r"^\s+(\S+)(?:\s[^\n]*?)?\s*//\s*([0-9A-F]+):((?:\s[0-9A-F]{8})+)(?:\s+<[^>]*>)?\s*$", text, re.M):
         insts.append((int(m.group(2), 16), m.group(1), 4 * len(m.group(3).split())))

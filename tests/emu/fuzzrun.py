@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import ctypes
 import hashlib
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from emukernels import CLANG, run  # noqa: E402
-from fuzzgen import ATOM_OPS, ATOM_SLOTS, IN_WORDS, PRELUDE, Expr, Features, Program, Stmt, generate  # noqa: E402
+from fuzzgen import ATOM_OPS, ATOM_SLOTS, IN_WORDS, PRELUDE, Expr, Features, Func, Program, Stage, Stmt, generate  # noqa: E402
 from wgrad_cli.emu.device import EmuRuntime  # noqa: E402
 from wgrad_cli.runtime import DriverError  # noqa: E402
 
@@ -40,6 +42,7 @@ DEVICE = (CLANG, "-x", "hip", *COMMON, "--offload-arch=gfx950", "--offload-devic
 # what the emulator says when it declines a kernel, as opposed to a fault of the kernel
 REFUSALS = ("is not implemented", "dynamic stack", "cannot load", "cannot decode", "does not support")
 _CACHE = Path(tempfile.gettempdir()) / "wgrad-fuzz"
+HANG_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ class Config:
 @dataclass
 class Verdict:
     seed: int
-    status: str  # ok, wrong, fault, refused, crash (the emulator's own error)
+    status: str  # ok, wrong, fault, hang, refused, crash (the emulator's own error)
     detail: str = ""
 
 
@@ -97,6 +100,15 @@ def inputs(seed: int, lanes: int) -> Buffers:
     return Buffers(words, np.full(lanes, 0xDEADBEEFCAFEF00D, dtype=np.uint64), a32, a64)
 
 
+def handwritten(name: str, body: str, stages: tuple[str, ...] = (), helpers: str = "", block: int = 64,
+                grid: int = 1, seed: int = 1) -> Program:
+    """A program written by hand for a regression test: `helpers` (C++ at file scope), one function
+    with `body` (over lane, wg, gid and in; returns u64) and the kernel stages named after it."""
+    f = Func(f"{name}_t0", [], [Stmt(f"u32 gid = wg * {block}u + lane; (void)gid;"), Stmt(body)], noinline=False)
+    kinds = [Stage("call", func=f.name)] + [Stage(k, 5, 3, "add") for k in stages]
+    return Program(seed, name, block, grid, [helpers] if helpers else [], [f], kinds)
+
+
 def source(programs: list[Program]) -> str:
     return PRELUDE + "".join(p.render() for p in programs)
 
@@ -130,15 +142,28 @@ def run_host(lib: ctypes.CDLL, p: Program, buffers: Buffers) -> Buffers:
     return b
 
 
+def _expire(signum: int, frame: object) -> None:
+    raise TimeoutError
+
+
 def run_device(image: bytes, rt: EmuRuntime, p: Program, buffers: Buffers) -> Buffers | Verdict:
+    """The program's buffers after a launch on the emulator, or why there are none (a launch that
+    runs past HANG_SECONDS is stopped: every generated program ends within milliseconds)."""
     b = buffers.copy()
+    previous = signal.signal(signal.SIGALRM, _expire)
+    signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
     try:
         inp, out, a32, a64 = run(image, [b.inp, b.out, b.a32, b.a64], p.grid, p.block, rt=rt, symbol=p.name)
+    except TimeoutError:
+        return Verdict(p.seed, "hang", f"no result after {HANG_SECONDS} s")
     except DriverError as exc:
         line = str(exc)
         return Verdict(p.seed, "refused" if any(r in line for r in REFUSALS) else "fault", line)
     except Exception:  # noqa: BLE001 - any other exception is the emulator's own bug: keep it whole
         return Verdict(p.seed, "crash", traceback.format_exc())
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     return Buffers(inp, out, a32, a64)
 
 
@@ -223,8 +248,8 @@ def reduce(p: Program, config: Config, verdict: Verdict, seconds: float = 300.0)
                 else:
                     p.stages.insert(i, s)
         for f in list(p.funcs):  # a function nothing calls any more
-            others = "".join(s.func for s in p.stages) + "".join(g.render() for g in p.funcs if g is not f)
-            if f"{f.name}(" not in others and f.name not in others.split():
+            others = " ".join([s.func for s in p.stages] + [g.render() for g in p.funcs if g is not f])
+            if not re.search(rf"\b{f.name}\b", others):
                 p.funcs.remove(f)
         for block in list(_stmt_lists(p)):
             for i in reversed(range(len(block))):
@@ -261,18 +286,18 @@ class Tally:
 
     def add(self, config: Config, v: Verdict) -> None:
         self.counts[(config.describe(), v.status)] += 1
-        if v.status == "refused":
-            self.refusals[v.detail.split(": ", 1)[-1][:160]] += 1
+        if v.status == "refused":  # the reason without the kernel's name and offset
+            self.refusals[re.sub(r"^.*?: .*? at offset 0x[0-9a-f]+: ", "", v.detail)[:160]] += 1
         elif v.status != "ok":
             self.failures.append((config, v))
 
     def table(self) -> str:
         rows = sorted({c for c, _ in self.counts})
-        lines = [f"{'config':28} {'programs':>8} {'ok':>8} {'wrong':>6} {'fault':>6} {'crash':>6} {'refused':>8}"]
+        kinds = ("ok", "wrong", "fault", "hang", "crash", "refused")
+        lines = [f"{'config':28} {'programs':>8}" + "".join(f" {k:>7}" for k in kinds)]
         for c in rows:
-            n = {s: self.counts[(c, s)] for s in ("ok", "wrong", "fault", "crash", "refused")}
-            lines.append(f"{c:28} {sum(n.values()):8} {n['ok']:8} {n['wrong']:6} {n['fault']:6} {n['crash']:6} "
-                         f"{n['refused']:8}")
+            n = [self.counts[(c, k)] for k in kinds]
+            lines.append(f"{c:28} {sum(n):8}" + "".join(f" {x:7}" for x in n))
         lines += [f"refused ({n}): {why}" for why, n in self.refusals.most_common()]
         return "\n".join(lines)
 
@@ -327,7 +352,7 @@ def main() -> int:
     print(tally.table())
     print(f"{sum(tally.counts.values())} programs in {time.monotonic() - t0:.0f} s")
     for config, v in tally.failures[:20]:
-        if a.reduce > 0 and v.status in ("wrong", "fault", "crash"):
+        if a.reduce > 0 and v.status in ("wrong", "fault", "crash", "hang"):
             small = reduce(generate(v.seed, config.features), config, v, a.reduce)
             print(f"--- seed {v.seed} {config.describe()}: {v.status}, reduced:\n{source([small])}")
     return 1 if tally.failures else 0

@@ -21,7 +21,7 @@ from wgrad_cli.emu.machine import Batch, EmuFault, Op
 from wgrad_cli.emu.matrix_ops import compile_matrix
 from wgrad_cli.emu.memory_ops import compile_buffer, compile_global
 from wgrad_cli.emu.scalar_ops import compile_scalar
-from wgrad_cli.emu.scratch_ops import compile_scratch, with_private_aperture
+from wgrad_cli.emu.scratch_ops import compile_scratch, with_apertures
 from wgrad_cli.emu.vector_ops import compile_valu
 
 SCALAR = {"SOP1", "SOP1_LIT", "SOP2", "SOP2_LIT", "SOPC", "SOPC_LIT", "SOPK", "SOPK_LIT", "SOPP", "SMEM"}
@@ -85,7 +85,7 @@ def compile_one(d: Decoded) -> Op:
         elif cls == "GLOBAL":
             op = compile_global(cls, inst, d.pc, d.size)
         elif cls == "FLAT":
-            op = with_private_aperture(inst, compile_global(cls, inst, d.pc, d.size))
+            op = with_apertures(inst, compile_global(cls, inst, d.pc, d.size))
         elif cls == "SCRATCH":
             op = compile_scratch(inst, d.pc, d.size)
         elif cls == "MUBUF":
