@@ -29,9 +29,9 @@ from wgrad_cli.launch import prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms
 from wgrad_cli.routing import Routing
-from wgrad_cli.runtime import Runtime
+from wgrad_cli.runtime import KERNEL_TIMEOUT_S, Runtime
 from wgrad_cli.targets import Target
-from wgrad_cli.waiting import KERNEL_TIMEOUT_S, settle
+from wgrad_cli.waiting import settle
 
 pytestmark = pytest.mark.gpu
 DIMS = Dims(512, 256, 256, 2)

@@ -115,7 +115,7 @@ class Gfx950(Backend):
         if isinstance(device, Emulated):
             from wgrad_cli.emu.device import EmuRuntime
 
-            return EmuRuntime(strict_lds=device.strict_lds)
+            return EmuRuntime(strict_lds=device.strict_lds, timeout=device.kernel_timeout)
         return super().open_runtime(device)
 
 

@@ -13,9 +13,8 @@ import click
 
 from wgrad_cli import __version__
 from wgrad_cli.errors import KernelHang, WgradError
-from wgrad_cli.runtime import Device, Emulated
+from wgrad_cli.runtime import KERNEL_TIMEOUT_S, Device, Emulated
 from wgrad_cli.shipped import CONFIGS_DIR
-from wgrad_cli.waiting import KERNEL_TIMEOUT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -153,8 +152,8 @@ def run_options(f: F) -> F:
     f = click.option("--device", callback=parse_device, default="0", show_default=True, metavar="N|emu",
                      help="Device index, or emu: the emulated gfx950 (an MI355X run on the CPU; verify only).")(f)
     f = click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), default=KERNEL_TIMEOUT_S,
-                     show_default=True, help="Seconds any one wait for the device may take before the run stops as "
-                                             "hung (a deadlocked kernel), exit status 3.")(f)
+                     show_default=True, help="Seconds any one wait for the device (on the emulator: one launch) may "
+                                             "take before the run stops as hung (a deadlocked kernel), exit status 3.")(f)
     return f
 
 
@@ -177,10 +176,10 @@ def verify(strict_lds: bool, **kw: Any) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
     from wgrad_cli.device_commands import verify_command
 
-    if strict_lds:
-        if not isinstance(kw["device"], Emulated):
-            raise WgradError("--strict-lds: only the emulated device checks LDS accesses; add --device emu")
-        kw["device"] = Emulated(strict_lds=True)
+    if strict_lds and not isinstance(kw["device"], Emulated):
+        raise WgradError("--strict-lds: only the emulated device checks LDS accesses; add --device emu")
+    if isinstance(kw["device"], Emulated):  # the emulator runs a launch itself, so it keeps the deadline itself
+        kw["device"] = Emulated(strict_lds=strict_lds, kernel_timeout=kw["kernel_timeout"])
     verify_command(**kw)
 
 

@@ -12,7 +12,7 @@ from wgrad_cli.backends import EMULATED, backend
 from wgrad_cli.baselines import NAMES as BASELINES
 from wgrad_cli.baselines import require_torch, unknown
 from wgrad_cli.bench import CALIBRATION, Plan, bench
-from wgrad_cli.errors import WgradError
+from wgrad_cli.errors import LaunchStopped, WgradError
 from wgrad_cli.isolation import Crash, Crashed
 from wgrad_cli.peaks import flush_bytes, peak
 from wgrad_cli.report import err, out, progress
@@ -47,14 +47,15 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
                      extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else [])
     try:
         _header(s)
-        with progress("verifying", len(s.records)) as bar:
+        # the emulator forks its workers only while no other thread runs: no ticking refresh thread then
+        with progress("verifying", len(s.records), ticking=not s.rt.device.emulated) as bar:
             def done(o: Outcome) -> None:
-                bar.update(bar.task_ids[0], advance=1,
-                                description=f"{o.record.job.kernel.name} {o.record.shape.name} "
-                                            f"{'ok' if o.ok else 'FAILED'}")
+                bar.update(bar.task_ids[0], advance=1, refresh=True,
+                           description=f"{o.record.job.kernel.name} {o.record.shape.name} {'ok' if o.ok else 'FAILED'}")
 
             crashes: list[Crash] = []
-            outcomes = verify(s, reference, rows, done, crashes.append)
+            hung: list[str] = []
+            outcomes = verify(s, reference, rows, done, crashes.append, hung.append)
     finally:
         s.rt.close()
     records = [o.row(s.code_object_json(o.record.job)) for o in outcomes]
@@ -70,15 +71,19 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
         if per_expert or not r.ok:
             out.print(expert_table(r))
     _save(s, "verify", records, json_path, csv_path, no_save, shard,
-          **({"crashed": [c.line for c in crashes]} if crashes else {}))
+          **({"crashed": [c.line for c in crashes]} if crashes else {}), **({"hung": hung} if hung else {}))
     failed = [r for r in records if not r.ok]
-    err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes)} shapes passed")
+    err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes) + len(hung)} shapes passed")
     for r in failed:
         err.print(f"[red]FAILED[/] {escape(r.kernel)} on {escape(r.shape.name)}: "
                   f"{r.overall.mismatches} mismatches, {r.overall.unwritten} unwritten "
                   f"({escape(r.reference)})", highlight=False)
     for c in crashes:
         err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
+    for line in hung:
+        err.print(f"[red]HUNG[/] {escape(line)}", highlight=False, soft_wrap=True)
+    if hung:
+        raise SystemExit(LaunchStopped.exit_code)
     if crashes:
         raise SystemExit(Crashed.exit_code)
     if failed:

@@ -29,3 +29,21 @@ class KernelHang(WgradError):
     """Work on the device did not finish in time (waiting.py); the process must exit without clean-up."""
 
     exit_code = 3
+
+
+class EmulatorBug(WgradError):
+    """An exception inside the emulator that is neither an instruction it lacks nor a fault of the
+    kernel: a bug in wgrad, never a verdict on the kernel. Its lines end with the traceback."""
+
+    exit_code = 5
+
+    @classmethod
+    def of(cls, what: str, trace: str) -> EmulatorBug:
+        """The bug met while doing `what`, with the traceback (traceback.format_exc()) that shows it."""
+        return cls([f"{what}: internal error of the emulator (a bug in wgrad, not a verdict on the kernel; "
+                    "please report it with this traceback):", *trace.rstrip().splitlines()])
+
+
+class LaunchStopped(KernelHang):
+    """An emulated launch ran past --kernel-timeout and the emulator stopped it: unlike a hung GPU,
+    nothing is left running, so verify goes on with its other rows and exits 3 at the end."""

@@ -32,10 +32,11 @@ def cell(value: float | None, form: str) -> str:
     return "" if value is None else format(value, form)
 
 
-def progress(what: str, total: int) -> Progress:
-    """A transient progress bar on stderr with one task of `total` steps (progress.task_ids[0])."""
+def progress(what: str, total: int, ticking: bool = True) -> Progress:
+    """A transient progress bar on stderr with one task of `total` steps (progress.task_ids[0]);
+    unless `ticking`, it has no refresh thread and redraws only on update(refresh=True)."""
     bar = Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.description}"), console=err, transient=True)
+                   TextColumn("{task.description}"), console=err, transient=True, auto_refresh=ticking)
     bar.add_task("", total=total)
     return bar
 

@@ -21,7 +21,7 @@ from wgrad_cli import isolation
 from wgrad_cli.abi import Dims, flops
 from wgrad_cli.build import BuildJob
 from wgrad_cli.check import BF16, POISON, Comparison, compare
-from wgrad_cli.errors import WgradError
+from wgrad_cli.errors import EmulatorBug, LaunchStopped, WgradError
 from wgrad_cli.isolation import Crash
 from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
@@ -106,6 +106,8 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
         out = run_kernel(s, rec.job, dev, dev.pointers["C"])
     except DriverError as exc:  # name the shape: a fault on the emulator (or a GPU) is a property of both
         raise DriverError([f"{rec.job.kernel.name} on {rec.shape.name}: {line}" for line in exc.lines]) from None
+    except EmulatorBug as exc:  # the same, on its first line only: the rest is the traceback
+        raise EmulatorBug([f"{rec.job.kernel.name} on {rec.shape.name}: {exc.lines[0]}", *exc.lines[1:]]) from None
     counters = s.rt.counters()
     if mode == "numpy" or (mode == "auto" and flops(p.dims, p.offsets.tolist()) <= NUMPY_MAX_FLOPS):
         return Outcome(rec, p.seed, "numpy float64, every element",
@@ -141,12 +143,18 @@ def check_record(s: Session, job: tuple[Record, str, int]) -> Outcome:
 
 
 def verify(s: Session, mode: str, rows: int, on_done: Callable[[Outcome], None],
-           on_crash: Callable[[Crash], None]) -> list[Outcome]:
+           on_crash: Callable[[Crash], None], on_hang: Callable[[str], None]) -> list[Outcome]:
     """Check every record, each in a process of its own where a fault could end the process (isolation.py):
-    a record whose process crashed goes to on_crash, and the others still run."""
+    a record whose process crashed goes to on_crash, one whose launch the emulator stopped as hung
+    goes to on_hang (its line), and the others still run."""
     outcomes = []
     for rec in s.records:
-        result = isolation.run(s, f"{rec.job.kernel.name} on {rec.shape.name}", check_record, (rec, mode, rows))
+        what = f"{rec.job.kernel.name} on {rec.shape.name}"
+        try:
+            result = isolation.run(s, what, check_record, (rec, mode, rows))
+        except LaunchStopped as exc:
+            on_hang(f"{what}: {exc.lines[0]}")
+            continue
         if isinstance(result, Crash):
             on_crash(result)
             continue

@@ -58,8 +58,8 @@ def compile_hip(source: str, flags: tuple[str, ...] = ("-O3",)) -> bytes:
     return out.read_bytes()
 
 
-def assembly(image: bytes) -> str:
-    """LLVM's disassembly of the image."""
+def listing(image: bytes) -> str:
+    """LLVM's disassembly of the image's .text."""
     need(OBJDUMP)
     with tempfile.NamedTemporaryFile(suffix=".hsaco") as f:
         f.write(image)
@@ -70,7 +70,7 @@ def assembly(image: bytes) -> str:
 
 def disassemble(image: bytes) -> list[tuple[int, str, int]]:
     """(offset, mnemonic, length in bytes) of every instruction LLVM finds in the image's .text."""
-    text = assembly(image)
+    text = listing(image)
     insts = []
     for m in re.finditer(r"^\s+(\S+)(?:\s[^\n]*?)?\s*//\s*([0-9A-F]+):((?:\s[0-9A-F]{8})+)(?:\s+<[^>]*>)?\s*$", text, re.M):
         insts.append((int(m.group(2), 16), m.group(1), 4 * len(m.group(3).split())))

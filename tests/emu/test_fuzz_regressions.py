@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from emukernels import assembly, need
+from emukernels import listing, need
 from fuzzrun import CLANG, Config, build_device, check, handwritten, source
 
 
@@ -16,7 +16,7 @@ def assert_matches_host(name: str, body: str, opt: int, stages: tuple[str, ...] 
     p = handwritten(name, body, stages, helpers)
     cfg = Config(opt, inline_all=inline_all)
     if pattern:
-        asm = assembly(build_device(source([p]), cfg))
+        asm = listing(build_device(source([p]), cfg))
         assert re.search(pattern, asm), f"no instruction matches {pattern}"
     verdict = check([p], cfg)[0]
     assert verdict.status == "ok", f"{verdict.status}: {verdict.detail}"

@@ -10,6 +10,7 @@ The models map each (row, k) to its lane and byte, the inverse of how the emulat
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import ml_dtypes
@@ -18,6 +19,7 @@ import pytest
 
 from emukernels import assert_uses, compile_hip, run
 from wgrad_cli.emu import matrix_ops
+from wgrad_cli.runtime import DriverError
 
 FORMATS = {0: ml_dtypes.float8_e4m3fn, 1: ml_dtypes.float8_e5m2}
 SCALED = """
@@ -190,3 +192,34 @@ def test_dense_bf16_mfma(m: int) -> None:
     want = np.array([[full[4 * (64 // m) * (i // 4) + 4 * (lane // m) + i % 4, lane % m] for i in range(regs)]
                      for lane in range(64)], dtype=np.float32)
     np.testing.assert_allclose(d, want, rtol=2e-6)
+
+
+PARTIAL = """
+typedef __bf16 v8bf __attribute__((ext_vector_type(8)));
+typedef float v4f __attribute__((ext_vector_type(4)));
+KERNEL void mfma_partial(const v8bf *a, const v8bf *b, v4f *d, const int *on) {
+  int l = gid() * 64 + tid();
+  v4f acc = d[l];
+  if (on[l]) acc = __builtin_amdgcn_mfma_f32_16x16x32_bf16(a[l], b[l], acc, 0, 0, 0);
+  d[l] = acc;
+}
+"""
+
+
+@pytest.mark.parametrize("off", [None, 5])
+def test_mfma_with_lanes_off_in_exec_stops_the_run(off: int | None) -> None:
+    """The ISA leaves an MFMA under a partial EXEC undefined: one line naming it, never a result."""
+    image = compile_hip(PARTIAL)
+    assert_uses(image, "v_mfma_f32_16x16x32_bf16")
+    on = np.ones(128, np.int32)
+    operands = [np.zeros((128, 8), np.uint16), np.zeros((128, 8), np.uint16), np.ones((128, 4), np.float32)]
+    if off is None:  # every lane of both waves on: it runs (the values are test_dense_bf16_mfma's concern)
+        *_, d, _ = run(image, [*operands, on], grid=2)
+        assert (d == 1).all()
+        return
+    on[64 + off] = 0  # one lane of the second wave
+    with pytest.raises(DriverError) as caught:
+        run(image, [*operands, on], grid=2)
+    assert len(caught.value.lines) == 1
+    assert re.search(r"v_mfma_f32_16x16x32_bf16 at offset 0x[0-9a-f]+: v_mfma_f32_16x16x32_bf16 with lanes off in "
+                     "EXEC is not implemented", caught.value.lines[0]), caught.value.lines

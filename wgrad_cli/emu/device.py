@@ -2,9 +2,11 @@
 emulator, so verify runs a gfx950 code object on the CPU exactly as it would on an MI355X.
 
 Memory is the emulator's heap; a launch runs to completion before `launch` returns (events are
-therefore done at once, and their times mean nothing: bench refuses this device). Each launch's
+therefore done at once, and their times mean nothing: bench refuses this device), or stops as
+LaunchStopped once it has run `timeout` seconds (the session's --kernel-timeout). Each launch's
 instruction statistics are kept for the results. A fault (an instruction the emulator lacks, an
-access outside every allocation or outside a lane's private segment) becomes a one-line DriverError.
+access outside every allocation or outside a lane's private segment) becomes a one-line DriverError;
+any other exception is a bug in the emulator, an EmulatorBug with its traceback.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import ctypes
 import importlib.metadata
 import os
 import time
+import traceback
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,12 +23,13 @@ import numpy as np
 from wgrad_cli.codeobject import CodeObjectError
 from wgrad_cli.emu.dispatch import Launch, run
 from wgrad_cli.emu.loader import Descriptor, load_image
-from wgrad_cli.emu.machine import EmuFault, Stats
+from wgrad_cli.emu.machine import EmuFault, Stats, TimedOut
 from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.program import Program
 from wgrad_cli.emu.scratch_ops import refusal
+from wgrad_cli.errors import EmulatorBug, LaunchStopped, WgradError
 from wgrad_cli.occupancy import gfx950
-from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Reading
+from wgrad_cli.runtime import KERNEL_TIMEOUT_S, UNREPORTED, DeviceInfo, DriverError, Reading
 
 NAME = "emu"  # what --device takes
 KERNARG_SLACK = 64  # bytes past the kernarg segment a scalar load may read (one s_load_dwordx16)
@@ -43,7 +47,7 @@ class EmuRuntime:
 
     crash_prone = False  # a fault is a DriverError, and the device lives in this process
 
-    def __init__(self, workers: int | None = None, strict_lds: bool = False) -> None:
+    def __init__(self, workers: int | None = None, strict_lds: bool = False, timeout: float = KERNEL_TIMEOUT_S) -> None:
         version = importlib.metadata.version("tinygrad")
         self.device = DeviceInfo("amd", 0, "emulated gfx950 (wgrad)", "gfx950", UNITS, 0,
                                  os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 0,
@@ -51,6 +55,7 @@ class EmuRuntime:
         self.heap = Heap()
         self.workers = workers or os.cpu_count() or 1
         self.strict_lds = strict_lds
+        self.timeout = timeout  # seconds of wall time a launch may take (--kernel-timeout)
         self.stats: list[Stats] = []  # one per launch, in order
         self._programs: dict[bytes, Program] = {}
 
@@ -113,10 +118,18 @@ class EmuRuntime:
         try:
             self._write_kernargs(k, kernarg, grid, block, kernel_params)
             self._write_packet(packet, k, grid, block, dynamic_shared, kernarg)
-            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet, self.strict_lds)
+            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet, self.strict_lds,
+                            time.monotonic() + self.timeout, self.resident(function, block, dynamic_shared, 1))
             self.stats.append(run(launch, function.program, self.heap, k.name, self.workers))
         except EmuFault as exc:
             raise DriverError(str(exc)) from None
+        except TimedOut as exc:
+            raise LaunchStopped(f"launch of {k.name} did not finish within {self.timeout:g} s (--kernel-timeout) on the "
+                                f"emulator, which stopped it: {exc}") from None
+        except WgradError:
+            raise
+        except Exception:  # noqa: BLE001 - anything else is a bug in the emulator: reported whole
+            raise EmulatorBug.of(f"launch of {k.name}", traceback.format_exc()) from None
         finally:
             self.heap.free(kernarg)
             self.heap.free(packet)

@@ -7,27 +7,46 @@ kernargs; gfx950 has no private segment buffer or flat scratch init SGPRs: scrat
 then the enabled system SGPRs (workgroup id x, y, z, workgroup info; with architected flat scratch
 no private segment wave offset); work-item ids packed in v0 (x bits 9:0, y 19:10, z 29:20); EXEC
 set to the wave's existing lanes. Each batch holds its waves' private memory.
+
+Workgroups that wait for one another make progress up to the number the device holds resident
+(`Launch.resident`): worker w of n takes workgroups w, w + n, w + 2n, ..., so the first ones of
+every worker are the grid's first; the workers run at once, and within one a stalled batch (its
+waves all spin, machine.execute) lets the next start while fewer than its share are live.
+
+Workers are forked, so they share the heap (anonymous shared memory) and the compiled program,
+which is made of closures that no other start method could send. A fork copies only the thread
+that calls it, and a lock another thread holds then stays held in the child forever, so a launch
+forks only while this process runs no other Python thread, and runs in-process otherwise. Each
+worker asks Linux to kill it when its parent ends (PR_SET_PDEATHSIG), however the parent ends.
 """
 
 from __future__ import annotations
 
+import ctypes
+import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import signal
+import threading
 import traceback
+from collections import deque
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
 from wgrad_cli.emu import atomic_ops
 from wgrad_cli.emu.loader import Descriptor
-from wgrad_cli.emu.machine import EXEC, Batch, EmuFault, Op, Stats, execute
+from wgrad_cli.emu.machine import EXEC, Batch, EmuFault, Op, Stats, TimedOut, execute
 from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.program import Program
 from wgrad_cli.emu.scratch_ops import segment_bytes
+from wgrad_cli.errors import EmulatorBug
 
 MAX_BATCH_WAVES = 2048  # waves run in lock-step at once: bounds the register arrays (~64 KiB per VGPR)
 MAX_BATCH_PRIVATE = 1 << 27  # bytes of private memory a batch holds at once (one batch per worker process)
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass(frozen=True)
@@ -39,6 +58,8 @@ class Launch:
     kernarg: int  # device address of the kernarg segment
     dispatch_packet: int  # device address of an AQL dispatch packet describing this launch
     strict_lds: bool = False  # an LDS access beyond the workgroup's allocation stops the run
+    deadline: float = math.inf  # time.monotonic() past which the launch stops as hung (one clock for every process)
+    resident: int = 1  # workgroups the device would hold at once: so many at least run concurrently
 
     @property
     def threads(self) -> int:
@@ -70,14 +91,13 @@ def user_sgprs(k: Descriptor, launch: Launch, kernarg_words: np.ndarray) -> list
     return values
 
 
-def init_batch(launch: Launch, program: Program, heap: Heap, first_group: int, groups: int,
-               kernarg_words: np.ndarray) -> Batch:
+def init_batch(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, kernarg_words: np.ndarray) -> Batch:
+    """A batch of workgroups `ids` (flat indices into the grid), at the kernel's entry."""
     k = launch.kernel
     wpg = launch.waves_per_group
     lds = k.group_segment_size + launch.dynamic_lds
-    b = Batch(groups * wpg, wpg, k.vgprs, k.agprs, lds, heap, segment_bytes(k), launch.strict_lds)
+    b = Batch(len(ids) * wpg, wpg, k.vgprs, k.agprs, lds, heap, segment_bytes(k), launch.strict_lds)
     gx, gy, _ = launch.grid
-    ids = np.arange(first_group, first_group + groups)
     b.group_ids[:, 0], b.group_ids[:, 1], b.group_ids[:, 2] = ids % gx, (ids // gx) % gy, ids // (gx * gy)
     user = user_sgprs(k, launch, kernarg_words)
     for i, value in enumerate(user):
@@ -100,30 +120,55 @@ def init_batch(launch: Launch, program: Program, heap: Heap, first_group: int, g
     return b
 
 
-def run_groups(launch: Launch, program: Program, heap: Heap, first: int, count: int, name: str) -> Stats:
-    """Run workgroups [first, first + count) in batches; their statistics."""
+def run_groups(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, name: str, resident: int) -> Stats:
+    """Run workgroups `ids` in batches, more batches at once (up to `resident` workgroups) while the
+    live ones are stalled; their statistics."""
     stats = Stats()
     kernarg = heap.span(launch.kernarg, -(-max(launch.kernel.kernarg_size, 4) // 4) * 4).view(np.uint32)
     waves = min(MAX_BATCH_WAVES, MAX_BATCH_PRIVATE // max(1, 64 * segment_bytes(launch.kernel)))
     per_batch = max(1, waves // launch.waves_per_group)
+    live: deque[Batch] = deque()
+    start = 0
 
     def describe(op: Op, why: str) -> str:
         return f"{name}: {op.name} at offset {op.pc:#x}: {why}"
 
-    for start in range(first, first + count, per_batch):
-        n = min(per_batch, first + count - start)
-        batch = init_batch(launch, program, heap, start, n, kernarg)
-        execute(batch, program.ops, describe)
-        stats.add(batch.stats)
+    def begin(count: int) -> None:
+        nonlocal start
+        live.append(init_batch(launch, program, heap, ids[start: start + count], kernarg))
+        start += count
+
+    while start < len(ids) or live:
+        if not live:
+            begin(min(per_batch, len(ids) - start))
+        room = min(per_batch, resident - sum(b.groups for b in live), len(ids) - start)
+        if execute(live[0], program.ops, describe, launch.deadline, may_yield=room > 0 or len(live) > 1):
+            stats.add(live.popleft().stats)
+            continue
+        if room > 0:  # every live wave spins: bring in the next workgroups, as the hardware would
+            begin(room)
+        live.rotate(-1)
     return stats
 
 
-def _worker(conn: multiprocessing.connection.Connection, launch: Launch, program: Program, heap: Heap, first: int,
-            count: int, name: str) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Have Linux kill this worker when the process that forked it ends, by any means (SIGKILL
+    included), and leave Ctrl-C to that process, which ends the workers itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it ended before the request
+        os._exit(1)
+
+
+def _worker(conn: multiprocessing.connection.Connection, launch: Launch, program: Program, heap: Heap, ids: np.ndarray,
+            name: str, resident: int, parent: int) -> None:
+    _die_with_parent(parent)
     try:
-        conn.send(("ok", run_groups(launch, program, heap, first, count, name)))
+        conn.send(("ok", run_groups(launch, program, heap, ids, name, resident)))
     except EmuFault as exc:
         conn.send(("fault", str(exc)))
+    except TimedOut as exc:
+        conn.send(("timeout", str(exc)))
     except BaseException:  # noqa: BLE001 - anything else is a bug in the emulator: report it whole
         conn.send(("crash", traceback.format_exc()))
     finally:
@@ -131,38 +176,47 @@ def _worker(conn: multiprocessing.connection.Connection, launch: Launch, program
 
 
 def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int) -> Stats:
-    """Run a whole launch, over up to `workers` processes; EmuFault on the first fault."""
+    """Run a whole launch, over up to `workers` processes; EmuFault on the first fault, TimedOut past
+    the deadline, EmulatorBug on anything else."""
     groups = launch.groups
     workers = max(1, min(workers, groups, os.cpu_count() or 1))
-    if workers == 1 or groups * launch.waves_per_group < 2 * 64:
-        return run_groups(launch, program, heap, 0, groups, name)
+    if workers == 1 or groups * launch.waves_per_group < 2 * 64 or threading.active_count() > 1:
+        return run_groups(launch, program, heap, np.arange(groups), name, launch.resident)
     ctx = multiprocessing.get_context("fork")
-    share = -(-groups // workers)
-    procs, pipes = [], []
-    with atomic_ops.workers_lock(ctx, program.ops.values()):  # the workers inherit it as they fork
-        for w in range(workers):
-            first, count = w * share, min(share, groups - w * share)
-            if count <= 0:
-                break
-            recv, send = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_worker, args=(send, launch, program, heap, first, count, name), daemon=True)
-            p.start()
-            send.close()
-            procs.append(p)
-            pipes.append(recv)
-    stats = Stats()
-    problems = []
-    for p, pipe in zip(procs, pipes):
-        try:
-            kind, payload = pipe.recv()
-        except EOFError:
-            kind, payload = "crash", f"emulator worker exited with status {p.exitcode}"
-        p.join()
-        if kind == "ok":
-            stats.add(payload)
-        else:
-            problems.append((kind, payload))
-    if problems:
-        kind, payload = problems[0]
-        raise EmuFault(payload if kind == "fault" else f"{name}: the emulator failed: {payload.strip().splitlines()[-1]}")
-    return stats
+    procs: dict[multiprocessing.connection.Connection, multiprocessing.process.BaseProcess] = {}
+    try:
+        with atomic_ops.workers_lock(ctx, program.ops.values()):  # the workers inherit it as they fork
+            for w in range(workers):
+                recv, send = ctx.Pipe(duplex=False)
+                share = np.arange(w, groups, workers)
+                proc = ctx.Process(target=_worker, daemon=True, args=(send, launch, program, heap, share, name,
+                                                                     -(-launch.resident // workers), os.getpid()))
+                proc.start()
+                send.close()
+                procs[recv] = proc
+        stats = Stats()
+        waiting = dict(procs)
+        while waiting:
+            for ready in multiprocessing.connection.wait(list(waiting)):
+                pipe = cast(multiprocessing.connection.Connection, ready)
+                worker = waiting.pop(pipe)
+                try:
+                    answer: tuple[str, Any] = pipe.recv()
+                except EOFError:
+                    worker.join()
+                    answer = ("crash", f"emulator worker exited with status {worker.exitcode}")
+                kind, payload = answer
+                if kind == "ok":
+                    stats.add(payload)
+                elif kind == "fault":
+                    raise EmuFault(payload)
+                elif kind == "timeout":
+                    raise TimedOut(payload)
+                else:
+                    raise EmulatorBug.of(f"launch of {name}, in a worker process", payload)
+        return stats
+    finally:  # the others may spin forever waiting on the one that failed
+        for worker in procs.values():
+            if worker.is_alive():
+                worker.kill()
+            worker.join()

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from wgrad_cli.emu.machine import Batch, EmuFault, Op, Run
+from wgrad_cli.emu.machine import Batch, EmuFault, Op, Run, Unsupported
 from wgrad_cli.emu.memory_ops import from_regs, to_regs, where
 
 
@@ -59,7 +59,7 @@ def _swizzle_source(offset: int) -> np.ndarray:
     The rotate (from 0xC000) and FFT (from 0xE000) modes are not implemented."""
     lane = np.arange(64)
     if offset >= 0xC000:
-        raise KeyError(f"DS_SWIZZLE_B32 offset {offset:#x}")
+        raise Unsupported(f"DS_SWIZZLE_B32 offset {offset:#x}")
     if offset & 0x8000:
         return np.asarray((lane & ~3) + ((offset >> 2 * (lane & 3)) & 3))
     and_mask, or_mask, xor_mask = offset & 0x1F, (offset >> 5) & 0x1F, (offset >> 10) & 0x1F
@@ -148,9 +148,9 @@ class DsFields(NamedTuple):
 
 
 def ds_fields(inst: Any) -> DsFields:
-    """The operands of a DS instruction; KeyError for the GDS forms, which the emulator lacks."""
+    """The operands of a DS instruction; Unsupported for the GDS forms, which the emulator lacks."""
     if bool(getattr(inst, "gds", 0)):
-        raise KeyError(inst.op.name + "_GDS")
+        raise Unsupported(inst.op.name + "_GDS")
     return DsFields(int(inst.addr.offset) - 256, int(inst.vdst.offset) - 256, int(inst.data0.offset) - 256,
                     int(inst.data1.offset) - 256, int(inst.offset0), int(inst.offset1), bool(getattr(inst, "acc", 0)))
 
@@ -214,4 +214,4 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
             result = blocks.reshape(b.W, 512)[:, source].reshape(b.W, 64, 8)
             to_regs(b.a if acc else b.v, vdst, result[waves, lanes], False, None, waves, lanes)
         return Op(pc, size, what, "lds", transpose)
-    raise KeyError(name)
+    raise Unsupported(name)

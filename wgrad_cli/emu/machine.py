@@ -8,13 +8,22 @@ them. Waves that diverge wait at higher counters until the others catch up (min-
 which also reconverges loops). A wave at `s_barrier` waits until every live wave of its workgroup
 has reached one. Memory is synchronous, so `s_waitcnt` has nothing to wait for. Private (scratch)
 memory is the batch's too: `private_bytes` per lane, allocated with the batch and gone with it.
+
+Min-PC alone would starve: waves spinning at a low counter on a flag that waves at a higher one
+set would run forever. So waves that take SPIN_BRANCHES backward branches while other live waves
+wait are parked and the others run; once none of those can run, the parked waves run again. A
+batch whose every runnable wave was parked, with no wave ended and no barrier released since they
+last ran, is stalled (it waits on another batch): `execute` returns, and the caller runs another.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -25,11 +34,29 @@ SGPR_FILE = 128  # s0..s105, flat_scratch, xnack_mask, vcc, ttmp0..15, m0, null,
 # Fresh private memory, per dword: the hardware leaves it undefined; this reads as a NaN in f32 and
 # as ...BADBAD in hex, so a kernel that reads scratch before writing it shows wrong results.
 POISON = 0x7FBADBAD
+V = TypeVar("V")
 
 
 class EmuFault(Exception):
     """The program did something the emulator will not do or the hardware would fault on; the
     message names the instruction and, for memory, the workgroup, lane and address."""
+
+
+class TimedOut(Exception):
+    """The launch ran past its deadline; the message names the workgroups looping and their branch."""
+
+
+class Unsupported(Exception):
+    """An instruction, or a form of one, that the emulator has no semantics for: raised only while
+    compiling it (program.py makes it an op that stops the run if a wave reaches it). Any other
+    exception while compiling or running is a bug in the emulator."""
+
+
+def lookup(table: Mapping[str, V], name: str) -> V:
+    """table[name]: the semantics of opcode `name`; Unsupported where the table has none."""
+    if name not in table:
+        raise Unsupported(name)
+    return table[name]
 
 
 @dataclass
@@ -78,6 +105,8 @@ class Batch:
         self.pc = np.zeros(waves, dtype=np.int64)
         self.done = np.zeros(waves, dtype=bool)
         self.at_barrier = np.zeros(waves, dtype=bool)
+        self.parked = np.zeros(waves, dtype=bool)  # spinning while others wait: skipped until those cannot run
+        self.waves_per_group = waves_per_group
         self.group = np.arange(waves) // waves_per_group  # workgroup of each wave, within the batch
         self.groups = -(-waves // waves_per_group)
         self.group_ids = np.zeros((self.groups, 3), dtype=np.int64)  # each workgroup's id in the grid
@@ -108,6 +137,11 @@ class Batch:
 
     def exec_changed(self) -> None:
         self._exec = None
+
+    def whole_waves(self) -> bool:
+        """Whether every wave at this PC has all 64 lanes on in EXEC (lanes past a short last wave
+        count as off): what the instructions that act on whole waves need."""
+        return bool(self.exec.all() if self.all else self.exec[self.wm].all())
 
     def lanes(self) -> np.ndarray:
         """The lanes that execute a vector instruction now: EXEC, in the waves at this PC."""
@@ -172,16 +206,51 @@ class Op:
     jumps: bool = False  # sets the PC of the waves it runs itself
 
 
-def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]) -> None:
-    """Run every wave of the batch to `s_endpgm`."""
+SPIN_BRANCHES = 64  # backward branches taken while other live waves wait, before those others run
+LOOP_SEARCH_STEPS = 100_000  # past the deadline: steps to look for the backward branch to name
+
+
+def release_barriers(batch: Batch) -> bool:
+    """Let go the workgroups whose every live wave waits at `s_barrier`; whether there was one."""
+    shape = (batch.groups, batch.waves_per_group)
+    ready = (batch.at_barrier | batch.done).reshape(shape).all(axis=1) & batch.at_barrier.reshape(shape).any(axis=1)
+    if not ready.any():
+        return False
+    batch.at_barrier &= ~np.repeat(ready, batch.waves_per_group)
+    return True
+
+
+def _looping(batch: Batch, op: Op, wm: np.ndarray) -> str:
+    groups = sorted({int(g) for g in batch.group_ids[batch.group[wm], 0]})
+    more = f" and {len(groups) - 3} more" if len(groups) > 3 else ""
+    names = ", ".join(str(g) for g in groups[:3])
+    return (f"workgroup{'s' if len(groups) > 1 else ''} {names}{more} in the loop of {op.name} at offset {op.pc:#x} "
+            f"back to {int(batch.pc[wm].min()):#x}")
+
+
+def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str], deadline: float = math.inf,
+            may_yield: bool = False) -> bool:
+    """Run the batch's waves until every one reaches `s_endpgm` (True) or, when `may_yield`, until the
+    batch is stalled (False; call again to go on). TimedOut once time.monotonic() passes `deadline`."""
     big = np.iinfo(np.int64).max
     counts = batch.stats.by_class
+    spins = 0
+    ended, released = int(np.count_nonzero(batch.done)), False  # since the parked waves last ran
+    overdue = -1  # steps left, past the deadline, to find a backward branch to name
     while True:
-        runnable = ~(batch.done | batch.at_barrier)
+        runnable = ~(batch.done | batch.at_barrier | batch.parked)
         if not runnable.any():
-            if not batch.at_barrier.any():
-                return
-            batch.at_barrier[:] = False  # every live wave of every group waits: all barriers release
+            if release_barriers(batch):
+                released = True
+                continue
+            if not batch.parked.any():
+                return True
+            batch.parked[:] = False
+            spins = 0
+            progressed = released or int(np.count_nonzero(batch.done)) != ended
+            ended, released = int(np.count_nonzero(batch.done)), False
+            if may_yield and not progressed:
+                return False
             continue
         pcs = np.where(runnable, batch.pc, big)
         pc = int(pcs.min())
@@ -204,3 +273,19 @@ def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]
                 batch.pc += op.size
             else:
                 batch.pc[wm] += op.size
+            continue
+        # a branch, barrier or end: where every loop passes, so the only place to look at the clock
+        if overdue < 0 and time.monotonic() <= deadline and batch.all and not may_yield:
+            continue  # lock-step, and no other wave or batch to run instead
+        back = bool(((batch.pc[wm] <= pc) & ~batch.done[wm]).any())
+        if overdue < 0 and time.monotonic() > deadline:
+            overdue = LOOP_SEARCH_STEPS
+        if overdue >= 0:
+            overdue -= 1
+            if back or overdue == 0:
+                raise TimedOut(_looping(batch, op, wm) if back else f"at offset {op.pc:#x} ({op.name})")
+        if back and (may_yield or np.count_nonzero(~(batch.done | batch.at_barrier)) > n):  # others could run
+            spins += 1
+            if spins >= SPIN_BRANCHES:
+                batch.parked |= wm
+                spins = 0

@@ -22,8 +22,9 @@ Rounding (an assumption: the hardware's accumulator width is not documented): pr
 8-bit or 16-bit inputs and their power-of-two scales are exact in float64; they are summed in
 float64 with C and rounded once to fp32, round to nearest even.
 
-Matrix instructions act on whole waves: the layouts span all 64 lanes, so lanes outside EXEC
-still feed and receive results (compilers issue them with a full EXEC).
+Matrix instructions act on whole waves: the layouts span all 64 lanes. The ISA text does not say
+what an MFMA does with lanes off in EXEC (whether they feed A and B, whether their D is written), so
+a wave that reaches one with any lane off stops the run (compilers issue them with a full EXEC).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import ml_dtypes
 import numpy as np
 
 from wgrad_cli.emu import operands as opd
-from wgrad_cli.emu.machine import Batch, Op
+from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported
 from wgrad_cli.emu.vector_ops import fma32
 
 U32, F32, F64 = np.uint32, np.float32, np.float64
@@ -153,6 +154,9 @@ def _mfma(pc: int, size: int, name: str, m: int, n: int, k: int, a: Operand, b_:
     c_read = _acc_read(src2, acc_cd, regs)
 
     def run(b: Batch) -> None:
+        if not b.whole_waves():
+            raise EmuFault(f"{name} with lanes off in EXEC is not implemented by the emulator (the ISA does not say "
+                           "which lanes of a matrix instruction EXEC turns off)")
         with np.errstate(all="ignore"):
             am, bm = a.matrix(b, m, k), b_.matrix(b, n, k)
             if scales is not None:
@@ -184,18 +188,18 @@ def _compile_mfma(inst: Any, pc: int, size: int, scaled: bool) -> Op:
     name: str = inst.op.name
     match = DENSE.match(name)
     if match is None:  # multi-block (_2B/_4B/_16B), f64, xf32 and sparse (SMFMAC) forms
-        raise KeyError(name)
+        raise Unsupported(name)
     m, n, k = int(match[2]), int(match[3]), int(match[4])
     types = match[5]
     acc = int(inst.acc)
     src0, src1 = int(inst.src0.offset), int(inst.src1.offset)
     if src0 < 256 or src1 < 256:
-        raise KeyError(name + " with a non-register A or B")
+        raise Unsupported(name + " with a non-register A or B")
     reg_a, reg_b = src0 - 256, src1 - 256
     if types == "F8F6F4":
         fa, fb = int(inst.cbsz), int(inst.blgp)
         if fa not in F8F6F4 or fb not in F8F6F4:
-            raise KeyError(f"{name} cbsz {fa} blgp {fb}")
+            raise Unsupported(f"{name} cbsz {fa} blgp {fb}")
         (bits_a, table_a), (bits_b, table_b) = F8F6F4[fa], F8F6F4[fb]
         a = _operand(reg_a, bool(acc & 1), m, k, bits_a, "F8", table_a, bits_a == 8)
         b_ = _operand(reg_b, bool(acc & 2), n, k, bits_b, "F8", table_b, bits_b == 8)
@@ -203,7 +207,7 @@ def _compile_mfma(inst: Any, pc: int, size: int, scaled: bool) -> Op:
         kinds = types.split("_")
         ka, kb = kinds[0], kinds[-1]
         if ka not in DENSE_TYPES or kb not in DENSE_TYPES or scaled:
-            raise KeyError(name)
+            raise Unsupported(name)
         a = _operand(reg_a, bool(acc & 1), m, k, DENSE_TYPES[ka][0], ka, DENSE_TYPES[ka][1], False)
         b_ = _operand(reg_b, bool(acc & 2), n, k, DENSE_TYPES[kb][0], kb, DENSE_TYPES[kb][1], False)
     scales = _scales(inst, m, n, k) if scaled else None
@@ -366,7 +370,7 @@ def _compile_vop3p(inst: Any, pc: int, size: int) -> Op:
     if name == "V_ACCVGPR_WRITE":  # VGPR or constant -> AGPR
         read = opd.vector(int(inst.src0.offset), 32, getattr(inst, "literal", None))
         return Op(pc, size, "v_accvgpr_write_b32", "valu", lambda b: b.write_v(b.a, vdst, read(b)))
-    raise KeyError(name)
+    raise Unsupported(name)
 
 
 def compile_matrix(cls: str, inst: Any, pc: int, size: int) -> Op:

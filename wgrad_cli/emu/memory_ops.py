@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.emu import atomic_ops
-from wgrad_cli.emu.machine import M0, Batch, EmuFault, Op
+from wgrad_cli.emu.machine import Batch, EmuFault, M0, Op, Unsupported, lookup
 
 U32, U64 = np.uint32, np.uint64
 OFF = 127  # saddr "off"
@@ -105,7 +105,7 @@ def compile_atomic(suffix: str, pc: int, size: int, what: str, acc: bool, vdata:
     done and returns 0). The data registers hold the operand, then cmpswap's compare value; with
     SC0 (GLC) the pre-op word goes to `vdst`. An address outside every allocation stops the run, as
     for loads; so does one not aligned to the word, whose effect the ISA leaves undefined."""
-    atomic = atomic_ops.ATOMICS[suffix]
+    atomic = lookup(atomic_ops.ATOMICS, suffix)
     width = atomic.width
 
     def run(b: Batch) -> None:
@@ -158,7 +158,7 @@ def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, o
 def _kind(name: str) -> tuple[str, str]:
     """('LOAD' | 'STORE', type suffix) of e.g. GLOBAL_LOAD_DWORDX4."""
     parts = name.split("_", 2)
-    return parts[1], parts[2]
+    return parts[1], parts[2] if len(parts) > 2 else ""  # cache ops (BUFFER_WBL2) have no type
 
 
 def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
@@ -168,7 +168,7 @@ def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
     suffix = suffix.removeprefix("LDS_")
     if kind not in ("LOAD", "STORE", "ATOMIC") or (kind == "LOAD" and suffix not in LOADS) or \
             (kind == "STORE" and suffix not in STORES) or (lds_dma and suffix not in LDS_DMA):
-        raise KeyError(name)
+        raise Unsupported(name)
     vaddr = int(inst.addr.offset) - 256
     saddr = int(inst.saddr.offset) if cls == "GLOBAL" else OFF
     raw_offset = int(inst.offset)
@@ -232,7 +232,7 @@ def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] |
     lds_dma = bool(getattr(inst, "lds", 0))
     if kind not in ("LOAD", "STORE", "ATOMIC") or (kind == "LOAD" and suffix not in LOADS) or \
             (kind == "STORE" and suffix not in STORES) or (lds_dma and suffix not in LDS_DMA):
-        raise KeyError(name + ("_LDS" if lds_dma else ""))
+        raise Unsupported(name + ("_LDS" if lds_dma else ""))
     srsrc = int(inst.srsrc.offset)
     soffset_src = int(inst.soffset.offset)
     from wgrad_cli.emu import operands as opd
@@ -264,7 +264,7 @@ def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] |
         return base + soffset(b)[waves].astype(U64) + index * stride + offset, inside
 
     if kind == "ATOMIC":
-        width = atomic_ops.ATOMICS[suffix].width
+        width = lookup(atomic_ops.ATOMICS, suffix).width
         vdata = int(inst.vdata.offset) - 256
 
         def in_range(b: Batch, waves: np.ndarray, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

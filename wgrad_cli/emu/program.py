@@ -3,11 +3,13 @@
 Decoding is tinygrad's CDNA decoder (a pinned library generated from AMD's machine-readable ISA);
 the semantics are this package's own. An instruction the emulator does not implement still
 decodes: it becomes an op that stops the run with its name and offset if a wave reaches it, and
-`unsupported()` lists such instructions before anything runs.
+`unsupported()` lists such instructions before anything runs. Only an op compiler's Unsupported
+means that; any other exception while compiling is a bug in the emulator (EmulatorBug).
 """
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +19,13 @@ from tinygrad.renderer.amd import decode_inst
 from wgrad_cli.emu.lds_atomic_ops import LDS_ATOMICS, compile_lds_atomic
 from wgrad_cli.emu.lds_ops import compile_ds
 from wgrad_cli.emu.loader import Image
-from wgrad_cli.emu.machine import Batch, EmuFault, Op
+from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported
 from wgrad_cli.emu.matrix_ops import compile_matrix
 from wgrad_cli.emu.memory_ops import compile_buffer, compile_global
 from wgrad_cli.emu.scalar_ops import compile_scalar
 from wgrad_cli.emu.scratch_ops import compile_scratch, with_apertures
 from wgrad_cli.emu.vector_ops import compile_valu
+from wgrad_cli.errors import EmulatorBug
 
 SCALAR = {"SOP1", "SOP1_LIT", "SOP2", "SOP2_LIT", "SOPC", "SOPC_LIT", "SOPK", "SOPK_LIT", "SOPP", "SMEM"}
 VECTOR = {"VOP1", "VOP1_LIT", "VOP1_SDWA", "VOP1_DPP16", "VOP2", "VOP2_LIT", "VOP2_SDWA", "VOP2_DPP16", "VOP3",
@@ -98,8 +101,10 @@ def compile_one(d: Decoded) -> Op:
             op = compile_matrix(cls, inst, d.pc, d.size)
         else:
             return _unsupported(d, "")
-    except KeyError:
+    except Unsupported:
         return _unsupported(d, "")
+    except Exception:  # noqa: BLE001 - anything else is a bug in the emulator: reported whole
+        raise EmulatorBug.of(f"compiling {d.mnemonic} at offset {d.pc:#x}", traceback.format_exc()) from None
     return Op(op.pc, op.size, d.mnemonic, op.klass, op.run, op.jumps)
 
 

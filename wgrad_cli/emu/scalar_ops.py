@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.emu import operands as opd
-from wgrad_cli.emu.machine import EXEC, VCC, Batch, EmuFault, Op, Run
+from wgrad_cli.emu.machine import Batch, EXEC, EmuFault, Op, Run, Unsupported, VCC, lookup
 
 U32, U64 = np.uint32, np.uint64
 M32 = 0xFFFFFFFF
@@ -107,7 +107,7 @@ SHIFT_AMOUNT_32 = {"S_LSHL_B64", "S_LSHR_B64", "S_ASHR_I64", "S_BFE_U64", "S_BFE
 
 
 def sop2(inst: Any, name: str) -> Run:
-    wide, fn = SOP2[name]
+    wide, fn = lookup(SOP2, name)
     a = opd.scalar(inst.ssrc0.offset, 64 if wide else 32, _lit(inst))
     b = opd.scalar(inst.ssrc1.offset, 64 if wide and name not in SHIFT_AMOUNT_32 else 32, _lit(inst))
     wide_b = wide and name not in SHIFT_AMOUNT_32
@@ -215,7 +215,7 @@ def sop1(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
             bt.pc[:] = np.where(bt.wm, target, bt.pc)
         return setpc, True
     if name in ("S_MOVRELS_B32", "S_MOVRELS_B64", "S_MOVRELD_B32", "S_MOVRELD_B64"):
-        raise KeyError(name)
+        raise Unsupported(name)
     if name in SOP1_64:
         a = opd.scalar(src, 64, _lit(inst))
         fn64 = SOP1_64[name]
@@ -231,7 +231,7 @@ def sop1(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
             if scc is not None:
                 bt.write_scc(scc)
         return run64, False
-    fn32 = SOP1_32[name]
+    fn32 = lookup(SOP1_32, name)
     a32 = opd.scalar(src, 32, _lit(inst))
 
     def run32(bt: Batch) -> None:
@@ -257,7 +257,7 @@ def sopc(inst: Any, name: str) -> Run:
         want = 1 if name.startswith("S_BITCMP1") else 0
         return lambda bt: bt.write_scc(((a(bt).astype(U64) >> (b(bt) & U32(63 if wide else 31)).astype(U64)) & U64(1)) == want)
     if not name.startswith("S_CMP_"):
-        raise KeyError(name)
+        raise Unsupported(name)
     rel, typ = kind[2], kind[3]
     wide = typ == "U64"
     a = opd.scalar(inst.ssrc0.offset, 64 if wide else 32, _lit(inst))
@@ -295,7 +295,7 @@ def sopk(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
             bt.write_s64(d, np.full(bt.W, U64(pc + size)))
             bt.pc[:] = np.where(bt.wm, target, bt.pc)
         return call, True
-    raise KeyError(name)
+    raise Unsupported(name)
 
 
 # --- SOPP -----------------------------------------------------------------------------------
@@ -327,7 +327,7 @@ def sopp(inst: Any, name: str, pc: int) -> tuple[Run, bool, str]:
         "S_CBRANCH_EXECNZ": lambda bt: (bt.s[EXEC] | bt.s[EXEC + 1]) != 0,
     }
     if name not in conds:
-        raise KeyError(name)
+        raise Unsupported(name)
     cond = conds[name]
 
     def branch(bt: Batch) -> None:
@@ -345,7 +345,7 @@ def smem(inst: Any, name: str) -> Run:
         d0 = inst.sdata.offset
         return lambda bt: bt.write_s64(d0, np.full(bt.W, U64(sum(bt.stats.by_class.values()))))
     if name not in counts:
-        raise KeyError(name)
+        raise Unsupported(name)
     n = counts[name]
     base = opd.scalar(inst.sbase.offset, 64)
     raw = inst.offset
@@ -390,5 +390,5 @@ def compile_scalar(cls: str, inst: Any, name: str, pc: int, size: int) -> Op:
         return Op(pc, size, name.lower(), klass, run, jumps)
     if cls == "SMEM":
         return Op(pc, size, name.lower(), "smem", smem(inst, name))
-    raise KeyError(name)
+    raise Unsupported(name)
 

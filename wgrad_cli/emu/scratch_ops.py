@@ -25,7 +25,7 @@ import numpy as np
 
 from wgrad_cli.emu.lds_ops import lds_load, lds_store
 from wgrad_cli.emu.loader import Descriptor
-from wgrad_cli.emu.machine import Batch, EmuFault, Op
+from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported
 from wgrad_cli.emu.memory_ops import LOADS, OFF, STORES, from_regs, to_regs, where
 from wgrad_cli.emu.operands import APERTURES
 
@@ -70,7 +70,7 @@ def _indices(b: Batch, waves: np.ndarray, lanes: np.ndarray, offsets: np.ndarray
 
 def mover(inst: Any, what: str, lds: bool = False) -> Move:
     """The data movement of a scratch or flat load or store, given each lane's private offset (or,
-    with `lds`, its LDS address); KeyError for other ops (atomics, loads to LDS)."""
+    with `lds`, its LDS address); Unsupported for other ops (atomics, loads to LDS)."""
     name: str = inst.op.name
     _, kind, suffix = name.split("_", 2)
     acc = bool(getattr(inst, "acc", 0))
@@ -98,7 +98,7 @@ def mover(inst: Any, what: str, lds: bool = False) -> Move:
                 b.private[_indices(b, waves, lanes, offsets, nb, what)] = data
             b.stats.bytes_stored += data.size
         return store
-    raise KeyError(name)
+    raise Unsupported(name)
 
 
 def compile_scratch(inst: Any, pc: int, size: int) -> Op:
@@ -127,7 +127,7 @@ def with_apertures(inst: Any, global_op: Op) -> Op:
     `global_op`, whose sanitizer then stops an aperture access."""
     try:
         to_private, to_lds = mover(inst, global_op.name), mover(inst, global_op.name, lds=True)
-    except KeyError:
+    except Unsupported:
         return global_op
     vaddr, offset = int(inst.addr.offset) - 256, int(inst.offset)
 

@@ -19,7 +19,7 @@ import ml_dtypes
 import numpy as np
 
 from wgrad_cli.emu import operands as opd
-from wgrad_cli.emu.machine import EXEC, VCC, Batch, EmuFault, Op, Run
+from wgrad_cli.emu.machine import Batch, EXEC, EmuFault, Op, Run, Unsupported, VCC, lookup
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64
 F16, F32, F64 = np.float16, np.float32, np.float64
@@ -73,6 +73,26 @@ def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return fused(a, b, c, F32)
 
 
+def _two_sum(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(s, e) with s = fl(x + y) and s + e = x + y exactly (Knuth), for finite sums."""
+    s = x + y
+    bb = s - x
+    return s, (x - (s - bb)) + (y - bb)
+
+
+def _two_product(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(p, e) with p = fl(x * y) and p + e = x * y exactly (Dekker), where neither factor is near
+    the overflow threshold and the product is far from underflow (the caller checks)."""
+    def split(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = F64(2**27 + 1) * v
+        hi = t - (t - v)
+        return hi, v - hi
+    p = x * y
+    xh, xl = split(x)
+    yh, yl = split(y)
+    return p, ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+
+
 def _exact_fma(a: float, b: float, c: float, exp2: int) -> float:
     exact = (Fraction(a) * Fraction(b) + Fraction(c)) * Fraction(2) ** exp2
     if exact == 0:  # an exact zero is +0 unless both addends are zeros of the same sign (IEEE 754 6.3)
@@ -87,14 +107,28 @@ _EXACT_FMA = np.frompyfunc(_exact_fma, 4, 1)
 
 
 def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray, exp2: np.ndarray | int = 0) -> np.ndarray:
-    """2^exp2 * (a * b + c) rounded once to fp64: exact rational arithmetic per finite lane (fp64
-    has no wider type to round from), IEEE arithmetic for infinities and NaNs."""
+    """2^exp2 * (a * b + c) rounded once to fp64 (fp64 has no wider type to round from): a * b + c
+    is split exactly into s + q + q_err (Dekker's product, Knuth's sums) and r = fl(s + q) is the
+    answer where q_err cannot move it across a rounding boundary; the other finite lanes (near a
+    tie, a zero, an extreme exponent, exp2 != 0) take exact rational arithmetic, and infinities
+    and NaNs IEEE arithmetic."""
     a, b, c, k = np.broadcast_arrays(np.asarray(a, F64), np.asarray(b, F64), np.asarray(c, F64), np.asarray(exp2))
     with np.errstate(all="ignore"):
         out = np.ldexp(a * b + c, k)
-    finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
-    if finite.any():
-        out[finite] = _EXACT_FMA(a[finite], b[finite], c[finite], k[finite].astype(object)).astype(F64)
+        ph, pl = _two_product(a, b)
+        s, t = _two_sum(ph, c)
+        q, q_err = _two_sum(t, pl)
+        r, r_err = _two_sum(s, q)
+        half = np.spacing(np.abs(r)) / 2  # half the gap above |r|; below a power of two the gap halves
+        half = np.where((r.view(np.uint64) & np.uint64((1 << 52) - 1)) == 0, half / 2, half)
+        splits = [(np.abs(v) < 2.0**995) & ((np.abs(v) > 2.0**-960) | (v == 0)) for v in (a, b)]  # Dekker is exact
+        safe = splits[0] & splits[1] & ((np.abs(ph) > 2.0**-900) | (ph == 0)) \
+            & np.isfinite(c) & np.isfinite(r) & (r != 0) & (k == 0) \
+            & ((q_err == 0) | (np.abs(r_err) + 4 * np.abs(q_err) <= 0.999 * half))
+    out[safe] = r[safe]
+    exact = np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & ~safe
+    if exact.any():
+        out[exact] = _EXACT_FMA(a[exact], b[exact], c[exact], k[exact].astype(object)).astype(F64)
     return np.asarray(out)
 
 
@@ -431,7 +465,7 @@ def _dpp_source(ctrl: int) -> tuple[np.ndarray, np.ndarray]:
                   0x140: (row + 15 - pos, everywhere), 0x141: ((lane & ~7) + 7 - (lane & 7), everywhere),  # mirrors
                   0x142: (row - 1, lane >= 16), 0x143: (np.full(64, 31), lane >= 32)}  # row_bcast:15, row_bcast:31
     if ctrl not in whole_wave:
-        raise KeyError(f"dpp_ctrl {ctrl:#x}")  # row_newbcast and reserved values: not implemented
+        raise Unsupported(f"dpp_ctrl {ctrl:#x}")  # row_newbcast and reserved values: not implemented
     return whole_wave[ctrl]
 
 
@@ -495,10 +529,10 @@ class Ctx:
     def read(self, k: int, t: str) -> Callable[[Batch], np.ndarray]:
         """Source k as typed values, with abs/neg/op_sel/SDWA/DPP applied."""
         src = self.src_number(k)
-        if self.sdwa and src < 256 and k < 2:
-            s0 = self.field("s0" if k == 0 else "s1")
-            if s0:
-                src = src - 256 if src >= 256 else src  # SGPR source in SDWA
+        if self.sdwa and k < 2 and self.field("s0" if k == 0 else "s1"):
+            # gfx9 SDWA: a source field holds 8 bits, a VGPR unless its S0/S1 bit is set, which makes
+            # the same 8 bits an SGPR or inline constant; the decoder names it as a VGPR (256 + field)
+            src -= 256
         bits = 64 if BITS[t] == 64 else 32
         raw = opd.vector(src, bits, self.literal, t.startswith("f"))
         if self.dpp and k == 0:
@@ -624,18 +658,18 @@ def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
     ctx = Ctx(inst, cls)
     lower = inst.op.name.lower()
     if ctx.dpp and not _dpp_capable(name):
-        raise KeyError(name)
+        raise Unsupported(name)
     if name.startswith("V_CMP") and cls in ("VOPC", "VOP3", "VOP3_SDST", "VOPC_SDWA_SDST"):
         return Op(pc, size, lower, "valu", _compare(ctx, name))
     special = _special(ctx, name, pc)
     if special is not None:
         return Op(pc, size, lower, "valu", special)
     if name not in VOPS:
-        raise KeyError(name)
+        raise Unsupported(name)
     dt, sts, fn = VOPS[name]
     if ctx.vop3 and ctx.field("clmp") and not dt.startswith("f"):
         if name not in SATURATING:
-            raise KeyError(name)  # other integer ops with clamp are not modelled: such an op stays unsupported
+            raise Unsupported(name)  # other integer ops with clamp are not modelled: such an op stays unsupported
         fn = _saturating(fn, dt)
     dst_reg = _vdst(inst)
     if name == "V_FMAMK_F32":  # d = s0 * K + s1
@@ -692,7 +726,7 @@ def _compare(ctx: Ctx, name: str) -> Run:
         dest = int(ctx.inst.sdst.offset) if ctx.field("sd") else VCC
     else:
         dest = int(ctx.inst.vdst.offset)
-    fn = _class if rel == "CLASS" else CMP_OPS[rel]
+    fn = _class if rel == "CLASS" else lookup(CMP_OPS, rel)
 
     def run(b: Batch) -> None:
         lanes = b.lanes()
@@ -992,11 +1026,11 @@ def _cvt_to_small(ctx: Ctx, fmt: str, src: str, scaled: bool) -> Run:
         reads: list[Callable[[Batch], np.ndarray]] = [first, second]
     else:
         if ctx.field("abs") or ctx.field("neg"):
-            raise KeyError(f"{ctx.inst.op.name} with input modifiers")
+            raise Unsupported(f"{ctx.inst.op.name} with input modifiers")
         reads = [_half_read(opd.vector(ctx.src_number(0), 32, ctx.literal), src, hi) for hi in (False, True)]
     scale = opd.vector(ctx.src_number(2 if src == "f32" else 1), 32, ctx.literal) if scaled else None
     if scaled and (ctx.field("clmp") or ctx.field("omod")):  # V_CVT_PK_FP8_F32 "ignores: clamp, omod" (ISA table 31)
-        raise KeyError(f"{ctx.inst.op.name} with clamp or omod")
+        raise Unsupported(f"{ctx.inst.op.name} with clamp or omod")
     opsel = ctx.field("opsel")
     shift = U32(16 * ((opsel >> 3) & 1) if bits == 16 else 8 * ((opsel >> 2) & 3))
     mask = U32(((1 << bits) - 1) << int(shift))
@@ -1027,7 +1061,7 @@ def _cvt_scaled_from_small(ctx: Ctx, fmt: str, dst: str, packed: bool) -> Run:
     src = opd.vector(ctx.src_number(0), 32, ctx.literal)
     scale = opd.vector(ctx.src_number(1), 32, ctx.literal)
     if ctx.field("clmp") or ctx.field("omod"):
-        raise KeyError(f"{ctx.inst.op.name} with clamp or omod")
+        raise Unsupported(f"{ctx.inst.op.name} with clamp or omod")
     opsel = ctx.field("opsel")
     unit = width * count  # the bits selected: one byte, or a half for two fp8 codes
     shift = U32(unit * (opsel & (32 // unit - 1)))
@@ -1064,10 +1098,10 @@ def _cvt_scaled_32(ctx: Ctx, to: str, frm: str, two: bool) -> Run:
     emulator models, is taken). Multi-register operands must be VGPRs (ISA 6.7.1); no modifier, clamp
     or omod is taken."""
     if ctx.field("abs") or ctx.field("neg") or ctx.field("clmp") or ctx.field("omod"):
-        raise KeyError(f"{ctx.inst.op.name} with modifiers")
+        raise Unsupported(f"{ctx.inst.op.name} with modifiers")
     sources = [ctx.src_number(k) - 256 for k in range(2 if two else 1)]
     if min(sources) < 0:
-        raise KeyError(f"{ctx.inst.op.name} with a non-VGPR source")
+        raise Unsupported(f"{ctx.inst.op.name} with a non-VGPR source")
     scale = opd.vector(ctx.src_number(len(sources)), 32, ctx.literal)
     d = _vdst(ctx.inst)
 
@@ -1119,17 +1153,17 @@ def _permlane_swap(ctx: Ctx, rows: int) -> Run:
     stops the run; fi and bound_ctrl change nothing then. ABS, NEG and OMOD "should all be zeroed":
     an encoding with any of them (or clamp, SDWA, DPP) is not run."""
     if ctx.sdwa or ctx.dpp or ctx.field("abs") or ctx.field("neg") or ctx.field("omod") or ctx.field("clmp"):
-        raise KeyError(ctx.inst.op.name)
+        raise Unsupported(ctx.inst.op.name)
     a = ctx.src_number(0) - 256
     if a < 0:
-        raise KeyError(f"{ctx.inst.op.name} with a non-VGPR source")
+        raise Unsupported(f"{ctx.inst.op.name} with a non-VGPR source")
     d = _vdst(ctx.inst)
     lane = np.arange(64)
     low = (lane & rows) == 0
     partner = lane ^ rows
 
     def run(b: Batch) -> None:
-        if not b.exec[b.wm].all():
+        if not b.whole_waves():
             raise EmuFault(f"{ctx.inst.op.name.lower()} with lanes off in EXEC is not implemented by the emulator "
                            "(the ISA does not say what EXEC, fi and bound_ctrl do)")
         x, y = b.v[a][:, partner], b.v[d][:, partner]  # copies, both read before either is written

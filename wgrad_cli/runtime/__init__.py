@@ -15,6 +15,8 @@ from typing import Any, Protocol
 from wgrad_cli.errors import WgradError
 from wgrad_cli.targets import Vendor
 
+KERNEL_TIMEOUT_S = 60.0  # launches here take seconds at most: the reference kernel, 2.1 s at 8k on the H200
+
 
 class DriverError(WgradError):
     """A driver call failed, or no driver or device is there to call."""
@@ -122,6 +124,7 @@ class Emulated:
     """--device emu: gfx950's emulated device (wgrad_cli.emu), and how strict its sanitizer is."""
 
     strict_lds: bool = False  # stop at an LDS access beyond the workgroup's allocation (hardware: reads 0, drops writes)
+    kernel_timeout: float = KERNEL_TIMEOUT_S  # seconds a launch may run before the emulator stops it as hung
 
     def __str__(self) -> str:
         return "emu"
