@@ -488,9 +488,10 @@ class Gen:
         if k == 5 and depth > 0:
             return Stmt("if (@0) #0 else #1", [self.cond(scope, 3)],
                         [self.block(scope, depth - 1, loop), self.block(scope, depth - 1, loop)])
-        if k == 6 and depth > 0:
+        loops = sum(1 for v in scope if v.name.startswith("j"))
+        if k == 6 and depth > 0 and loops < 2:  # at most two nested: emulating -O0 code is slow
             i = Var(self.fresh("j"), "u32", mutable=False)
-            bound = Expr("u32", f"((@0) % {r.choice([3, 5, 8, 13])}u)", [self.expr("u32", scope, 2)])
+            bound = Expr("u32", f"((@0) % {r.choice([3, 5, 8])}u)", [self.expr("u32", scope, 2)])
             return Stmt(f"for (u32 {i.name} = 0; {i.name} < @0; ++{i.name}) #0", [bound],
                         [self.block(scope + [i], depth - 1, True)])
         if k == 7 and depth > 0:

@@ -16,7 +16,6 @@ import argparse
 import ctypes
 import hashlib
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from emukernels import CLANG, run  # noqa: E402
 from fuzzgen import ATOM_OPS, ATOM_SLOTS, IN_WORDS, PRELUDE, Expr, Features, Func, Program, Stage, Stmt, generate  # noqa: E402
 from wgrad_cli.emu.device import EmuRuntime  # noqa: E402
+from wgrad_cli.errors import EmulatorBug, LaunchStopped  # noqa: E402
 from wgrad_cli.runtime import DriverError  # noqa: E402
 
 COMMON = ("-std=c++20", "-ffp-contract=off", "-fno-fast-math", "-w")
@@ -142,28 +142,20 @@ def run_host(lib: ctypes.CDLL, p: Program, buffers: Buffers) -> Buffers:
     return b
 
 
-def _expire(signum: int, frame: object) -> None:
-    raise TimeoutError
-
-
 def run_device(image: bytes, rt: EmuRuntime, p: Program, buffers: Buffers) -> Buffers | Verdict:
-    """The program's buffers after a launch on the emulator, or why there are none (a launch that
-    runs past HANG_SECONDS is stopped: every generated program ends within milliseconds)."""
+    """The program's buffers after a launch on the emulator, or why there are none."""
     b = buffers.copy()
-    previous = signal.signal(signal.SIGALRM, _expire)
-    signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
     try:
         inp, out, a32, a64 = run(image, [b.inp, b.out, b.a32, b.a64], p.grid, p.block, rt=rt, symbol=p.name)
-    except TimeoutError:
-        return Verdict(p.seed, "hang", f"no result after {HANG_SECONDS} s")
+    except LaunchStopped as exc:  # every generated program ends within milliseconds
+        return Verdict(p.seed, "hang", str(exc))
     except DriverError as exc:
         line = str(exc)
         return Verdict(p.seed, "refused" if any(r in line for r in REFUSALS) else "fault", line)
-    except Exception:  # noqa: BLE001 - any other exception is the emulator's own bug: keep it whole
+    except EmulatorBug as exc:
+        return Verdict(p.seed, "crash", "\n".join(exc.lines))
+    except Exception:  # noqa: BLE001 - outside a launch too, any other exception is the emulator's bug
         return Verdict(p.seed, "crash", traceback.format_exc())
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     return Buffers(inp, out, a32, a64)
 
 
@@ -182,7 +174,7 @@ def check(programs: list[Program], config: Config) -> list[Verdict]:
     generator's bug and raises."""
     text = source(programs)
     lib, image = build_host(text), build_device(text, config)
-    rt = EmuRuntime(workers=1)
+    rt = EmuRuntime(workers=1, timeout=HANG_SECONDS)
     verdicts = []
     for p in programs:
         buffers = inputs(p.seed, p.lanes)

@@ -40,3 +40,10 @@ def test_saturating_integer_add_and_subtract() -> None:
   return mix(h, (u64)__builtin_elementwise_add_sat(e, f));"""
     for opt in (1, 3):
         assert_matches_host("sat", body, opt, pattern=r"v_add_u32_e64 [^\n]* clamp")
+
+
+def test_flat_atomic_on_lds_through_the_shared_aperture() -> None:
+    """At -O0 an atomic on a __shared__ variable is a flat atomic on a shared-aperture address; the
+    emulator sent it to global memory, where it faulted."""
+    assert_matches_host("flatldsatomic", "return in[lane] * 0x9e3779b9ull;", 0, ("ldsatomic",),
+                        r"flat_atomic_add v\d+, v\[\d+:\d+\], v\d+\s", inline_all=True)

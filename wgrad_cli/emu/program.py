@@ -61,14 +61,26 @@ def mnemonic(inst: Any) -> str:
 
 
 def decode(code: bytes, start: int, end: int) -> Iterator[Decoded]:
+    """Every instruction from `start` to `end`. An instruction of 4 or 8 bytes is decoded once per
+    distinct encoding (its first dword fixes its length): unoptimised code repeats a few encodings
+    many times, and decoding dominates loading it."""
+    seen: dict[bytes, Decoded] = {}
     pc = start
     while pc < end:
+        known = seen.get(code[pc: pc + 4]) or seen.get(code[pc: pc + 8])
+        if known is not None:
+            yield Decoded(pc, known.size, known.cls, known.mnemonic, known.inst)
+            pc += known.size
+            continue
         try:
             inst = decode_inst(code[pc: pc + 16], arch="cdna")
         except (ValueError, AssertionError, KeyError) as exc:
             raise EmuFault(f"cannot decode the instruction at {pc:#x}: {exc}") from None
         size = inst.size()
-        yield Decoded(pc, size, type(inst).__name__, mnemonic(inst), inst)
+        d = Decoded(pc, size, type(inst).__name__, mnemonic(inst), inst)
+        if size in (4, 8):
+            seen[code[pc: pc + size]] = d
+        yield d
         pc += size
 
 

@@ -23,10 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from wgrad_cli.emu import atomic_ops
+from wgrad_cli.emu.lds_atomic_ops import lds_rmw
 from wgrad_cli.emu.lds_ops import lds_load, lds_store
 from wgrad_cli.emu.loader import Descriptor
-from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported
-from wgrad_cli.emu.memory_ops import LOADS, OFF, STORES, from_regs, to_regs, where
+from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported, lookup
+from wgrad_cli.emu.memory_ops import LOADS, OFF, STORES, from_regs, to_regs, where, words
 from wgrad_cli.emu.operands import APERTURES
 
 PRIVATE_HI = APERTURES[237]  # src_private_base's high dword: the aperture is [PRIVATE_HI << 32, + 2^32)
@@ -119,16 +121,38 @@ def compile_scratch(inst: Any, pc: int, size: int) -> Op:
     return Op(pc, size, what, "vmem", run)
 
 
+def lds_atomic_mover(inst: Any) -> Move:
+    """A FLAT atomic on LDS addresses (the DS atomic of the same kind); Unsupported for other ops."""
+    name: str = inst.op.name
+    _, kind, suffix = name.split("_", 2)
+    if kind != "ATOMIC":
+        raise Unsupported(name)
+    atomic = lookup(atomic_ops.ATOMICS, suffix)
+    acc, vdata, vdst, returns = bool(getattr(inst, "acc", 0)), int(inst.data.offset) - 256, \
+        int(inst.vdst.offset) - 256, bool(inst.sc0)
+
+    def rmw(b: Batch, waves: np.ndarray, lanes: np.ndarray, offsets: np.ndarray) -> None:
+        regs = b.a if acc else b.v
+        data = words(regs, vdata, atomic.width, 2 if atomic.pair else 1, waves, lanes)
+        old = lds_rmw(b, offsets, waves, lanes, atomic, data[:, 0], data[:, 1] if atomic.pair else None)
+        if returns:
+            to_regs(regs, vdst, old.view(np.uint8).reshape(-1, atomic.width), False, None, waves, lanes)
+    return rmw
+
+
 def with_apertures(inst: Any, global_op: Op) -> Op:
     """A FLAT op that sends its lanes whose address lies in the private aperture to their private
     memory, those in the shared (LDS) aperture to the workgroup's LDS (the low dword is the LDS
     address: AMDGPUUsage, "Address Space Mapping"; clang emits such accesses for LDS pointers made
-    generic, as at -O0), and the rest to `global_op`. Ops other than loads and stores stay
-    `global_op`, whose sanitizer then stops an aperture access."""
+    generic, as at -O0), and the rest to `global_op`. A FLAT atomic goes to LDS as the DS atomic
+    does; in the private aperture it is not implemented, and `global_op`'s sanitizer stops it."""
     try:
         to_private, to_lds = mover(inst, global_op.name), mover(inst, global_op.name, lds=True)
     except Unsupported:
-        return global_op
+        try:
+            to_private, to_lds = None, lds_atomic_mover(inst)
+        except Unsupported:
+            return global_op
     vaddr, offset = int(inst.addr.offset) - 256, int(inst.offset)
 
     def run(b: Batch) -> None:
@@ -144,7 +168,7 @@ def with_apertures(inst: Any, global_op: Op) -> Op:
         for aperture, move in ((PRIVATE_HI, to_private), (SHARED_HI, to_lds)):
             inside = executing & (top == aperture)
             waves, lanes = np.nonzero(inside)
-            if len(waves):
+            if move is not None and len(waves):
                 move(b, waves, lanes, lo[waves, lanes] & 0xFFFFFFFF)
                 rest = rest & ~inside
         if rest.any():
