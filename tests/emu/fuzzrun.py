@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -119,9 +120,9 @@ def _build(text: str, argv: tuple[str, ...], suffix: str) -> Path:
     out = _CACHE / f"{key}{suffix}"
     if not out.exists():
         _CACHE.mkdir(parents=True, exist_ok=True)
-        src = _CACHE / f"{key}.cpp"
+        src = _CACHE / f"{key}.{os.getpid()}.cpp"  # campaigns may build the same unit at once
         src.write_text(text)
-        tmp = out.with_suffix(".tmp")
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
         subprocess.run([*argv, str(src), "-o", str(tmp)], check=True, capture_output=True, text=True)
         tmp.replace(out)
         src.unlink()

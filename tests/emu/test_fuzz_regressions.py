@@ -47,3 +47,14 @@ def test_flat_atomic_on_lds_through_the_shared_aperture() -> None:
     emulator sent it to global memory, where it faulted."""
     assert_matches_host("flatldsatomic", "return in[lane] * 0x9e3779b9ull;", 0, ("ldsatomic",),
                         r"flat_atomic_add v\d+, v\[\d+:\d+\], v\d+\s", inline_all=True)
+
+
+def test_vgpr_indexing_mode() -> None:
+    """A register-resident array indexed by a divergent value: clang walks the distinct indices
+    with s_set_gpr_idx_on / v_mov_b32 / s_set_gpr_idx_off, which the emulator refused."""
+    body = """u32 arr[16];
+  for (u32 j = 0; j < 16u; ++j) arr[j] = in[j + lane] * 3u + j;
+  arr[in[lane + 100] & 15u] = lane;
+  return mix(arr[in[lane + 200] & 15u], arr[in[7] & 15u]);"""
+    for opt in (1, 3):
+        assert_matches_host("gpridx", body, opt, pattern=r"s_set_gpr_idx_on s\d+, gpr_idx\((SRC0|DST)\)")

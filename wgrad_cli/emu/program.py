@@ -16,6 +16,7 @@ from typing import Any
 
 from tinygrad.renderer.amd import decode_inst
 
+from wgrad_cli.emu import gpr_index
 from wgrad_cli.emu.lds_atomic_ops import LDS_ATOMICS, compile_lds_atomic
 from wgrad_cli.emu.lds_ops import compile_ds
 from wgrad_cli.emu.loader import Image
@@ -126,7 +127,8 @@ class Program:
     def __init__(self, image: Image) -> None:
         self.image = image
         self.decoded = list(decode(image.code, image.text_start, image.text_end))
-        self.ops = {d.pc: compile_one(d) for d in self.decoded}
+        self.ops = gpr_index.apply([(d.pc, d.mnemonic, d.inst) for d in self.decoded],
+                                   {d.pc: compile_one(d) for d in self.decoded})
 
     def unsupported(self) -> list[Op]:
         return [op for op in self.ops.values() if op.klass == "unsupported"]
