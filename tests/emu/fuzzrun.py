@@ -324,7 +324,8 @@ def main() -> int:
     ap.add_argument("--first", type=int, default=0, help="first seed")
     ap.add_argument("--seed", type=int, help="check this one seed only")
     ap.add_argument("--opt", default="0,1,3", help="optimisation levels, comma-separated")
-    ap.add_argument("--without", default="", help="features left out: globals,calls,shared,atomics")
+    ap.add_argument("--without", default="globals", help="features left out, of globals,calls,shared,atomics "
+                    "(default: globals, until the emulator loads a code object's data)")
     ap.add_argument("--recursion", action="store_true", help="add a recursive helper (a dynamic stack)")
     ap.add_argument("--inline-all-at-O0", action="store_true", help="-DFUZZ_NO_CALLS at -O0")
     ap.add_argument("--batch", type=int, default=40, help="programs per compilation unit")

@@ -50,11 +50,14 @@ def test_flat_atomic_on_lds_through_the_shared_aperture() -> None:
 
 
 def test_vgpr_indexing_mode() -> None:
-    """A register-resident array indexed by a divergent value: clang walks the distinct indices
-    with s_set_gpr_idx_on / v_mov_b32 / s_set_gpr_idx_off, which the emulator refused."""
-    body = """u32 arr[16];
+    """Register-resident arrays at dynamic indices: clang walks the distinct indices with
+    s_set_gpr_idx_on / v_mov_b32 / s_set_gpr_idx_off, scalar instructions in between; the emulator
+    refused them."""
+    body = """u32 arr[16]; u64 wide[16];
   for (u32 j = 0; j < 16u; ++j) arr[j] = in[j + lane] * 3u + j;
   arr[in[lane + 100] & 15u] = lane;
-  return mix(arr[in[lane + 200] & 15u], arr[in[7] & 15u]);"""
+  for (u32 j = 0; j < 16u; ++j) wide[j] = (u64)arr[(j * 7u) & 15u] << 32 | in[j];
+  for (u32 j = 0; j < in[3] % 16u; ++j) wide[j] = wide[in[j + 8] & 15u] ^ j;
+  return mix(mix(arr[in[lane + 200] & 15u], arr[in[7] & 15u]), wide[in[lane + 300] & 15u]);"""
     for opt in (1, 3):
         assert_matches_host("gpridx", body, opt, pattern=r"s_set_gpr_idx_on s\d+, gpr_idx\((SRC0|DST)\)")

@@ -6,7 +6,8 @@ straight-line. CDNA4 ISA (SOPC and "VGPR Indexing"): S_SET_GPR_IDX_ON sets M0[7:
 M0[15:12] = the immediate's enables (1 SRC0, 2 SRC1, 4 SRC2, 8 DST) and turns the mode on; while
 it is on, each enabled VGPR operand of a VALU instruction is offset by M0[7:0]; S_SET_GPR_IDX_OFF
 turns it off. The emulator finds those regions in address order and runs their v_mov_b32 with the
-offsets of each wave's M0; any other instruction inside a region stops the run if reached.
+offsets of each wave's M0; scalar instructions there run as usual, and any other vector
+instruction inside a region stops the run if reached.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from wgrad_cli.emu.machine import M0, Batch, EmuFault, Op, Run
 from wgrad_cli.emu.memory_ops import where
 
 SRC0, DST = 1, 8
+SCALAR = {"salu", "smem", "branch", "barrier", "other"}  # op classes the mode does not touch
 
 
 def _set_on(inst: Any) -> Run:
@@ -72,7 +74,7 @@ def apply(decoded: list[tuple[int, str, Any]], ops: dict[int, Op]) -> dict[int, 
         elif mnemonic == "s_set_gpr_idx_off":
             enables = None
             out[pc] = Op(pc, op.size, op.name, "salu", lambda b: None)
-        elif enables is not None:
+        elif enables is not None and op.klass not in SCALAR:
             if mnemonic == "v_mov_b32_e32":
                 out[pc] = _indexed_move(op, int(inst.vdst.offset) - 256, int(inst.src0.offset), enables)
             else:
