@@ -28,7 +28,9 @@ FLOATS = ("f32", "f64")
 TYPES = INTS + FLOATS
 UNSIGNED = {"i32": "u32", "u32": "u32", "i64": "u64", "u64": "u64"}
 BITS = {"i32": 32, "u32": 32, "i64": 64, "u64": 64, "f32": 32, "f64": 64}
-CTYPE = {"i32": "i32", "u32": "u32", "i64": "i64", "u64": "u64", "f32": "float", "f64": "double"}
+NARROW = {"u8": "u32", "i8": "i32", "u16": "u32", "i16": "i32"}  # array element types, and what they widen to
+CTYPE = {"i32": "i32", "u32": "u32", "i64": "i64", "u64": "u64", "f32": "float", "f64": "double",
+         **{t: t for t in NARROW}}
 IN_WORDS = 1024  # the input buffer every kernel reads, u32 words (a power of two: indices are masked)
 ATOM_OPS = ("add", "xor", "or", "and", "min", "max")
 ATOM_SLOTS = 16  # words of each global-atomics buffer per operation: different operations do not commute
@@ -505,16 +507,18 @@ class Gen:
         if k == 8:
             if arrays and r.random() < 0.6:
                 a = r.choice(arrays)
-                return Stmt(f"{a.name}[@0] = @1;", [self.index(scope, a.size - 1, 3), self.expr(a.ty, scope, 3)])
-            a = Var(self.fresh("arr"), r.choice(("u32", "u64", "f32", "f64", "i32")), size=r.choice([16, 32, 64]))
+                return Stmt(f"{a.name}[@0] = @1;", [self.index(scope, a.size - 1, 3), self.element(a, scope, 3)])
+            a = Var(self.fresh("arr"), r.choice(("u32", "u64", "f32", "f64", "i32", "u8", "i8", "u16", "i16")),
+                    size=r.choice([16, 32, 64]))
             i = Var(self.fresh("j"), "u32", mutable=False)
             s = Stmt(f"{CTYPE[a.ty]} {a.name}[{a.size}]; for (u32 {i.name} = 0; {i.name} < {a.size}u; ++{i.name}) "
-                     f"{a.name}[{i.name}] = @0;", [self.expr(a.ty, scope + [i], 2)], decl=a.name)
+                     f"{a.name}[{i.name}] = @0;", [self.element(a, scope + [i], 2)], decl=a.name)
             scope.append(a)
             return s
         if k == 9 and arrays:
             a, v = r.choice(arrays), r.choice(mutable)
-            read = Expr(a.ty, f"{a.name}[@0]", [self.index(scope, a.size - 1, 3)])
+            wide = NARROW.get(a.ty, a.ty)
+            read = Expr(wide, f"({CTYPE[wide]}){a.name}[@0]", [self.index(scope, a.size - 1, 3)])
             return Stmt(f"{v.name} = @0;", [self.convert(read, v.ty)])
         if k == 10:
             return Stmt("if (@0) return @1;", [self.cond(scope, 3), self.checksum(scope)])
@@ -526,6 +530,12 @@ class Gen:
             return Stmt(f"{g.name}[gid] = @0;", [self.expr(g.ty, scope, 3)])
         v = r.choice(mutable)
         return Stmt(f"{v.name} = @0;", [self.expr(v.ty, scope, 3)])
+
+    def element(self, a: Var, scope: list[Var], depth: int) -> Expr:
+        """A value for an element of array `a` (8- and 16-bit elements: a 32-bit value narrowed)."""
+        if a.ty in NARROW:
+            return Expr(a.ty, f"({a.ty})(@0)", [self.expr(NARROW[a.ty], scope, depth)])
+        return self.expr(a.ty, scope, depth)
 
     def checksum(self, scope: list[Var]) -> Expr:
         text = "0x9e3779b97f4a7c15ull"
@@ -549,7 +559,7 @@ class Gen:
 
     @staticmethod
     def declared(s: Stmt) -> Var:
-        ty = next(t for t in TYPES if s.fmt.startswith(CTYPE[t] + " "))
+        ty = next(t for t in CTYPE if s.fmt.startswith(CTYPE[t] + " "))
         if s.decl.startswith("arr"):
             return Var(s.decl, ty, size=int(s.fmt.split("[", 1)[1].split("]", 1)[0]))
         return Var(s.decl, ty)

@@ -58,7 +58,7 @@ def test_ci_programs_cover_every_feature() -> None:
     ps = programs(SEEDS[1])
     text = source(ps)
     for construct in ("for (u32", "switch (", "[[fallthrough]]", "break;", "continue;", ") return mix(", "NOINL u64",
-                      "u32 arr", "double arr", "BARRIER();", "LDS_ATOMIC(", "ds_bpermute", "readlane", "ATOMIC(add",
+                      "u32 arr", "double arr", "u8 arr", "i16 arr", "BARRIER();", "LDS_ATOMIC(", "ds_bpermute", "readlane", "ATOMIC(add",
                       "ATOMIC(min", "ATOMIC(xor", "live[lane] = false", "(u8)(", "(i16)(", "__builtin_fma(",
                       "__builtin_sqrtf(", "/ (", "div_i64(", "rem_u64(", "cvt_u64(", "__builtin_ldexp("):
         assert construct in text, construct
