@@ -61,3 +61,13 @@ def test_vgpr_indexing_mode() -> None:
   return mix(mix(arr[in[lane + 200] & 15u], arr[in[7] & 15u]), wide[in[lane + 300] & 15u]);"""
     for opt in (1, 3):
         assert_matches_host("gpridx", body, opt, pattern=r"s_set_gpr_idx_on s\d+, gpr_idx\((SRC0|DST)\)")
+
+
+def test_fma_of_an_overflowing_product_and_an_infinity() -> None:
+    """fma(a, b, -inf) with a * b finite but past the fp64 range is -inf (the product is exact, not
+    rounded to +inf first); the emulator's v_fma_f64 gave NaN."""
+    body = """double big = (double)((in[lane] & 0xFFFFu) | 1u) * 0x1p1000;
+  double r = __builtin_fma(big, big, -__builtin_inf()), s = __builtin_fma(big, -big, __builtin_inf());
+  double t = __builtin_fma(big, 0x1p-2000, -__builtin_inf());
+  return mix(mix(hf64(r), hf64(s)), hf64(t));"""
+    assert_matches_host("fmainf", body, 1, pattern=r"v_fma_f64 ")

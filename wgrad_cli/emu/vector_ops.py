@@ -115,6 +115,8 @@ def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray, exp2: np.ndarray | int = 
     a, b, c, k = np.broadcast_arrays(np.asarray(a, F64), np.asarray(b, F64), np.asarray(c, F64), np.asarray(exp2))
     with np.errstate(all="ignore"):
         out = np.ldexp(a * b + c, k)
+        # a product of finite operands is exact, never infinite: an infinite c is the result
+        out = np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, out)
         ph, pl = _two_product(a, b)
         s, t = _two_sum(ph, c)
         q, q_err = _two_sum(t, pl)
