@@ -97,6 +97,7 @@ class Expr:
     ty: str
     fmt: str
     kids: list[Expr] = field(default_factory=list)
+    bound: bool = False  # it keeps its kid in range (an index mask, a trip count): a reducer must not unwrap it
 
     def render(self) -> str:
         text = self.fmt
@@ -348,7 +349,7 @@ class Gen:
 
     def index(self, scope: list[Var], mask: int, depth: int) -> Expr:
         """A u32 index in [0, mask]: data- and lane-dependent."""
-        return Expr("u32", f"((@0) & {mask}u)", [self.expr("u32", scope, min(depth, 2))])
+        return Expr("u32", f"((@0) & {mask}u)", [self.expr("u32", scope, min(depth, 2))], bound=True)
 
     def load_in(self, ty: str, scope: list[Var], depth: int) -> Expr:
         i = self.index(scope, IN_WORDS - 2, depth)
@@ -493,7 +494,7 @@ class Gen:
         loops = sum(1 for v in scope if v.name.startswith("j"))
         if k == 6 and depth > 0 and loops < 2:  # at most two nested: emulating -O0 code is slow
             i = Var(self.fresh("j"), "u32", mutable=False)
-            bound = Expr("u32", f"((@0) % {r.choice([3, 5, 8])}u)", [self.expr("u32", scope, 2)])
+            bound = Expr("u32", f"((@0) % {r.choice([3, 5, 8])}u)", [self.expr("u32", scope, 2)], bound=True)
             return Stmt(f"for (u32 {i.name} = 0; {i.name} < @0; ++{i.name}) #0", [bound],
                         [self.block(scope + [i], depth - 1, True)])
         if k == 7 and depth > 0:

@@ -23,7 +23,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from wgrad_cli.emu.device import EmuRuntime  # noqa: E402
 from wgrad_cli.errors import EmulatorBug, LaunchStopped  # noqa: E402
 from wgrad_cli.runtime import DriverError  # noqa: E402
 
+LLD = "ld.lld-22"
 COMMON = ("-std=c++20", "-ffp-contract=off", "-fno-fast-math", "-w")
 HOST = (CLANG, "-x", "c++", *COMMON, "-O1", "-fPIC", "-shared")
 DEVICE = (CLANG, "-x", "hip", *COMMON, "--offload-arch=gfx950", "--offload-device-only", "--no-gpu-bundle-output",
@@ -54,12 +55,16 @@ class Config:
     opt: int
     features: Features = Features()
     inline_all: bool = False
+    extra: tuple[str, ...] = ()  # more device compiler flags
+    codegen_O0: bool = False  # the IR optimised at `opt`, machine code from the backend at -O0 (tells a
+    # backend miscompile from an emulator bug: the same program, other instructions)
 
     def flags(self) -> tuple[str, ...]:
-        return (f"-O{self.opt}", *(("-DFUZZ_NO_CALLS",) if self.inline_all else ()))
+        return (f"-O{self.opt}", *(("-DFUZZ_NO_CALLS",) if self.inline_all else ()), *self.extra)
 
     def describe(self) -> str:
-        return f"-O{self.opt}" + (" -DFUZZ_NO_CALLS" if self.inline_all else "")
+        return " ".join(self.flags()[: 2 if self.inline_all else 1] + self.extra) + (" (codegen -O0)" if self.codegen_O0
+                                                                                     else "")
 
 
 @dataclass
@@ -134,7 +139,17 @@ def build_host(text: str) -> ctypes.CDLL:
 
 
 def build_device(text: str, config: Config) -> bytes:
-    return _build(text, (*DEVICE, *config.flags()), ".hsaco").read_bytes()
+    if not config.codegen_O0:
+        return _build(text, (*DEVICE, *config.flags()), ".hsaco").read_bytes()
+    bitcode = _build(text, (*DEVICE, *config.flags(), "-emit-llvm"), ".bc")
+    obj = bitcode.with_suffix(".O0.o")
+    if not obj.exists():  # the optimised IR through the backend with its optimisations off, then linked
+        subprocess.run([CLANG, "--target=amdgcn-amd-amdhsa", "-mcpu=gfx950", "-nogpulib", "-O0", "-c", str(bitcode),
+                        "-o", str(obj)], check=True, capture_output=True)
+    image = obj.with_suffix(".hsaco")
+    if not image.exists():
+        subprocess.run([LLD, "-shared", str(obj), "-o", str(image)], check=True, capture_output=True)
+    return image.read_bytes()
 
 
 def run_host(lib: ctypes.CDLL, p: Program, buffers: Buffers) -> Buffers:
@@ -170,12 +185,12 @@ def compare(p: Program, host: Buffers, dev: Buffers) -> Verdict:
     return Verdict(p.seed, "ok")
 
 
-def check(programs: list[Program], config: Config) -> list[Verdict]:
+def check(programs: list[Program], config: Config, timeout: float = HANG_SECONDS) -> list[Verdict]:
     """Build the programs as one unit for both sides and compare each; a build failure is the
     generator's bug and raises."""
     text = source(programs)
     lib, image = build_host(text), build_device(text, config)
-    rt = EmuRuntime(workers=1, timeout=HANG_SECONDS)
+    rt = EmuRuntime(workers=1, timeout=timeout)
     verdicts = []
     for p in programs:
         buffers = inputs(p.seed, p.lanes)
@@ -259,7 +274,7 @@ def reduce(p: Program, config: Config, verdict: Verdict, seconds: float = 300.0)
             if time.monotonic() > stop:
                 break
             old = slots[i]
-            for new in [k for k in old.kids if k.ty == old.ty] + [_zero(old.ty)]:
+            for new in [k for k in old.kids if k.ty == old.ty and not old.bound] + [_zero(old.ty)]:
                 if new.render() == old.render():
                     continue
                 slots[i] = new
@@ -295,17 +310,18 @@ class Tally:
         return "\n".join(lines)
 
 
-def campaign(seeds: range, configs: list[Config], batch: int, log: Callable[[str], None]) -> Tally:
+def campaign(seeds: Sequence[int], configs: list[Config], batch: int, log: Callable[[str], None],
+             timeout: float = HANG_SECONDS) -> Tally:
     tally = Tally()
-    for start in range(seeds.start, seeds.stop, batch):
-        chunk = range(start, min(start + batch, seeds.stop))
+    for start in range(0, len(seeds), batch):
+        chunk = seeds[start: start + batch]
         for config in configs:
             programs = [generate(s, config.features) for s in chunk]
-            for v in check(programs, config):
+            for v in check(programs, config, timeout):
                 tally.add(config, v)
                 if v.status not in ("ok", "refused"):
                     log(f"seed {v.seed} {config.describe()}: {v.status}: {v.detail.strip().splitlines()[-1]}")
-        log(f"seeds {seeds.start}..{chunk.stop - 1} done")
+        log(f"seeds {seeds[0]}..{chunk[-1]} done")
     return tally
 
 
@@ -330,19 +346,25 @@ def main() -> int:
     ap.add_argument("--inline-all-at-O0", action="store_true", help="-DFUZZ_NO_CALLS at -O0")
     ap.add_argument("--batch", type=int, default=40, help="programs per compilation unit")
     ap.add_argument("--show", action="store_true", help="print the program's source")
+    ap.add_argument("--device-flag", action="append", default=[], help="a further gfx950 compiler flag")
+    ap.add_argument("--seeds", help="check these seeds only, comma-separated")
+    ap.add_argument("--codegen-O0", action="store_true", help="optimise the IR at --opt, generate code at -O0")
     ap.add_argument("--reduce", type=float, default=300.0, help="seconds to reduce each failure (0: do not)")
+    ap.add_argument("--timeout", type=float, default=HANG_SECONDS, help="seconds a launch may run")
     a = ap.parse_args()
     feats = features(a.without + (",recursion" if a.recursion else ""))
     try:
         opts = [int(o) for o in a.opt.split(",")]
     except ValueError:
         raise SystemExit(f"--opt {a.opt!r}: give levels such as 0,1,3") from None
-    configs = [Config(o, feats, a.inline_all_at_O0 and o == 0) for o in opts]
-    seeds = range(a.seed, a.seed + 1) if a.seed is not None else range(a.first, a.first + a.count)
+    configs = [Config(o, feats, a.inline_all_at_O0 and o == 0, tuple(a.device_flag), a.codegen_O0) for o in opts]
+    seeds: Sequence[int] = range(a.seed, a.seed + 1) if a.seed is not None else range(a.first, a.first + a.count)
+    if a.seeds:
+        seeds = [int(s) for s in a.seeds.split(",")]
     if a.show and a.seed is not None:
         print(source([generate(a.seed, feats)]))
     t0 = time.monotonic()
-    tally = campaign(seeds, configs, a.batch, lambda line: print(line, flush=True))
+    tally = campaign(seeds, configs, a.batch, lambda line: print(line, flush=True), a.timeout)
     print(tally.table())
     print(f"{sum(tally.counts.values())} programs in {time.monotonic() - t0:.0f} s")
     for config, v in tally.failures[:20]:
