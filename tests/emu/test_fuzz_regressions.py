@@ -71,3 +71,13 @@ def test_fma_of_an_overflowing_product_and_an_infinity() -> None:
   double t = __builtin_fma(big, 0x1p-2000, -__builtin_inf());
   return mix(mix(hf64(r), hf64(s)), hf64(t));"""
     assert_matches_host("fmainf", body, 1, pattern=r"v_fma_f64 ")
+
+
+def test_packed_f32_fma_with_inline_constants() -> None:
+    """-O3 vectorizes a loop of fmaf(x, 0, -1) into v_pk_fma_f32 with inline constants 0 and -1.0:
+    an inline constant of a packed-f32 operand is the 32-bit constant (LLVM clears op_sel_hi so the
+    high half takes it too); the emulator read the 64-bit -1.0, whose low dword is 0."""
+    body = """float arr[32];
+  for (u32 j = 0; j < 32u; ++j) arr[j] = __builtin_fmaf(0.0f, bf32(in[j]), -1.0f);
+  return mix(mix(hf32(arr[lane & 31u]), hf32(arr[(lane + 7u) & 31u])), (u64)cvt_i32(arr[in[lane] & 31u]));"""
+    assert_matches_host("pkfma", body, 3, pattern=r"v_pk_fma_f32 v\[\d+:\d+\], [sv]\[\d+:\d+\], 0, -1\.0")
