@@ -422,7 +422,8 @@ class Gen:
         if k == 11:
             return Expr(ty, "(@0 < @1 ? @0 : @1)" if r.random() < 0.5 else "(@0 > @1 ? @0 : @1)",
                         [self.leaf(ty, scope, 0), self.leaf(ty, scope, 0)])
-        if k == 12 and self.helpers and self.budget > 0:
+        if k == 12 and self.helpers and self.budget > 0 and not any(v.name.startswith("j") for v in scope):
+            # not in a loop: calls there multiply the work, and emulating -O0 code is slow
             return self.convert(self.call(scope, d), ty)
         return self.leaf(ty, scope, d)
 

@@ -21,7 +21,7 @@ from wgrad_cli.emu import vector_ops
 # File-scope variables wait for a loader that maps the code object's data; -O0 inlines every call
 # while the emulator refuses kernels with a dynamic stack.
 FEATURES = Features(globals_=False)
-SEEDS = {0: range(40), 1: range(120), 3: range(120)}  # -O0 code emulates ~10x slower
+SEEDS = {0: range(30), 1: range(100), 3: range(100)}  # -O0 code emulates ~10x slower
 BATCH = 40
 
 
