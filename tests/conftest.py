@@ -8,13 +8,16 @@ from pathlib import Path
 import pytest
 
 from wgrad_cli.abi import Dims
+from wgrad_cli.backends.registry import open_runtime
 from wgrad_cli.build import BuildJob, run_builds
 from wgrad_cli.cache import Cache
 from wgrad_cli.errors import ToolchainError
 from wgrad_cli.kernelspec import KernelSpec, load_specs
-from wgrad_cli.runtime import DriverError, Runtime, open_runtime
+from wgrad_cli.errors import DriverError
+from wgrad_cli.runtime import Runtime
 from wgrad_cli.targets import TARGETS, Target
-from wgrad_cli.toolchain import Compiler, Toolchains
+from wgrad_cli.compilers import Compiler
+from wgrad_cli.toolchain import Toolchains
 
 REPO = Path(__file__).resolve().parent.parent
 

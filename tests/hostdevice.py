@@ -23,7 +23,8 @@ import numpy as np
 from wgrad_cli.abi import Dims
 from wgrad_cli.problem import Problem
 from wgrad_cli.reference import grad_w
-from wgrad_cli.runtime import DeviceInfo, DriverError, Reading
+from wgrad_cli.errors import DriverError
+from wgrad_cli.runtime import DeviceInfo, Reading
 
 
 class HostDevice:

@@ -8,7 +8,7 @@ from typing import Any
 
 from wgrad_cli.check import Comparison
 from wgrad_cli.records import BenchRow, Errors, ShapeRef, VerifyRow, build
-from wgrad_cli.report import write_json
+from wgrad_cli.document import write_json
 from wgrad_cli.results import save
 from wgrad_cli.stats import summarize
 
@@ -54,3 +54,15 @@ def write(path: Path, command: str, records: list[Any], **extra: Any) -> Path:
     else:
         save(path, None, command, records, **extra)
     return path
+
+
+# one experiment's rows, and the provenance every file of that run shares (compare refuses others)
+BENCH = [bench_row(-1, "calibration", 0.004), bench_row(0, "a", 1.0), bench_row(1, "b", 2.0)]
+VERIFY = [verify_row(0, "a", True), verify_row(1, "b", True)]
+SAME_RUN = {"config": "configs/smoke.yaml", "config_sha256": "c0ffee", "target": "gfx950", "seed": 1,
+            "device": {"name": "AMD Instinct MI355X"}}
+
+
+def shard(path: Path, i: int, n: int, records: list[BenchRow], sha: str = "c0ffee") -> Path:
+    """Shard i of n of the run, as bench --shard writes it."""
+    return write(path, "bench", records, **{**SAME_RUN, "config_sha256": sha}, shard=[i, n])

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_cli_errors import assert_user_error
+from clirun import assert_user_error
 from rows import write
-from test_compare import BENCH
+from rows import BENCH
 
 from wgrad_cli.cli import cli
 from wgrad_cli.records import to_json
-from wgrad_cli.report import write_json
+from wgrad_cli.document import write_json
 
 UNREADABLE = {
     "binary": b"\x7fELF\x02\x01\x01\x00\x00\xff\xfe",

@@ -14,11 +14,12 @@ import pytest
 from wgrad_cli.abi import Dims
 from wgrad_cli.build import BuildJob, build_one, run_builds
 from wgrad_cli.cache import Cache
-from wgrad_cli.codeobject import amd_metadata
+from wgrad_cli.hsaco import metadata as amd_metadata
 from wgrad_cli.config import load_config
 from wgrad_cli.kernelspec import KernelSpec
 from wgrad_cli.shipped import CONFIGS_DIR
-from wgrad_cli.toolchain import Compiler, Toolchains
+from wgrad_cli.compilers import Compiler
+from wgrad_cli.toolchain import Toolchains
 
 SMALL = Dims(256, 256, 256, 2)
 HEADER_KERNEL = """#include "scale.h"

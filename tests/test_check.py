@@ -1,4 +1,4 @@
-"""compare(): the tolerance policy of ABI.md, on real problems and on hand-made values."""
+"""compare(): the tolerance policy of docs/numerics.md, on real problems and on hand-made values."""
 
 from __future__ import annotations
 

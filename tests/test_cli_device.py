@@ -10,11 +10,12 @@ from click.testing import CliRunner, Result
 from rows import bench_row as bench_record
 from rows import verify_row as verify_record
 from rows import write
-from test_compare import BENCH, VERIFY, shard
+from rows import BENCH, VERIFY, shard
 
+from wgrad_cli.backends.registry import open_runtime
 from wgrad_cli.cli import cli
-from wgrad_cli.report import write_json
-from wgrad_cli.runtime import DriverError, open_runtime
+from wgrad_cli.document import write_json
+from wgrad_cli.errors import DriverError
 from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.targets import TARGETS
 
@@ -40,7 +41,7 @@ def test_compare_regression_exits_1(tmp_path: Path) -> None:
     new = write(tmp_path / "new.json", "bench", [BENCH[0], bench_record(0, "a", 1.1), BENCH[2]])
     result = run("compare", base, new)
     assert result.exit_code == 1, result.output
-    assert "wgrad compare: " in result.stdout
+    assert "wgrad compare:" in result.stdout
     assert "slower" in result.stdout
     assert result.stderr.splitlines() == ["regression reference on a (cold, run 1): median 1 -> 1.1 ms (+10.0%), "
                                           "beyond the noise (1%) and 5%"]
@@ -52,7 +53,7 @@ def test_compare_without_regression_exits_0(tmp_path: Path, command: str, record
     base, new = write(tmp_path / "base.json", command, records), write(tmp_path / "new.json", command, records)
     result = run("compare", base, new)
     assert result.exit_code == 0, result.output
-    assert "wgrad compare: " in result.stdout and "reference" in result.stdout
+    assert "wgrad compare:" in result.stdout and "reference" in result.stdout
     assert result.stderr == "" and result.stdout.splitlines()[-1].startswith("compare: ")
 
 

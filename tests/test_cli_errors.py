@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from clirun import assert_user_error
 
 from wgrad_cli.cli import cli
 
@@ -39,17 +40,6 @@ def write(tmp_path: Path, text: str, name: str = "c.yaml") -> Path:
 
 def run(*args: str | Path) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def assert_user_error(result: Result, *phrases: str) -> list[str]:
-    """Status 2, nothing on stdout, no traceback; returns the stderr lines."""
-    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
-    assert isinstance(result.exception, SystemExit)
-    assert result.stdout == ""
-    assert "Traceback" not in result.output
-    for phrase in phrases:
-        assert phrase in result.stderr
-    return result.stderr.splitlines()
 
 
 def assert_bad_config_lines(lines: list[str], config: Path) -> None:

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from wgrad_cli.toolchain import Compiler
-from wgrad_cli.codeobject import (CodeObjectError, Param, amd_metadata, amd_params, check_params, cubin_params,
-                                  mangled_kinds, match_symbol, nvidia_kernel_params, nvidia_resources)
+from wgrad_cli.compilers import Compiler
+from wgrad_cli.codeobject import CodeObjectError, Param, check_params, mangled_kinds, match_symbol
+from wgrad_cli.cubin import arguments as cubin_params, kernel_params as nvidia_kernel_params, resources as nvidia_resources
+from wgrad_cli.hsaco import metadata as amd_metadata, arguments as amd_params
 
 
 def test_match_symbol() -> None:

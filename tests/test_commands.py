@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from wgrad_cli import toolchain
+from wgrad_cli.backends import sm90a
+from wgrad_cli.compilers import Candidate
 
 from wgrad_cli.cli import cli
-from wgrad_cli.commands import shard_jobs
+from wgrad_cli.selection import shard_jobs
 from wgrad_cli.shipped import CONFIGS_DIR
 
 RECORD_KEYS = {"shape", "kernel", "target", "ok", "code_object", "compile_seconds", "cache_hit", "resources", "compiler",
@@ -30,7 +31,7 @@ def test_build_writes_one_record_per_kernel_target_shape(repo: Path, tmp_path: P
     result = run("build", "--config", str(config), "--cache-dir", str(tmp_path / "c"), "--json", str(tmp_path / "b.json"))
     assert result.exit_code == 0, result.stdout + result.stderr
     doc = json.loads((tmp_path / "b.json").read_text())
-    assert doc["tool"] == "wgrad" and doc["command"] == "build" and doc["config"] == str(config)
+    assert doc["tool"] == "wgrad" and doc["command"] == "build" and doc["config"] == "smoke"  # shipped: by name
     records = doc["records"]
     assert len(records) == 2 * 4  # two targets x four shapes
     assert all(set(r) == RECORD_KEYS and r["ok"] and Path(r["code_object"]).exists() for r in records)
@@ -111,8 +112,7 @@ def test_isa_option_writes_files(repo: Path, tmp_path: Path, amd_compiler: objec
 def no_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
     """A machine without the CUDA toolkit: every sm_90a candidate is missing."""
     monkeypatch.delenv("WGRAD_NVCC", raising=False)
-    monkeypatch.setattr(toolchain, "nvidia_candidates",
-                        lambda nvcc: iter([toolchain.Candidate("nvcc on PATH", None, "not found")]))
+    monkeypatch.setattr(sm90a, "candidates", lambda nvcc: iter([Candidate("nvcc on PATH", None, "not found")]))
 
 
 def test_a_missing_compiler_skips_its_target_in_one_line(tmp_path: Path, amd_compiler: object,

@@ -8,23 +8,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from rows import bench_row, verify_row, write
+from rows import BENCH, SAME_RUN, VERIFY, bench_row, shard, verify_row, write
 
 from wgrad_cli.cli import cli
 from wgrad_cli.compare import compare_docs, merge_docs, noise_verdict, summary
 from wgrad_cli.errors import WgradError
-from wgrad_cli.records import BenchRow, read_document, to_json
+from wgrad_cli.records import read_document, to_json
 from wgrad_cli.tables import compare_table
-
-BENCH = [bench_row(-1, "calibration", 0.004), bench_row(0, "a", 1.0), bench_row(1, "b", 2.0)]
-VERIFY = [verify_row(0, "a", True), verify_row(1, "b", True)]
-SAME_RUN = {"config": "configs/smoke.yaml", "config_sha256": "c0ffee", "target": "gfx950", "seed": 1,
-            "device": {"name": "AMD Instinct MI355X"}}
-
-
-def shard(path: Path, i: int, n: int, records: list[BenchRow], sha: str = "c0ffee") -> Path:
-    return write(path, "bench", records, **{**SAME_RUN, "config_sha256": sha}, shard=[i, n])
-
 
 def compare(tmp_path: Path, command: str, base: list[Any], new: list[Any], threshold: float = 0.05,
             **new_run: Any) -> tuple[str, list[str]]:

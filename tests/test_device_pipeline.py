@@ -4,6 +4,7 @@ the host stand-in for an AMD GPU (tests/hostdevice.py), since no machine here ha
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,12 @@ from hostdevice import HostDevice
 from wgrad_cli.abi import Dims
 from wgrad_cli.cli import cli
 from wgrad_cli.kernelspec import KernelSpec
-from wgrad_cli.runtime import DriverError, Runtime
+from wgrad_cli.errors import DriverError
+from wgrad_cli.runtime import Runtime
 from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.stopping import REASONS
-from wgrad_cli.toolchain import Compiler
+from wgrad_cli.compilers import Compiler
+from wgrad_cli.device_commands import bench_command
 
 FAST = ["--min-samples", "3", "--min-time", "0", "--timeout", "0.5", "--warmup", "1"]
 
@@ -130,15 +133,15 @@ def test_bench_keeps_the_rows_finished_before_a_failure(host: HostDevice, repo: 
 def test_bench_says_each_step_as_it_starts(host: HostDevice, repo: Path, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The progress bar names what runs now (a long measurement, the baselines' compile), not what ended."""
-    from wgrad_cli import device_commands
+    commands = sys.modules[bench_command.__module__]  # the module bench_command looks bench up in
     steps: list[str] = []
-    real = device_commands.bench
+    real = commands.bench
 
     def bench(*args: Any) -> Any:
         *rest, on_step, on_done = args
         return real(*rest, lambda what: (steps.append(what), on_step(what)), on_done)
 
-    monkeypatch.setattr(device_commands, "bench", bench)
+    monkeypatch.setattr(commands, "bench", bench)
     r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", "--shape", "gaps",
             "--repeat", "2", *FAST, "--no-save")
     assert r.exit_code == 0, r.output

@@ -1,6 +1,6 @@
 """Extreme scales and NaN inputs through each kernel on a GPU (marked gpu), against numpy.
 
-What each case does, as ABI.md settles it and README.md documents it:
+What each case does, as docs/kernel-contract.md settles it and docs/numerics.md documents it:
 - 2^-127 x 2^127 (e8m0 0 and 254): exact in fp32, the reference kernel passes. The hopper kernel
   dequantizes to bf16 first, and an e4m3 value below 2^-3 times 2^-127 falls under bf16's normal
   range (2^-126), where bf16 keeps fewer bits than e4m3 has: it reports mismatches.
@@ -29,7 +29,8 @@ from wgrad_cli.launch import prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms
 from wgrad_cli.routing import Routing
-from wgrad_cli.runtime import KERNEL_TIMEOUT_S, Runtime
+from wgrad_cli.options import KERNEL_TIMEOUT_S
+from wgrad_cli.runtime import Runtime
 from wgrad_cli.targets import Target
 from wgrad_cli.waiting import settle
 

@@ -12,13 +12,14 @@ from hostdevice import HostDevice
 from wgrad_cli.abi import Dims
 from wgrad_cli.build import BuildJob, run_builds
 from wgrad_cli.cache import Cache
-from wgrad_cli.codeobject import amd_metadata
+from wgrad_cli.hsaco import metadata as amd_metadata
 from wgrad_cli.errors import ConfigError, WgradError
 from wgrad_cli.kernelspec import KernelSpec, load_specs
 from wgrad_cli.launch import prepare
 from wgrad_cli.targets import TARGETS
-from wgrad_cli import toolchain
-from wgrad_cli.toolchain import Compiler, Toolchains
+from wgrad_cli.backends import gfx950
+from wgrad_cli.compilers import Compiler
+from wgrad_cli.toolchain import Toolchains
 
 DIMS = Dims(128, 256, 256, 1)
 
@@ -77,8 +78,8 @@ def test_a_stock_rocm_install_is_found_without_rocm_path(tmp_path: Path, monkeyp
     for tool in ("clang", "ld.lld"):  # a clang that reports ROCm's version, and its linker beside it
         (rocm / "llvm" / "bin" / tool).write_text("#!/bin/sh\necho 'AMD clang version 20.0.0git (roc-7.1.0)'\n")
         (rocm / "llvm" / "bin" / tool).chmod(0o755)
-    monkeypatch.setattr(toolchain, "DEFAULT_ROCM", str(rocm))
-    found = [c for c in toolchain.amd_candidates(None, None, tmp_path / "shim")]
+    monkeypatch.setattr(gfx950, "DEFAULT_ROCM", str(rocm))
+    found = [c for c in gfx950.candidates(None, None, tmp_path / "shim")]
     names = [c.name for c in found]
     assert names.index(f"{rocm}/bin/hipcc") == names.index("hipcc on PATH") + 1
     stock = found[names.index(f"{rocm}/llvm/bin/clang")]

@@ -58,8 +58,8 @@ class HipPython:
 
 
 def smoke_config() -> Path:
-    """The shipped smoke config, in the package or (older checkouts) at the top level."""
-    return next(p for p in (REPO / "wgrad_cli/configs/smoke.yaml", REPO / "configs/smoke.yaml") if p.exists())
+    """The shipped smoke config."""
+    return REPO / "configs" / "smoke.yaml"
 
 
 @pytest.fixture(scope="session")

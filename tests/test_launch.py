@@ -19,9 +19,11 @@ from wgrad_cli.reference import grad_w, row_norms
 from wgrad_cli.routing import Routing
 from wgrad_cli.build import BuildJob, run_builds
 from wgrad_cli.cache import Cache
-from wgrad_cli.runtime import KERNEL_TIMEOUT_S, DeviceInfo, Runtime
+from wgrad_cli.options import KERNEL_TIMEOUT_S
+from wgrad_cli.runtime import DeviceInfo, Runtime
 from wgrad_cli.targets import TARGETS, Target
-from wgrad_cli.toolchain import Compiler, Toolchains
+from wgrad_cli.compilers import Compiler
+from wgrad_cli.toolchain import Toolchains
 from wgrad_cli.waiting import settle
 
 SMALL = Dims(256, 256, 512, 2)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-SHIPPED = ["results/h200/bench-large-autotuned.json", "results/h200/verify-unseen-seed77-v24.json",
-           "results/h200/bench-smoke.json"]
+SHIPPED = ["results/h200/bench-large.json", "results/h200/verify-unseen-seed77.json",
+           "results/h200/bench-smoke-reference.json"]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 

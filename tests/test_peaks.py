@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wgrad_cli.peaks import flush_bytes, peak
+from wgrad_cli.backends.registry import peak
+from wgrad_cli.peaks import flush_bytes
 from wgrad_cli.runtime import DeviceInfo
 
 MiB = 1 << 20
@@ -58,4 +59,4 @@ def test_unknown_device() -> None:
     (A100, 2 * 40 * MiB),  # unknown device: the driver's L2
 ], ids=["gfx950", "gfx950-large-l2", "h200", "unknown"])
 def test_flush_bytes(dev: DeviceInfo, expected: int) -> None:
-    assert flush_bytes(dev) == expected
+    assert flush_bytes(dev, peak(dev)) == expected

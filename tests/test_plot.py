@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from wgrad_cli.cli import cli
 
-FILES = ["results/h200/bench-large-autotuned.json", "results/h200/bench-deepseek-v3-autotuned.json"]
+FILES = ["results/h200/bench-large.json", "results/h200/bench-deepseek-v3.json"]
 
 
 def _plot(repo: Path, *args: str) -> tuple[int, str, str]:
@@ -39,7 +39,7 @@ def test_png_and_svg_from_committed_results(repo: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("matplotlib")
-@pytest.mark.parametrize("bad, says", [("results/h200/verify-smoke.json", "a 'verify' document"),
+@pytest.mark.parametrize("bad, says", [("results/h200/verify-smoke-reference.json", "a 'verify' document"),
                                        ("results/h200/no-such-file.json", "cannot read it")])
 def test_bad_input_is_one_line_and_exit_2(repo: Path, tmp_path: Path, bad: str, says: str) -> None:
     out = tmp_path / "p.svg"

@@ -24,7 +24,7 @@ E4M3 = ml_dtypes.float8_e4m3fn
 
 
 def byte_index(rows: int, M: int) -> np.ndarray:
-    """(rows, M) index into the flat packed scale array, straight from ABI.md."""
+    """(rows, M) index into the flat packed scale array, straight from docs/kernel-contract.md."""
     r = np.arange(rows)[:, None]
     m = np.arange(M)[None, :]
     return ((m // 128) * rows + r) * 4 + (m // 32) % 4

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
-import pytest
+from typing import Any
 
+import pytest
+from click.testing import CliRunner
+
+from wgrad_cli.cli import cli
 from wgrad_cli.errors import WgradError
-from wgrad_cli.records import SCHEMA, read_document, to_json
+from wgrad_cli.records import SCHEMA, SHOWN, BenchRow, Ratio, VerifyRow, read_document, to_json
 from wgrad_cli.results import default_path, save
+from wgrad_cli.shipped import CONFIGS_DIR, config_name
 
 from rows import bench_row, verify_row, write
 
@@ -48,12 +54,12 @@ def test_save_csv_flattens(tmp_path: Path) -> None:
 
 
 def test_every_committed_results_file_loads_typed(repo: Path) -> None:
-    files = sorted(p for p in (repo / "results").rglob("*.json") if "selfbench" not in p.name)
+    files = sorted((repo / "results").rglob("*.json"))
     assert files
+    kinds = {"bench": BenchRow, "verify": VerifyRow, "selfbench": Ratio}
     for path in files:
-        doc = read_document(path)
-        assert doc.records and all(type(r).__name__ == ("BenchRow" if doc.command == "bench" else "VerifyRow")
-                                   for r in doc.records)
+        doc = read_document(path, SHOWN)
+        assert doc.records and all(type(r) is kinds[doc.command] for r in doc.records)
 
 
 def test_schema_1_files_upgrade_and_newer_ones_are_refused(tmp_path: Path) -> None:
@@ -144,3 +150,37 @@ def test_default_path(shard: tuple[int, int] | None, name: str) -> None:
     assert default_path("verify", Path("configs/smoke.yaml"), "gfx950", shard) == Path("results") / name
     assert default_path("bench", Path("/x/ci.yaml"), "sm_90", shard) == Path("results") / name.replace(
         "verify-smoke-gfx950", "bench-ci-sm_90")
+
+
+def test_a_shipped_config_is_named_and_a_users_config_keeps_the_path_given(tmp_path: Path) -> None:
+    assert config_name(CONFIGS_DIR / "odd.yaml") == "odd"
+    assert config_name(Path("my/own.yaml")) == "my/own.yaml"
+    assert config_name(tmp_path / "odd.yaml") == str(tmp_path / "odd.yaml")  # a user's file of a shipped name
+
+
+def test_a_file_that_names_its_config_by_an_absolute_path_reads_as_it_is(repo: Path) -> None:
+    """Files written before configs were named record the path the run resolved the config to."""
+    path = repo / "tests" / "data" / "bench-config-by-path.json"
+    doc = read_document(path)
+    assert doc.get("config") == "/work/main/wgrad_cli/configs/large.yaml" and len(doc.bench_rows) == 3
+    shown = CliRunner().invoke(cli, ["show", str(path)])
+    assert shown.exit_code == 0 and "bf16-grouped" in shown.output
+
+
+ABSOLUTE = re.compile(r"(?:^|[\s=(\"'])(?:/|~/)[\w.-]+/")  # /root/out/..., ~/x/...: a path of the machine that ran it
+
+
+def strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def test_no_committed_results_file_holds_an_absolute_path(repo: Path) -> None:
+    assert ABSOLUTE.search("--json=/root/out/b.json") and not ABSOLUTE.search("generate (M=8) / as many, $OUT/b.json")
+    files = sorted((repo / "results").rglob("*.json"))
+    found = [f"{path.relative_to(repo)}: {s}" for path in files for s in strings(json.loads(path.read_text()))
+             if ABSOLUTE.search(s)]
+    assert files and found == []

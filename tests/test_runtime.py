@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from wgrad_cli.runtime import DriverError, c_text, open_runtime
+from wgrad_cli.backends.registry import open_runtime
+from wgrad_cli.errors import DriverError
+from wgrad_cli.runtime import c_text
 
 
 def _shim(vendor: str) -> tuple[Any, Any, Any]:

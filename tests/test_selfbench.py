@@ -1,7 +1,9 @@
-"""selfbench end to end on tiny sizes: every row present, each a ratio of two measured times."""
+"""selfbench end to end on tiny sizes: every row present, each a ratio of two measured times, shown again by show."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -16,7 +18,9 @@ def test_selfbench_small(repo: Path, tmp_path: Path, amd_compiler: object, nvcc:
     result = CliRunner().invoke(cli, ["selfbench", "--size", "512", "--experts", "2", "--build-config",
                                       str(CONFIGS_DIR / "smoke.yaml"), "--json", str(out)])
     assert result.exit_code in (0, 1), result.output  # 1: a target missed (likely at this toy size)
-    records = json.loads(out.read_text())["records"]
+    doc = json.loads(out.read_text())
+    records = doc["records"]
+    assert doc["build_config"] == "smoke"  # a shipped config by its name, not a path of this machine
     assert [r["name"] for r in records] == [
         "problem generation",
         "reference time, float64", "  of which BLAS, float64", "  of which first touch, float64",
@@ -28,3 +32,6 @@ def test_selfbench_small(repo: Path, tmp_path: Path, amd_compiler: object, nvcc:
     warm = records[-3]
     assert warm["ratio"] < 1  # a warm cache is faster than a cold one
     assert (result.exit_code == 0) == all(r["ok"] for r in records if not r["informational"])
+    shown = CliRunner().invoke(cli, ["show", "--format", "csv", str(out)])
+    assert shown.exit_code == 0, shown.output
+    assert [row["benchmark"] for row in csv.DictReader(io.StringIO(shown.output))] == [r["name"] for r in records]

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 from rows import bench_row, write
-from test_compare import BENCH, VERIFY
+from rows import BENCH, VERIFY
 
 from wgrad_cli.cli import cli
 from wgrad_cli.errors import WgradError
+from wgrad_cli.grid import FORMATS, set_layout
 from wgrad_cli.records import to_json
 from wgrad_cli.show import show_tables
 
@@ -48,3 +52,48 @@ def test_the_command_prints_tables_or_exits_2(tmp_path: Path) -> None:
     refused = CliRunner().invoke(cli, ["show", str(good), str(tmp_path / "nope.json")])
     assert refused.exit_code == 2 and "nope.json: cannot read it" in refused.output
     assert "Traceback" not in refused.output and "calibration" not in refused.output
+
+
+def committed(repo: Path) -> list[Path]:
+    files = sorted((repo / "results").rglob("*.json"))
+    assert files
+    return files
+
+
+@pytest.mark.parametrize("form", FORMATS)
+def test_every_committed_file_prints_in_every_format(repo: Path, form: str) -> None:
+    files = committed(repo)
+    shown = CliRunner().invoke(cli, ["show", "--format", form, *map(str, files)])
+    assert shown.exit_code == 0, shown.output
+    if form == "json":
+        assert [t["title"].split(":")[0] for t in json.loads(shown.stdout)] == list(map(str, files))
+    elif form == "csv":
+        assert sum(line.split(",")[0] in ("kernel", "benchmark") for line in shown.stdout.splitlines()) == len(files)
+    else:
+        assert all(str(f) in " ".join(shown.stdout.split()) for f in files)
+
+
+def test_on_a_100_column_terminal_no_line_of_a_committed_file_is_wider(repo: Path) -> None:
+    """Tables fit the terminal (rich wraps their cells) and so do their titles (wrapped at spaces)."""
+    screen = io.StringIO()
+    console = Console(file=screen, width=100, force_terminal=True, soft_wrap=True, color_system=None)
+    set_layout("auto")
+    tables = show_tables(committed(repo))
+    for table in tables:
+        console.print(table)
+    lines = screen.getvalue().splitlines()
+    assert len(lines) > 100 and max(map(len, lines)) <= 100
+    words = " ".join(lines).split()
+    for table in tables:  # each title whole: wrapped, not cut
+        title = table.title.split()
+        assert any(words[i:i + len(title)] == title for i in range(len(words))), table.title
+
+
+def test_a_markdown_title_is_no_wider_than_its_table_or_80_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    name = Path("verify-" + "x" * 45 + ".json")
+    text = show_tables([write(name, "verify", VERIFY)])[0].markdown(wide=False)
+    title, table = text.split("\n\n")
+    width = max(80, *map(len, table.splitlines()))
+    assert len(" ".join(title.split())) > width and max(map(len, title.splitlines())) <= width
+    assert " ".join(title.split()).startswith(f"{name}: wgrad verify on an unnamed device, ")

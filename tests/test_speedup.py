@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from wgrad_cli.baselines import NAMES as BASELINES
+from wgrad_cli.baseline_names import NAMES as BASELINES
 from wgrad_cli.cli import cli
 from wgrad_cli.errors import WgradError
 from wgrad_cli.records import BenchRow, to_json

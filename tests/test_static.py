@@ -1,4 +1,4 @@
-"""Static checks as tests, so the one test command covers them: mypy --strict and ruff."""
+"""Static checks as tests, so the one test command covers them: mypy --strict, ruff and vulture."""
 
 from __future__ import annotations
 
@@ -15,6 +15,13 @@ def test_mypy_strict(repo: Path) -> None:
 def test_ruff(repo: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "wgrad_cli", "tests"], cwd=repo,
                           capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_no_unused_code(repo: Path) -> None:
+    """vulture, with the settings in pyproject.toml: a function, class, variable or attribute that
+    nothing uses fails (names only data formats or other programs read are listed there)."""
+    proc = subprocess.run([sys.executable, "-m", "vulture"], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

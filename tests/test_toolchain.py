@@ -14,7 +14,11 @@ from wgrad_cli.build import BuildJob, build_one
 from wgrad_cli.cache import Cache
 from wgrad_cli.errors import ToolchainError
 from wgrad_cli.kernelspec import KernelSpec
-from wgrad_cli.toolchain import Compiler, Toolchains, amd_candidates, nvidia_candidates
+from wgrad_cli.backends.gfx950 import candidates as amd_candidates
+from wgrad_cli.backends.sm90a import candidates as nvidia_candidates
+from wgrad_cli.backends.registry import backend
+from wgrad_cli.compilers import Compiler
+from wgrad_cli.toolchain import Toolchains
 
 
 def fake_clang(directory: Path, name: str, version: str) -> Path:
@@ -78,16 +82,16 @@ def test_rocm_path_gives_clang_hip_headers(amd_compiler: Compiler, tmp_path: Pat
         pytest.skip("needs a plain clang")
     rocm = str(tmp_path / "rocm")
     compiler = Toolchains(tmp_path / "shim", hip_cc=amd_compiler.argv0[0], rocm_path=rocm).select("gfx950", True)
-    argv = compiler.compile_argv("gfx950", Path("k.cpp"), Path("k.hsaco"), Path("k.d"), {"WGRAD_M": 128}, (), ("-O3",))
+    argv = backend("gfx950").compile_argv(compiler, Path("k.cpp"), Path("k.hsaco"), Path("k.d"), {"WGRAD_M": 128}, (), ("-O3",))
     assert f"--rocm-path={rocm}" in argv and "-nogpuinc" not in argv
 
 
 def test_command_lines(amd_compiler: Compiler, nvcc: Compiler) -> None:
     defines = {"WGRAD_M": 256, "WGRAD_N": 512}
-    amd = amd_compiler.compile_argv("gfx950", Path("s.cu"), Path("o.hsaco"), Path("o.d"), defines, (Path("/inc"),), ("-O3",))
+    amd = backend("gfx950").compile_argv(amd_compiler, Path("s.cu"), Path("o.hsaco"), Path("o.d"), defines, (Path("/inc"),), ("-O3",))
     assert {"--offload-arch=gfx950", "--offload-device-only", "-DWGRAD_M=256", "-DWGRAD_N=512", "-I/inc", "-O3"} <= set(amd)
     assert amd[-4:] == ["-c", "s.cu", "-o", "o.hsaco"]
-    nv = nvcc.compile_argv("sm_90a", Path("s.cu"), Path("o.cubin"), Path("o.d"), defines, (), ("-O3",))
+    nv = backend("sm_90a").compile_argv(nvcc, Path("s.cu"), Path("o.cubin"), Path("o.d"), defines, (), ("-O3",))
     assert {"-arch=sm_90a", "-cubin", "--resource-usage", "-DWGRAD_M=256"} <= set(nv) and nv[-3:] == ["s.cu", "-o", "o.cubin"]
 
 

@@ -1,4 +1,4 @@
-"""The grouped MXFP8 wgrad kernel contract (shared/ABI.md): arguments, layouts and input rules.
+"""The grouped MXFP8 wgrad kernel contract (docs/kernel-contract.md): arguments, layouts and input rules.
 
 Every kernel wgrad builds implements this one ABI, so the contract lives here once and the
 kernel specs only name it.
@@ -37,7 +37,7 @@ class Arg:
 
     name: str
     dtype: str  # numpy-style name of the element type
-    layout: str  # shape, as in ABI.md
+    layout: str  # shape, as docs/kernel-contract.md writes it
 
     def shape(self, d: Dims) -> tuple[int, ...]:
         return {

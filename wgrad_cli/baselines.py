@@ -40,13 +40,10 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.abi import BLOCK, STEP
+from wgrad_cli.baseline_names import NAMES
 from wgrad_cli.errors import WgradError
 from wgrad_cli.problem import Problem
 
-NAMES = ("torch-grouped", "torch-loop", "compiled-grouped", "compiled-loop", "autotuned-grouped", "compiled-dequant",
-         "bf16-ceiling", "bf16-grouped", "bf16-loop", "fp8-ceiling")
-# dequantization and GEMM timed; dequantization alone; the one GEMM; the GEMMs on this shape, not dequantizing
-TORCH_PATHS, DEQUANT, CEILING, SAME_SHAPE = NAMES[:5], NAMES[5], NAMES[6], NAMES[7:9]
 
 
 def require_torch() -> Any:

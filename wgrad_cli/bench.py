@@ -23,16 +23,18 @@ from typing import Any, TypeVar
 
 from wgrad_cli import isolation
 from wgrad_cli.abi import Dims, flops, min_bytes
-from wgrad_cli.baselines import NAMES as BASELINES
+from wgrad_cli.baseline_names import NAMES as BASELINES
 from wgrad_cli.baselines import baselines, require_torch, spin
 from wgrad_cli.build import BuildJob
 from wgrad_cli.config import Shape
-from wgrad_cli.isolation import Crash, Crashed
+from wgrad_cli.errors import Crashed
+from wgrad_cli.isolation import Crash
 from wgrad_cli.launch import DeviceProblem, Kernel, prepare, upload
 from wgrad_cli.measure import Flush, Measurement, measure
-from wgrad_cli.peaks import flush_bytes, peak
+from wgrad_cli.backends.registry import peak
+from wgrad_cli.peaks import flush_bytes
 from wgrad_cli.problem import Problem, generate
-from wgrad_cli.records import BenchRow, build
+from wgrad_cli.records import BenchRow, CodeObject, ShapeRef
 from wgrad_cli.results import order
 from wgrad_cli.routing import Routing
 from wgrad_cli.session import Record, Session
@@ -60,7 +62,7 @@ def _median(values: list[T]) -> T | None:
     return sorted(values)[len(values) // 2] if values else None
 
 
-def _record(s: Session, head: dict[str, Any], m: Measurement, run: int, plan: Plan, flush: Flush | None,
+def _record(s: Session, head: Head, batch: int, m: Measurement, run: int, plan: Plan, flush: Flush | None,
             work: tuple[int, int], spin_ms: float | None) -> BenchRow:
     """The row of one measurement. With plan.discard_throttled, samples flagged as throttled are left
     out of the figures (all are kept where every sample was)."""
@@ -75,18 +77,22 @@ def _record(s: Session, head: dict[str, Any], m: Measurement, run: int, plan: Pl
     powers = [r.power_w for r in m.readings if r.power_w is not None]
     caps = [r.power_capped for r in m.readings if r.power_capped is not None]
     power = _median(powers)
-    return build(BenchRow, {
-        **head, "seed": s.seed, "run": run, "cache": "hot" if plan.hot else "cold",
-        "flush_bytes": flush.nbytes if flush else 0, "flush": flush.kind if flush else None, **summary.to_json(),
-        "stop": m.stop, "wall_seconds": round(m.wall_seconds, 3), "flops": work[0], "min_bytes": work[1],
-        "tflops": tflops, "gbps": work[1] / seconds / 1e9,
-        "pct_peak": 100 * tflops / known.matrix_tflops if known and work[0] else None,
-        "clock_mhz": _median(clocks), "power_w": None if power is None else round(power, 1),
-        "power_capped": round(sum(caps) / len(caps), 3) if caps else None,
-        "spin_ms": None if spin_ms is None else round(spin_ms, 4),
-        "overlap": round(len(m.readings) / m.read, 3) if m.read else None,
-        "throttled": round(sum(m.throttled) / len(m.throttled), 3) if m.read else None,
-        "discarded": len(m.times_ms) - len(kept)}, "a bench row")
+    code = head.code
+    return BenchRow(
+        code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
+        build_errors=code.build_errors, index=head.index, kernel=head.kernel, target=head.target, shape=head.shape,
+        seed=s.seed, run=run, cache="hot" if plan.hot else "cold", samples=summary.samples,
+        median_ms=summary.median_ms, min_ms=summary.min_ms, p20_ms=summary.p20_ms, p80_ms=summary.p80_ms,
+        mean_ms=summary.mean_ms, rel_stdev=summary.rel_stdev, stop=m.stop, wall_seconds=round(m.wall_seconds, 3),
+        flops=work[0], min_bytes=work[1], tflops=float(tflops), gbps=float(work[1] / seconds / 1e9),
+        pct_peak=float(100 * tflops / known.matrix_tflops) if known and work[0] else None,
+        clock_mhz=_median(clocks), power_w=None if power is None else float(round(power, 1)),
+        power_capped=round(sum(caps) / len(caps), 3) if caps else None, calibration=head.calibration,
+        baseline=head.baseline, batch=batch, grid=head.grid, flush_bytes=flush.nbytes if flush else 0,
+        flush=flush.kind if flush else None, spin_ms=None if spin_ms is None else round(spin_ms, 4),
+        overlap=round(len(m.readings) / m.read, 3) if m.read else None,
+        throttled=round(sum(m.throttled) / len(m.throttled), 3) if m.read else None,
+        discarded=len(m.times_ms) - len(kept))
 
 
 def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool, what: str) -> int:
@@ -103,10 +109,25 @@ def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool, what:
     return max(1, min(HOT_MAX_BATCH, math.ceil(HOT_SAMPLE_MS / max(once, 1e-6))))
 
 
-def _head(s: Session, rec: Record, kernel: Kernel) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Head:
+    """What a row says about what ran: the record's kernel and shape, the code object (none for torch's
+    baselines) and the grid it was launched with."""
+
+    index: int
+    kernel: str
+    target: str
+    shape: ShapeRef
+    code: CodeObject
+    grid: int | None
+    baseline: bool = False
+    calibration: bool = False
+
+
+def _head(s: Session, rec: Record, kernel: Kernel) -> Head:
     """What a record says about its kernel, including the grid it was launched with (for a persistent
     kernel, what the device runs at once: launch.prepare)."""
-    return {**rec.to_json(), **s.code_object_json(rec.job), "baseline": False, "grid": kernel.grid}
+    return Head(rec.index, rec.job.kernel.name, rec.job.target, rec.shape_ref(), s.code_object(rec.job), kernel.grid)
 
 
 @dataclass(frozen=True)
@@ -117,13 +138,20 @@ class Plan:
     hot: bool
     repeat: int
     warmup: int
-    flush: str = "zero"  # measure.FLUSHES
+    flush: str = "zero"  # options.FLUSHES
     discard_throttled: bool = False
     baselines: tuple[str, ...] = BASELINES  # which baselines run, with_baselines
 
 
-# head, launch, stopping rule, repeats, and whether the launch is torch's (many launches: a spin goes ahead)
-Run = tuple[dict[str, Any], Callable[[], None], Criterion, int, bool]
+@dataclass(frozen=True)
+class Run:
+    """One thing measured on a shape's problem, `repeat` times."""
+
+    head: Head
+    launch: Callable[[], None]
+    criterion: Criterion
+    repeat: int
+    many: bool  # the launch is torch's, many launches: a spin goes ahead of each sample
 
 
 def _flush(s: Session, kind: str, ptr: int, nbytes: int) -> Flush:
@@ -162,7 +190,7 @@ def _measured(s: Session, plan: Plan, shape: Shape, runs: Callable[[DeviceProble
     """Upload the shape's problem, measure each of `runs` on it `plan.repeat` times (cold: after a flush of
     the last-level cache), and give their rows; `work` is (FLOPs, bytes), from the problem if None."""
     rows = []
-    nbytes = flush_bytes(s.rt.device)
+    nbytes = flush_bytes(s.rt.device, peak(s.rt.device))
     ptr = None if plan.hot or plan.flush == "read" else s.rt.alloc(nbytes)
     try:
         flush = None if plan.hot else _flush(s, plan.flush, ptr or 0, nbytes)
@@ -170,14 +198,14 @@ def _measured(s: Session, plan: Plan, shape: Shape, runs: Callable[[DeviceProble
         dev = upload(s.rt, p)
         try:
             work = work or (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims))
-            for head, fn, criterion, repeat, many in runs(dev, p):
-                what = f"{head['kernel']} on {shape.name}"
-                batch = launches_per_sample(s, fn, plan.hot, what)
-                ahead, spin_ms = _spin(s, fn, what) if many else (None, None)
-                for run in range(1, repeat + 1):
-                    m = measure(s.rt, s.events, fn, criterion, flush, plan.warmup, batch, s.kernel_timeout, what,
-                                ahead)
-                    rows.append(_record(s, {**head, "batch": batch}, m, run, plan, flush, work, spin_ms))
+            for r in runs(dev, p):
+                what = f"{r.head.kernel} on {shape.name}"
+                batch = launches_per_sample(s, r.launch, plan.hot, what)
+                ahead, spin_ms = _spin(s, r.launch, what) if r.many else (None, None)
+                for run in range(1, r.repeat + 1):
+                    m = measure(s.rt, s.events, r.launch, r.criterion, flush, plan.warmup, batch, s.kernel_timeout,
+                                what, ahead)
+                    rows.append(_record(s, r.head, batch, m, run, plan, flush, work, spin_ms))
         finally:
             dev.free()
     finally:
@@ -190,10 +218,10 @@ def calibrate(s: Session, plan: Plan) -> list[BenchRow]:
     """The calibration row: the empty kernel, one workgroup, timed as the shapes are."""
     empty = BuildJob(s.specs["empty"], s.target.name, CALIBRATION.dims)
 
-    def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
+    def runs(dev: DeviceProblem, _p: Problem) -> list[Run]:
         kernel = _kernel(s, empty, dev)
-        head = {**_head(s, Record(-1, empty, CALIBRATION), kernel), "calibration": True}
-        return [(head, kernel, replace(plan.criterion, max_samples=CALIBRATION_SAMPLES), 1, False)]
+        head = replace(_head(s, Record(-1, empty, CALIBRATION), kernel), calibration=True)
+        return [Run(head, kernel, replace(plan.criterion, max_samples=CALIBRATION_SAMPLES), 1, False)]
 
     return _measured(s, plan, CALIBRATION, runs, (0, 0))
 
@@ -202,9 +230,9 @@ def measure_record(s: Session, job: tuple[Plan, Record]) -> list[BenchRow]:
     """One kernel on one shape, `repeat` rows."""
     plan, rec = job
 
-    def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
+    def runs(dev: DeviceProblem, _p: Problem) -> list[Run]:
         kernel = _kernel(s, rec.job, dev)
-        return [(_head(s, rec, kernel), kernel, plan.criterion, plan.repeat, False)]
+        return [Run(_head(s, rec, kernel), kernel, plan.criterion, plan.repeat, False)]
 
     return _measured(s, plan, rec.shape, runs)
 
@@ -213,10 +241,9 @@ def measure_baselines(s: Session, job: tuple[Plan, Record]) -> list[BenchRow]:
     """The torch baselines on a record's shape, `repeat` rows each."""
     plan, rec = job
 
-    def runs(dev: DeviceProblem, p: Problem) -> list[Run]:
-        head = {**rec.to_json(), "baseline": True, "code_object_sha256": None, "compiler": None, "flags": None,
-                "build_errors": [], "grid": None}
-        return [({**head, "kernel": name}, fn, plan.criterion, plan.repeat, True)
+    def runs(_dev: DeviceProblem, p: Problem) -> list[Run]:
+        return [Run(Head(rec.index, name, rec.job.target, rec.shape_ref(), CodeObject(), None, baseline=True), fn,
+                    plan.criterion, plan.repeat, True)
                 for name, fn in baselines(p, plan.baselines).items()]
 
     return _measured(s, plan, rec.shape, runs)

@@ -16,12 +16,13 @@ from pathlib import Path
 from wgrad_cli.abi import Dims
 from wgrad_cli.atomic import write_text
 from wgrad_cli.cache import Cache, Entry, sha256_text
-from wgrad_cli.backends import backend
+from wgrad_cli.backends.registry import backend
 from wgrad_cli.codeobject import CodeObjectError, Resources
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
 from wgrad_cli.kernelspec import KernelSpec
 from wgrad_cli.targets import TARGETS
-from wgrad_cli.toolchain import Compiler, Toolchains
+from wgrad_cli.compilers import Compiler
+from wgrad_cli.toolchain import Toolchains
 
 ERROR_LINES = 12
 
@@ -93,8 +94,8 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
     source = job.kernel.source.resolve()
 
     def argv(out: Path, dep: Path, isa: bool = False) -> list[str]:
-        return compiler.compile_argv(job.target, source, out, dep, job.dims.defines(), job.kernel.include,
-                                     job.kernel.flags[job.target], isa)
+        return backend(job.target).compile_argv(compiler, source, out, dep, job.dims.defines(), job.kernel.include,
+                                                job.kernel.flags[job.target], isa)
 
     result = BuildResult(job, compiler=f"{compiler.kind} {compiler.version}")
     # the launch's dynamic shared memory enters the occupancy figures stored with the entry
@@ -110,7 +111,7 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
         entry = built
         result.compile_seconds = entry.meta["compile_seconds"]
     if isa_dir is not None:
-        result.errors += _write_isa(compiler, entry.code_object, isa_dir / job.label,
+        result.errors += _write_isa(job.target, compiler, entry.code_object, isa_dir / job.label,
                                     lambda o: argv(o, Path(os.devnull), True))
     result.code_object = entry.code_object
     result.resources = Resources.from_json(entry.meta["resources"])
@@ -142,11 +143,12 @@ def _compile(job: BuildJob, source: Path, argv: Callable[[Path, Path], list[str]
             "command": command, "compile_seconds": seconds, "resources": resources.to_json()})
 
 
-def _write_isa(compiler: Compiler, code_object: Path, dest: Path, asm_argv: Callable[[Path], list[str]]) -> list[str]:
+def _write_isa(target: str, compiler: Compiler, code_object: Path, dest: Path,
+               asm_argv: Callable[[Path], list[str]]) -> list[str]:
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        disassemble = compiler.disassemble_argv(code_object)
-        command = disassemble or asm_argv(dest.with_suffix(".ptx" if compiler.kind == "nvcc" else ".s"))
+        disassemble = backend(target).disassemble_argv(compiler, code_object)
+        command = disassemble or asm_argv(dest.with_suffix(backend(target).isa_suffix))
         status, log = _run(command)
         if status != 0:
             return [*_first_errors(log), f"command: {shlex.join(command)}"]

@@ -50,6 +50,13 @@ class Entry:
 class Cache:
     root: Path
 
+    @classmethod
+    def writable(cls, root: Path | None) -> Cache:
+        """The cache at `root` (None: default_root()), checked to be writable."""
+        cache = cls(root or default_root())
+        cache.check_writable()
+        return cache
+
     def check_writable(self) -> None:
         """Fail early, with the reason, rather than in the middle of a parallel build."""
         try:

@@ -1,6 +1,6 @@
 """Comparing a kernel's bf16 grad_w with the exact reference.
 
-Tolerance, per element (ABI.md "Edge cases"): one bf16 ulp of the exact value (covers both
+Tolerance, per element (docs/numerics.md): one bf16 ulp of the exact value (covers both
 round-to-nearest and the upstream kernel's truncation) plus the worst-case error of summing
 the expert's n products in fp32 in any order, gamma_n * sum|a_m b_m| with
 gamma_n = n u / (1 - n u), u = 2^-24, and sum|a_m b_m| bounded by ||a_n|| ||b_k||.
@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 
 import ml_dtypes
 import numpy as np
+
+from wgrad_cli.records import Errors
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 POISON = np.uint16(0xFFFF)  # a NaN no kernel stores (canonical NaN is 0x7FC0)
@@ -59,6 +61,13 @@ class Comparison:
 
     def to_json(self) -> dict[str, float | int | bool]:
         return {**asdict(self), "rel_frobenius": self.rel_frobenius}
+
+    def errors(self) -> Errors:
+        """As a results record holds it."""
+        return Errors(elements=self.elements, max_abs_error=float(self.max_abs_error),
+                      max_rel_row_error=float(self.max_rel_row_error), diff_norm=float(self.diff_norm),
+                      ref_norm=float(self.ref_norm), mismatches=self.mismatches, nans=self.nans,
+                      unwritten=self.unwritten, ok=self.ok, rel_frobenius=float(self.rel_frobenius))
 
     @staticmethod
     def combine(parts: list[Comparison]) -> Comparison:

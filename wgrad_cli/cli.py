@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from wgrad_cli import __version__
-from wgrad_cli.errors import KernelHang, WgradError
-from wgrad_cli.runtime import KERNEL_TIMEOUT_S, Device, Emulated
+from wgrad_cli.errors import CheckFailed, KernelHang, WgradError
+from wgrad_cli.options import (EMULATED, FLUSHES, HIP_STACK_BYTES, HIP_STACK_CAP, KERNEL_TIMEOUT_S, BenchOptions, CompilerOptions, Device,
+                               Emulated, Output, RunOptions, Selection, Shard, VerifyOptions)
 from wgrad_cli.shipped import CONFIGS_DIR
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,8 +42,6 @@ class Group(click.Group):
 
 def parse_device(_ctx: click.Context, _param: click.Parameter, value: str) -> Device:
     """--device: a device index (0, 1, ...) or emu, the emulated gfx950."""
-    from wgrad_cli.backends import EMULATED
-
     if value == EMULATED:
         return Emulated()
     if value.isdigit():
@@ -72,27 +73,57 @@ def wide_option(f: F) -> F:
                         help="Print every column of the tables (default: the essential ones).")(f)
 
 
-def toolchain_options(f: F) -> F:
-    f = click.option("--rocm-path", type=click.Path(exists=True, file_okay=False), envvar="ROCM_PATH",
-                     help="ROCm install whose HIP headers clang uses (default $ROCM_PATH).")(f)
-    f = click.option("--nvcc", help="nvcc to use for sm_90a (default $WGRAD_NVCC, $CUDA_HOME, PATH).")(f)
-    f = click.option("--hip-cc", help="hipcc or clang to use for gfx950 (default $WGRAD_HIP_CC, then discovery).")(f)
-    f = click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
-                     help="Code object cache (default $WGRAD_CACHE_DIR or ~/.cache/wgrad).")(f)
-    return f
+def gathered(cls: type[Any], name: str) -> Callable[[F], F]:
+    """The command gets the options named as `cls`'s fields as one `cls` object, its parameter `name`
+    (fields without an option here take their defaults)."""
+    names = [field.name for field in fields(cls)]
+
+    def wrap(f: F) -> F:
+        @functools.wraps(f)
+        def command(**params: Any) -> Any:
+            own = {n: params.pop(n) for n in names if n in params}
+            return f(**params, **{name: cls(**own)})
+
+        return command  # type: ignore[return-value]
+
+    return wrap
 
 
-def selection_options(f: F) -> F:
-    f = click.option("--include", "includes", multiple=True, type=click.Path(path_type=Path),
-                     help="Include dir for --kernel-source's kernel (repeatable).")(f)
-    f = click.option("--kernel-source", type=click.Path(path_type=Path),
-                     help="Source file for the one --kernel (e.g. your checkout of the upstream kernel).")(f)
-    f = click.option("--shape", "shapes", multiple=True, help="Only these shapes (repeatable).")(f)
-    f = click.option("--target", "targets", multiple=True, help="Only these targets (repeatable).")(f)
-    f = click.option("--kernel", "kernels", multiple=True, help="Build these kernels instead of the config's.")(f)
-    f = click.option("--config", "config_path", required=True, type=click.Path(path_type=Path),
-                     help="YAML shape config: a file, or a shipped config's name (`wgrad configs` lists them).")(f)
-    return f
+def toolchain_options(nvcc: bool = True) -> Callable[[F], F]:
+    """--cache-dir, --hip-cc, --nvcc (where the command builds sm_90a) and --rocm-path, as `compilers`."""
+    def add(f: F) -> F:
+        f = gathered(CompilerOptions, "compilers")(f)
+        f = click.option("--rocm-path", type=click.Path(exists=True, file_okay=False), envvar="ROCM_PATH",
+                         help="ROCm install whose HIP headers clang uses (default $ROCM_PATH).")(f)
+        if nvcc:
+            f = click.option("--nvcc", help="nvcc to use for sm_90a (default $WGRAD_NVCC, $CUDA_HOME, PATH).")(f)
+        f = click.option("--hip-cc", help="hipcc or clang to use for gfx950 (default $WGRAD_HIP_CC, then discovery).")(f)
+        f = click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+                         help="Code object cache (default $WGRAD_CACHE_DIR or ~/.cache/wgrad).")(f)
+        return f
+
+    return add
+
+
+def selection_options(targets: bool = True, kernel_help: str = "Build these kernels instead of the config's.",
+                      source_help: str = "Source file for the one --kernel (e.g. your checkout of the upstream "
+                                         "kernel).") -> Callable[[F], F]:
+    """--config, --kernel, --target (where the command has a choice of targets), --shape, --kernel-source
+    and --include, as `selection`."""
+    def add(f: F) -> F:
+        f = gathered(Selection, "selection")(f)
+        f = click.option("--include", "includes", multiple=True, type=click.Path(path_type=Path),
+                         help="Include dir for --kernel-source's kernel (repeatable).")(f)
+        f = click.option("--kernel-source", type=click.Path(path_type=Path), help=source_help)(f)
+        f = click.option("--shape", "shapes", multiple=True, help="Only these shapes (repeatable).")(f)
+        if targets:
+            f = click.option("--target", "targets", multiple=True, help="Only these targets (repeatable).")(f)
+        f = click.option("--kernel", "kernels", multiple=True, help=kernel_help)(f)
+        f = click.option("--config", "config_path", required=True, type=click.Path(path_type=Path),
+                         help="YAML shape config: a file, or a shipped config's name (`wgrad configs` lists them).")(f)
+        return f
+
+    return add
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -102,8 +133,8 @@ def cli() -> None:
 
 
 @cli.command()
-@selection_options
-@toolchain_options
+@selection_options()
+@toolchain_options()
 @wide_option
 @click.option("--shard", callback=parse_shard, help="Build only slice i of n of the build jobs (CI matrices).")
 @click.option("-j", "--jobs", "workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
@@ -111,36 +142,38 @@ def cli() -> None:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
 @click.option("--isa", "isa_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write each code object's ISA here (gfx950 .s; sm_90a .sass with cuobjdump, else .ptx).")
-def build(**kw: Any) -> None:
+def build(selection: Selection, compilers: CompilerOptions, shard: Shard | None, workers: int, json_path: Path | None,
+          isa_dir: Path | None) -> None:
     """Compile every (kernel, target, M/N/K/E) of a config, cached, and report resource use."""
     from wgrad_cli.commands import build_command
 
-    build_command(**kw)
+    build_command(selection, compilers, shard, workers, json_path, isa_dir)
 
 
 @cli.command()
-@selection_options
+@selection_options()
 @click.option("--shards", type=click.IntRange(min=1), help="Emit n shard entries (for build, verify or bench --shard i/n).")
-def matrix(**kw: Any) -> None:
+def matrix(selection: Selection, shards: int | None) -> None:
     """Print the config's job matrix as JSON (GitHub Actions strategy.matrix)."""
     from wgrad_cli.commands import matrix_command
 
-    click.echo(json.dumps(matrix_command(**kw)))
+    click.echo(json.dumps(matrix_command(selection, shards)))
 
 
 @cli.command()
-@toolchain_options
+@toolchain_options()
 @wide_option
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
-def info(**kw: Any) -> None:
+def info(compilers: CompilerOptions, json_path: Path | None) -> None:
     """Show the compilers found for each target, in the order they are tried, and why any is skipped."""
     from wgrad_cli.commands import info_command
 
-    info_command(**kw)
+    info_command(compilers, json_path)
 
 
 def run_options(f: F) -> F:
-    """Options of the commands that run kernels on a device (verify, bench)."""
+    """Options of the commands that run kernels on a device (verify, bench), as `run` and `output`."""
+    f = gathered(RunOptions, "run")(gathered(Output, "output")(f))
     f = wide_option(f)
     f = click.option("--no-save", is_flag=True, help="Write no results file.")(f)
     f = click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -158,9 +191,10 @@ def run_options(f: F) -> F:
 
 
 @cli.command()
-@selection_options
-@toolchain_options
+@selection_options()
+@toolchain_options()
 @run_options
+@gathered(VerifyOptions, "checks")
 @click.option("--reference", type=click.Choice(["auto", "numpy", "device"]), default="auto", show_default=True,
               help="numpy: every element against numpy; device: the reference kernel on the same device, plus "
                    "numpy on sampled rows; auto: numpy up to 2^38 FLOPs, device beyond.")
@@ -172,42 +206,36 @@ def run_options(f: F) -> F:
 @click.option("--strict-lds", is_flag=True,
               help="With --device emu: stop at the first LDS access beyond the workgroup's allocation (the hardware "
                    "reads 0 and drops the write; by default the emulator does the same and counts them).")
-def verify(strict_lds: bool, **kw: Any) -> None:
+@click.option("--emu-stack-bytes", type=click.IntRange(min=16, max=HIP_STACK_CAP),
+              help=f"With --device emu: the stack per work-item of kernels with a dynamic stack (recursion, alloca), "
+                   f"as hipDeviceSetLimit(hipLimitStackSize) sets it; default {HIP_STACK_BYTES}, the HIP runtime's.")
+def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output, checks: VerifyOptions,
+           strict_lds: bool, emu_stack_bytes: int | None) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
+    from wgrad_cli.backends.registry import emulated_device
     from wgrad_cli.device_commands import verify_command
 
-    if strict_lds and not isinstance(kw["device"], Emulated):
-        raise WgradError("--strict-lds: only the emulated device checks LDS accesses; add --device emu")
-    if isinstance(kw["device"], Emulated):  # the emulator runs a launch itself, so it keeps the deadline itself
-        kw["device"] = Emulated(strict_lds=strict_lds, kernel_timeout=kw["kernel_timeout"])
-    verify_command(**kw)
+    run = replace(run, device=emulated_device(run.device, strict_lds, emu_stack_bytes, run.kernel_timeout))
+    verify_command(selection, compilers, run, output, checks)
 
 
 @cli.command("emu-check")
-@click.option("--config", "config_path", required=True, type=click.Path(path_type=Path),
-              help="YAML shape config: a file, or a shipped config's name (`wgrad configs` lists them).")
-@click.option("--kernel", "kernels", multiple=True, help="Check these kernels instead of the config's.")
-@click.option("--shape", "shapes", multiple=True, help="Only these shapes (repeatable).")
-@click.option("--kernel-source", type=click.Path(path_type=Path), help="Source file for the one --kernel.")
-@click.option("--include", "includes", multiple=True, type=click.Path(path_type=Path),
-              help="Include dir for --kernel-source's kernel (repeatable).")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Code object cache (default $WGRAD_CACHE_DIR or ~/.cache/wgrad).")
-@click.option("--hip-cc", help="hipcc or clang to use for gfx950 (default $WGRAD_HIP_CC, then discovery).")
-@click.option("--rocm-path", type=click.Path(exists=True, file_okay=False), envvar="ROCM_PATH",
-              help="ROCm install whose HIP headers clang uses (default $ROCM_PATH).")
+@selection_options(targets=False, kernel_help="Check these kernels instead of the config's.",
+                   source_help="Source file for the one --kernel.")
+@toolchain_options(nvcc=False)
 @wide_option
-def emu_check(**kw: Any) -> None:
+def emu_check(selection: Selection, compilers: CompilerOptions) -> None:
     """List, per gfx950 code object of a config, the instructions the emulator lacks (before running it)."""
     from wgrad_cli.emu.coverage import emu_check_command
 
-    emu_check_command(**kw)
+    emu_check_command(selection, compilers)
 
 
 @cli.command()
-@selection_options
-@toolchain_options
+@selection_options()
+@toolchain_options()
 @run_options
+@gathered(BenchOptions, "timing")
 @click.option("--hot", is_flag=True, help="Back-to-back launches, operands left in cache (default: cold).")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Measure every shape this many times in the run (each a row).")
@@ -227,16 +255,17 @@ def emu_check(**kw: Any) -> None:
                    "same FLOPs on the e4m3 bytes, block scales ignored (the fp8 rate; needs torch with a GPU).")
 @click.option("--baseline", "only_baselines", multiple=True,
               help="Only this baseline (repeatable; implies --baselines).")
-@click.option("--flush", "flush_kind", type=click.Choice(["zero", "pattern", "read"]), default="zero",
+@click.option("--flush", type=click.Choice(FLUSHES), default="zero",
               show_default=True, help="How a cold sample's cache is flushed: a memset of zeros, of a byte that "
                                       "changes every sample, or a read of the buffer by torch (docs/timing.md).")
 @click.option("--discard-throttled", is_flag=True,
               help="Leave samples whose clock, read while they ran, was held down out of the figures.")
-def bench(**kw: Any) -> None:
+def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
+          timing: BenchOptions) -> None:
     """Time kernels on fresh random problems (cold cache by default): TFLOP/s, GB/s, % of peak."""
     from wgrad_cli.device_commands import bench_command
 
-    bench_command(**kw)
+    bench_command(selection, compilers, run, output, timing)
 
 
 @cli.command()
@@ -253,7 +282,7 @@ def compare(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> 
     from rich.markup import escape
 
     from wgrad_cli.compare import compare_docs, summary
-    from wgrad_cli.report import err, out
+    from wgrad_cli.console import err, out
     from wgrad_cli.tables import compare_table
 
     command, deltas = compare_docs(base, new, threshold, allow)
@@ -263,7 +292,7 @@ def compare(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> 
             err.print(f"[red]regression[/] {escape(d.label)}: {escape(d.regression)}", highlight=False, soft_wrap=True)
     out.print(summary(deltas, threshold), highlight=False)
     if any(d.regression for d in deltas):
-        raise SystemExit(1)
+        raise CheckFailed()
 
 
 @cli.command()
@@ -275,7 +304,7 @@ def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -
     """Speed-ups over the baselines across bench results files (run with --baselines), with the
     geometric mean per kernel over every row given."""
     from wgrad_cli.grid import plural
-    from wgrad_cli.report import out
+    from wgrad_cli.console import out
     from wgrad_cli.speedup import load_speedups, only
     from wgrad_cli.tables import speedup_markdown, speedup_table
 
@@ -295,7 +324,7 @@ def plot(files: tuple[Path, ...], out: Path) -> None:
     """Plot bench results files: per shape, each kernel's TFLOP/s next to its baselines, and a
     roofline (FLOP per byte from the minimum bytes, against the file's recorded peak and bandwidth)."""
     from wgrad_cli.plot import plot_command
-    from wgrad_cli.report import out as console
+    from wgrad_cli.console import out as console
 
     plot_command(list(files), out)
     console.print(f"wrote {out}", highlight=False, markup=False)
@@ -322,7 +351,7 @@ def show(files: tuple[Path, ...], form: str | None) -> None:
 def merge(shards: tuple[Path, ...], json_path: Path) -> None:
     """Join the --shard i/n results files of one run into one file and table."""
     from wgrad_cli.compare import merge_docs
-    from wgrad_cli.report import out
+    from wgrad_cli.console import out
     from wgrad_cli.results import save
     from wgrad_cli.tables import document_table
 

@@ -1,4 +1,5 @@
-"""Reading built code objects: find the kernel symbol, its arguments and its resource use.
+"""What every code object reader gives (hsaco.py for gfx950, cubin.py for sm_90a): the kernel's
+symbol, its arguments checked against the ABI, and its resource use.
 
 gfx950: everything comes from the NT_AMDGPU_METADATA note (msgpack) of the ELF. sm_90a: the
 symbol comes from the cubin's symbol table, the arguments from its .nv.info.<symbol> section
@@ -8,21 +9,12 @@ no spill counts), saved with the cache entry at build time.
 
 from __future__ import annotations
 
-import io
 import re
-import struct
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import msgpack
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import NoteSection, SymbolTableSection
-
 from wgrad_cli.abi import ARGS, KERNARG_BYTES, POINTER_BYTES
-from wgrad_cli.occupancy import Occupancy, gfx950, sm90
-
-NT_AMDGPU_METADATA = 32
-EIFMT_SVAL, EIATTR_KPARAM_INFO = 4, 0x17  # .nv.info attribute format with a size field; parameter record
+from wgrad_cli.occupancy import Occupancy
 
 
 class CodeObjectError(Exception):
@@ -57,31 +49,6 @@ def match_symbol(names: list[str], base: str) -> str:
     return hits[0]
 
 
-def amd_metadata(data: bytes) -> dict[str, Any]:
-    """The decoded NT_AMDGPU_METADATA note of an AMDGPU code object."""
-    elf = ELFFile(io.BytesIO(data))
-    if elf["e_machine"] != "EM_AMDGPU":
-        raise CodeObjectError(f"not an AMDGPU code object (machine {elf['e_machine']})")
-    for section in elf.iter_sections():
-        if isinstance(section, NoteSection):
-            for note in section.iter_notes():
-                n_type: object = note["n_type"]  # pyelftools leaves AMDGPU's note types as numbers
-                if note["n_name"] == "AMDGPU" and n_type == NT_AMDGPU_METADATA:
-                    meta: dict[str, Any] = msgpack.unpackb(note["n_descdata"], raw=False)
-                    return meta
-    raise CodeObjectError("the code object has no AMDGPU metadata note")
-
-
-def amd_resources(data: bytes, base: str, block: int, dynamic_shared: int = 0) -> Resources:
-    """Find kernel `base` in the metadata, check its arguments against the ABI, read its figures."""
-    symbol, _ = amd_kernel_params(data, base)
-    k = next(k for k in amd_metadata(data)["amdhsa.kernels"] if k[".name"] == symbol)
-    vgprs, agprs, lds = k[".vgpr_count"], k.get(".agpr_count", 0), k[".group_segment_fixed_size"]
-    return Resources(k[".name"], vgprs, agprs, k[".sgpr_count"], lds, k[".private_segment_fixed_size"],
-                     k[".vgpr_spill_count"] + k[".sgpr_spill_count"], k[".wavefront_size"],
-                     gfx950(vgprs, agprs, lds + dynamic_shared, block, k[".wavefront_size"]))
-
-
 @dataclass(frozen=True)
 class Param:
     """One explicit kernel argument as the code object records it."""
@@ -89,31 +56,6 @@ class Param:
     offset: int
     size: int
     kind: str  # AMD: "pointer" or the metadata's value kind; NVIDIA: from the C++ name, else "unrecorded"
-
-
-def amd_params(kernel: dict[str, Any]) -> list[Param]:
-    """Explicit arguments of one kernel's metadata (the hidden ones the runtime fills follow them)."""
-    return [Param(a[".offset"], a[".size"], "pointer" if a[".value_kind"] == "global_buffer" else a[".value_kind"])
-            for a in kernel[".args"] if not a[".value_kind"].startswith("hidden_")]
-
-
-def cubin_params(data: bytes, symbol: str) -> list[Param]:
-    """Arguments of `symbol` from its .nv.info section, in ordinal order.
-
-    Each EIATTR_KPARAM_INFO body: u32 index, u16 ordinal, u16 offset, u32 whose top 14 bits
-    are the size in bytes. Pointers and 8-byte values look alike there.
-    """
-    section = ELFFile(io.BytesIO(data)).get_section_by_name(f".nv.info.{symbol}")
-    if section is None:
-        raise CodeObjectError(f"the cubin has no .nv.info.{symbol} section, so its arguments are unknown")
-    body, i, params = section.data(), 0, []
-    while i + 4 <= len(body):
-        fmt, attr, size = body[i], body[i + 1], struct.unpack_from("<H", body, i + 2)[0]
-        if fmt == EIFMT_SVAL and attr == EIATTR_KPARAM_INFO:
-            _, ordinal, offset, word = struct.unpack_from("<IHHI", body, i + 4)
-            params.append((ordinal, Param(offset, word >> 18, "unrecorded")))
-        i += 4 + size if fmt == EIFMT_SVAL else 4  # other formats carry at most 2 bytes inline
-    return [p for _, p in sorted(params, key=lambda op: op[0])]
 
 
 BUILTINS = set("vwbcahstijlmxynofdegz")  # Itanium one-letter builtin types
@@ -174,47 +116,3 @@ def check_params(symbol: str, params: list[Param]) -> None:
                               + "; ".join(problems))
 
 
-def amd_kernel_params(data: bytes, base: str) -> tuple[str, list[Param]]:
-    """(symbol, arguments) of kernel `base` in an AMDGPU code object, checked against the ABI."""
-    kernels = {k[".name"]: k for k in amd_metadata(data)["amdhsa.kernels"]}
-    symbol = match_symbol(list(kernels), base)
-    params = amd_params(kernels[symbol])
-    check_params(symbol, params)
-    return symbol, params
-
-
-def nvidia_kernel_params(data: bytes, base: str) -> tuple[str, list[Param]]:
-    """(symbol, arguments) of kernel `base` in a cubin, checked against the ABI."""
-    symbol = match_symbol(cubin_symbols(data), base)
-    params = cubin_params(data, symbol)
-    kinds = mangled_kinds(symbol)  # the cubin does not say pointer or value; a C++ name does
-    if kinds is not None and len(kinds) == len(params):
-        params = [Param(p.offset, p.size, kind) for p, kind in zip(params, kinds)]
-    check_params(symbol, params)
-    return symbol, params
-
-
-def cubin_symbols(data: bytes) -> list[str]:
-    """Names of the functions a cubin defines."""
-    elf = ELFFile(io.BytesIO(data))
-    symtab = elf.get_section_by_name(".symtab")
-    if elf["e_machine"] != "EM_CUDA" or not isinstance(symtab, SymbolTableSection):
-        raise CodeObjectError(f"not a cubin (machine {elf['e_machine']})")
-    return [s.name for s in symtab.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"]
-
-
-_PTXAS_FUNC = re.compile(r"Function properties for (\S+)\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, "
-                         r"(\d+) bytes spill loads\n.*?Used (\d+) registers(.*)")
-
-
-def nvidia_resources(data: bytes, ptxas_report: str, base: str, block: int, dynamic_shared: int = 0) -> Resources:
-    """Find kernel `base` in the cubin and its figures in ptxas' report from the same build."""
-    symbol, _ = nvidia_kernel_params(data, base)
-    for m in _PTXAS_FUNC.finditer(ptxas_report):
-        if m.group(1) == symbol:
-            stack, stores, loads, regs = (int(m.group(i)) for i in range(2, 6))
-            smem = re.search(r"(\d+) bytes smem", m.group(6))
-            shared = int(smem.group(1)) if smem else 0
-            return Resources(symbol, regs, None, None, shared, stack, stores + loads, 32,
-                             sm90(regs, shared + dynamic_shared, block))
-    raise CodeObjectError(f"ptxas reported no resource usage for {symbol}")

@@ -3,63 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from rich.markup import escape
 
 from wgrad_cli.build import BuildJob, BuildResult, resolve_compilers, result_json, run_builds
 from wgrad_cli.cache import Cache, default_root
-from wgrad_cli.config import Config, Shape, load_config, source_problem
-from wgrad_cli.errors import ToolchainError, WgradError
+from wgrad_cli.config import load_config
+from wgrad_cli.errors import CheckFailed, ToolchainError
 from wgrad_cli.grid import Grid, plural
-from wgrad_cli.kernelspec import KernelSpec, load_specs
-from wgrad_cli.report import build_table, err, out, progress, toolchain_table, write_json
-from wgrad_cli.shipped import config_file, shipped_configs
+from wgrad_cli.kernelspec import load_specs
+from wgrad_cli.console import err, out, progress
+from wgrad_cli.document import write_json
+from wgrad_cli.report import build_table, toolchain_table
+from wgrad_cli.options import CompilerOptions, Selection, Shard
+from wgrad_cli.selection import select, shard_jobs
+from wgrad_cli.shipped import config_name, shipped_configs
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.toolchain import Toolchains
 from wgrad_cli.yamlsource import load
-
-
-def select(specs: dict[str, KernelSpec], config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
-           kernel_source: Path | None, includes: tuple[Path, ...]) -> tuple[Config, list[tuple[BuildJob, Shape]]]:
-    """Load the config (with the CLI's kernel choice) and list its (build job, shape) records."""
-    config_path = config_file(config_path)
-    if (kernel_source or includes) and len(kernels) != 1:
-        raise WgradError("--kernel-source/--include: name exactly one --kernel they belong to")
-    missing = ([f"--kernel-source {kernel_source}: no such file; give the kernel's source file"]
-               if kernel_source and not kernel_source.is_file() else [])
-    if kernel_source and not missing and source_problem(kernel_source):
-        missing.append(f"--kernel-source {kernel_source}: {source_problem(kernel_source)}; give the kernel's C++ "
-                       "source (UTF-8 text)")
-    missing += [f"--include {d}: not a directory; give an existing include dir" for d in includes if not d.is_dir()]
-    if missing:
-        raise WgradError(missing)
-    overrides = {kernels[0]: (kernel_source, includes or None)} if kernel_source or includes else {}
-    config = load_config(config_path, specs, overrides, kernel_names=kernels or None)
-    for flag, chosen, known in (("--target", targets, config.targets), ("--shape", shapes, [s.name for s in config.shapes])):
-        unknown = [c for c in chosen if c not in known]
-        if unknown:
-            raise WgradError(f"{flag} {', '.join(unknown)}: not in {config_path}; choose from {', '.join(known)}")
-    records = [(BuildJob(kernel, target, shape.dims), shape)
-               for kernel, target in config.pairs() if not targets or target in targets
-               for shape in config.shapes if not shapes or shape.name in shapes]
-    return config, records
-
-
-T = TypeVar("T")
-
-
-def shard_jobs(jobs: list[T], shard: tuple[int, int] | None, what: str = "build jobs") -> list[T]:
-    """Slice i of n (1-based), round robin over the jobs (build jobs, or verify and bench records) in
-    config order; an empty slice is an error (a CI matrix with more shards than jobs would pass while
-    doing nothing)."""
-    if shard is None:
-        return jobs
-    i, n = shard
-    if i > len(jobs):
-        raise WgradError(f"--shard {i}/{n}: this selection has {plural(len(jobs), what[:-1], what)}, so slice {i} "
-                         f"would be empty; use at most {len(jobs)} shards")
-    return jobs[i - 1::n]
 
 
 Skipped = dict[tuple[str, bool], tuple[ToolchainError, list[BuildJob]]]
@@ -82,20 +44,17 @@ def skipped_lines(skipped: Skipped, targets: tuple[str, ...]) -> list[str]:
     return lines
 
 
-def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
-                  kernel_source: Path | None, includes: tuple[Path, ...], cache_dir: Path | None, hip_cc: str | None,
-                  nvcc: str | None, rocm_path: str | None, shard: tuple[int, int] | None, workers: int,
+def build_command(selection: Selection, compilers: CompilerOptions, shard: Shard | None, workers: int,
                   json_path: Path | None, isa_dir: Path | None) -> None:
-    config, records = select(load_specs(), config_path, kernels, targets, shapes, kernel_source, includes)
+    config, records = select(load_specs(), selection)
     jobs = shard_jobs(list(dict.fromkeys(job for job, _ in records)), shard)
-    cache = Cache(cache_dir or default_root())
-    cache.check_writable()
-    toolchains = Toolchains(cache.root / "zig-shim", hip_cc, nvcc, rocm_path)
-    compilers = resolve_compilers(jobs, toolchains)
+    cache = Cache.writable(compilers.cache_dir)
+    toolchains = Toolchains.chosen(compilers, cache.root)
+    resolved = resolve_compilers(jobs, toolchains)
     skipped: Skipped = {}
     for job in jobs:
         key = (job.target, job.kernel.needs_hip_headers)
-        missing = compilers[key]
+        missing = resolved[key]
         if isinstance(missing, ToolchainError):
             skipped.setdefault(key, (missing, []))[1].append(job)
     runnable = [job for job in jobs if (job.target, job.kernel.needs_hip_headers) not in skipped]
@@ -117,7 +76,7 @@ def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[st
         write_json(json_path, "build", [
             {"shape": {"name": shape.name, "M": job.dims.M, "N": job.dims.N, "K": job.dims.K, "E": job.dims.E,
                        "routing": shape.routing.describe()},
-             **result_json(by_job[job])} for job, shape in records if job in by_job], config=str(config_path),
+             **result_json(by_job[job])} for job, shape in records if job in by_job], config=config_name(config.path),
             skipped=[{"target": target, "kernels": sorted({j.kernel.name for j in skipped_jobs}), "builds": len(skipped_jobs),
                       "reason": " ".join(exc.lines)} for (target, _), (exc, skipped_jobs) in skipped.items()])
     failed = sum(not r.ok for r in results)
@@ -127,24 +86,22 @@ def build_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[st
     skips = f", {plural(len(left_out), 'build')} skipped" if skipped else ""
     err.print(f"{len(results) - failed}/{plural(len(results), 'build')} ok, {hits} from the cache{skips}; "
               f"limits: {limits}", highlight=False)
-    asked = [j for j in left_out if j.target in targets or j.kernel.name in kernels]
+    asked = [j for j in left_out if j.target in selection.targets or j.kernel.name in selection.kernels]
     if failed or asked or not results:
-        raise SystemExit(1)
+        raise CheckFailed()
 
 
-def matrix_command(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
-                   kernel_source: Path | None, includes: tuple[Path, ...], shards: int | None) -> dict[str, Any]:
+def matrix_command(selection: Selection, shards: int | None) -> dict[str, Any]:
     """GitHub Actions strategy.matrix: one entry per (kernel, target, shape), or per shard."""
-    _, records = select(load_specs(), config_path, kernels, targets, shapes, kernel_source, includes)
+    _, records = select(load_specs(), selection)
     if shards:
         return {"include": [{"shard": f"{i}/{shards}"} for i in range(1, shards + 1)]}
     return {"include": [{"kernel": job.kernel.name, "target": job.target, "shape": shape.name}
                         for job, shape in records]}
 
 
-def info_command(cache_dir: Path | None, hip_cc: str | None, nvcc: str | None, rocm_path: str | None,
-                 json_path: Path | None) -> None:
-    toolchains = Toolchains((cache_dir or default_root()) / "zig-shim", hip_cc, nvcc, rocm_path)
+def info_command(compilers: CompilerOptions, json_path: Path | None) -> None:
+    toolchains = Toolchains.chosen(compilers, compilers.cache_dir or default_root())
     rows = []
     for target in TARGETS:
         candidates = list(toolchains.candidates(target))

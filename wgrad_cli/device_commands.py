@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 
-from wgrad_cli.backends import EMULATED, backend
-from wgrad_cli.baselines import NAMES as BASELINES
+from wgrad_cli.backends.registry import backend, check_timed
+from wgrad_cli.baseline_names import NAMES as BASELINES
 from wgrad_cli.baselines import require_torch, unknown
 from wgrad_cli.bench import CALIBRATION, Plan, bench
-from wgrad_cli.errors import LaunchStopped, WgradError
-from wgrad_cli.isolation import Crash, Crashed
-from wgrad_cli.peaks import flush_bytes, peak
-from wgrad_cli.report import err, out, progress
-from wgrad_cli.runtime import Emulated
+from wgrad_cli.errors import CheckFailed, Crashed, LaunchStopped, WgradError
+from wgrad_cli.isolation import Crash
+from wgrad_cli.backends.registry import peak
+from wgrad_cli.peaks import flush_bytes
+from wgrad_cli.console import err, out, progress
+from wgrad_cli.options import BenchOptions, CompilerOptions, Output, RunOptions, Selection, Shard, VerifyOptions
 from wgrad_cli.records import BenchRow, Document, Row, SCHEMA
 from wgrad_cli.results import default_path, order, save
 from wgrad_cli.session import Session, open_session
@@ -26,27 +26,29 @@ from wgrad_cli.tables import bench_footer, bench_table, counters_table, expert_t
 from wgrad_cli.verify import Outcome, device_reference_possible, verify
 
 
-def _save(s: Session, command: str, records: Sequence[Row], json_path: Path | None, csv_path: Path | None,
-          no_save: bool, shard: tuple[int, int] | None, **extra: Any) -> None:
-    if no_save:
+def save_results(s: Session, command: str, records: Sequence[Row], output: Output, shard: Shard | None,
+          **extra: Any) -> None:
+    if output.no_save:
         return
-    path = json_path or default_path(command, s.config.path, s.rt.device.arch, shard)
-    save(path, csv_path, command, records, **s.environment(), shard=list(shard) if shard else None, **extra)
-    err.print(escape(f"results: {path}" + (f", {csv_path}" if csv_path else "")), highlight=False, soft_wrap=True)
+    path = output.json_path or default_path(command, s.config.path, s.rt.device.arch, shard)
+    save(path, output.csv_path, command, records, **s.environment(), shard=list(shard) if shard else None, **extra)
+    err.print(escape(f"results: {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False,
+              soft_wrap=True)
 
 
-def _header(s: Session) -> None:
+def print_header(s: Session) -> None:
     d = s.rt.device
     err.print(f"device {d.index}: {d.name} ({d.arch}, {d.units} units, {d.max_clock_mhz} MHz max), {d.driver}, "
               f"{d.runtime}; target {s.target}; seed {s.seed}", highlight=False)
 
 
-def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path | None, csv_path: Path | None,
-                   no_save: bool, shard: tuple[int, int] | None, edge_cases: bool, **selection: Any) -> None:
-    s = open_session(**selection, shard=shard, edge_cases=edge_cases,
+def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
+                   checks: VerifyOptions) -> None:
+    reference = checks.reference
+    s = open_session(selection, compilers, run, checks.edge_cases,
                      extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else [])
     try:
-        _header(s)
+        print_header(s)
         # the emulator forks its workers only while no other thread runs: no ticking refresh thread then
         with progress("verifying", len(s.records), ticking=not s.rt.device.emulated) as bar:
             def done(o: Outcome) -> None:
@@ -55,10 +57,10 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
 
             crashes: list[Crash] = []
             hung: list[str] = []
-            outcomes = verify(s, reference, rows, done, crashes.append, hung.append)
+            outcomes = verify(s, reference, checks.rows, done, crashes.append, hung.append)
     finally:
         s.rt.close()
-    records = [o.row(s.code_object_json(o.record.job)) for o in outcomes]
+    records = [o.row(s.code_object(o.record.job)) for o in outcomes]
     out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}"))
     if any(r.counters for r in records):
         out.print(counters_table(records, "executed on the emulator (wave-instructions by class)"))
@@ -68,10 +70,10 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
             err.print(f"note: {r.kernel} on {r.shape.name} touched {beyond:,} LDS bytes beyond its workgroup's "
                       "allocation (read as 0, writes dropped, as gfx950 does)", highlight=False)
     for r in records:
-        if per_expert or not r.ok:
+        if checks.per_expert or not r.ok:
             out.print(expert_table(r))
-    _save(s, "verify", records, json_path, csv_path, no_save, shard,
-          **({"crashed": [c.line for c in crashes]} if crashes else {}), **({"hung": hung} if hung else {}))
+    save_results(s, "verify", records, output, run.shard,
+                 **({"crashed": [c.line for c in crashes]} if crashes else {}), **({"hung": hung} if hung else {}))
     failed = [r for r in records if not r.ok]
     err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes) + len(hung)} shapes passed")
     for r in failed:
@@ -85,37 +87,35 @@ def verify_command(reference: str, rows: int, per_expert: bool, json_path: Path 
     if hung:
         raise SystemExit(LaunchStopped.exit_code)
     if crashes:
-        raise SystemExit(Crashed.exit_code)
+        raise Crashed()
     if failed:
-        raise SystemExit(1)
+        raise CheckFailed()
 
 
-def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_time: float, max_noise: float,
-                  timeout: float, baselines: bool, only_baselines: tuple[str, ...], flush_kind: str,
-                  discard_throttled: bool, json_path: Path | None, csv_path: Path | None, no_save: bool,
-                  shard: tuple[int, int] | None, **selection: Any) -> None:
-    criterion = Criterion(min_samples, min_time, max_noise, timeout)
-    if unknown(only_baselines):
-        raise WgradError(unknown(only_baselines))
-    baselines = baselines or bool(only_baselines)
-    plan = Plan(criterion, hot, repeat, warmup, flush_kind, discard_throttled, only_baselines or BASELINES)
-    if isinstance(selection.get("device"), Emulated):
-        raise WgradError(f"bench: --device {EMULATED} runs kernels functionally, with no clock to time them; "
-                         f"wgrad verify --device {EMULATED} records what each kernel executed instead")
+def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
+                  timing: BenchOptions) -> None:
+    criterion = Criterion(timing.min_samples, timing.min_time, timing.max_noise, timing.timeout)
+    if unknown(timing.only_baselines):
+        raise WgradError(unknown(timing.only_baselines))
+    baselines = timing.baselines or bool(timing.only_baselines)
+    hot, repeat, warmup, flush_kind = timing.hot, timing.repeat, timing.warmup, timing.flush
+    plan = Plan(criterion, hot, repeat, warmup, flush_kind, timing.discard_throttled, timing.only_baselines or BASELINES)
+    check_timed(run.device)
     if baselines or flush_kind == "read":
         require_torch()  # before any build or launch
-    s = open_session(**selection, shard=shard, edge_cases=False, extra=lambda _: [("empty", CALIBRATION.dims)])
+    s = open_session(selection, compilers, run, False, extra=lambda _: [("empty", CALIBRATION.dims)])
     if baselines and not backend(s.target).torch_baselines:
         s.rt.close()
         raise WgradError(f"--baselines on a {s.target} device: PyTorch's ROCm wheels load their own libamdhip64.so beside "
                          "hip-python's, and wgrad's events would not order torch's kernels (their times would come "
                          "out near zero); time the kernels without --baselines, and the torch paths with torch's events")
-    known, flush = peak(s.rt.device), 0 if hot else flush_bytes(s.rt.device)
+    known = peak(s.rt.device)
+    flush = 0 if hot else flush_bytes(s.rt.device, known)
     details = {"criterion": criterion.to_json(), "peak": known.__dict__ if known else None, "warmup": warmup,
-               "flush": None if hot else flush_kind, "discard_throttled": discard_throttled}
+               "flush": None if hot else flush_kind, "discard_throttled": timing.discard_throttled}
     finished: list[BenchRow] = []
     try:
-        _header(s)
+        print_header(s)
         shapes = len({r.shape for r in s.records}) if baselines else 0
         with progress("benchmarking", 1 + (len(s.records) + len(plan.baselines) * shapes) * repeat) as bar:
             def step(what: str) -> None:
@@ -129,7 +129,7 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
     except WgradError as exc:  # a hang, a baseline's failure, out of memory: the rows measured before it are kept
         if any(not r.calibration for r in finished):
             try:
-                _save(s, "bench", sorted(finished, key=order), json_path, csv_path, no_save, shard, **details,
+                save_results(s, "bench", sorted(finished, key=order), output, run.shard, **details,
                       incomplete=exc.lines[0])
             except WgradError as unsaved:  # say both, as the same kind of error (a hang still exits 3)
                 raise type(exc)(exc.lines + unsaved.lines) from None
@@ -143,4 +143,4 @@ def bench_command(hot: bool, repeat: int, warmup: int, min_samples: int, min_tim
     if rows:
         out.print(speedup_table(rows, "speed-up over the baselines (first run of each shape)"))
     out.print(bench_footer(Document("bench", records, {**details, "schema": SCHEMA})), highlight=False)
-    _save(s, "bench", records, json_path, csv_path, no_save, shard, **details)
+    save_results(s, "bench", records, output, run.shard, **details)

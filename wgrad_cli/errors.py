@@ -1,6 +1,10 @@
-"""User-facing errors: each carries one line per problem, printed without a traceback."""
+"""Every error wgrad reports: each carries one line per problem, printed without a traceback, and
+the exit status it ends the run with (1: a check failed, 2: an error the user can fix, 3: a hang,
+4: a crash, 5: wgrad itself failed)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class WgradError(Exception):
@@ -8,7 +12,7 @@ class WgradError(Exception):
 
     exit_code = 2
 
-    def __init__(self, lines: list[str] | str) -> None:
+    def __init__(self, lines: Sequence[str] | str = ()) -> None:
         self.lines = [lines] if isinstance(lines, str) else list(lines)
         super().__init__("\n".join(self.lines))
 
@@ -25,17 +29,39 @@ class CompilerUnusable(ToolchainError):
     """A compiler the user named (--hip-cc, --nvcc or their variables) cannot be used."""
 
 
+class CheckFailed(WgradError):
+    """A check the command ran did not pass (a kernel's output, a build, a regression); the command has
+    already printed what failed, and `lines` adds anything left to say."""
+
+    exit_code = 1
+
+
+class DriverError(WgradError):
+    """A driver call failed, or no driver or device is there to call."""
+
+
+class Crashed(WgradError):
+    """Work on the device killed the process that ran it; the rows of the rest of the run are kept."""
+
+    exit_code = 4
+
+
+class ToolError(WgradError):
+    """wgrad itself failed in a child process (a Python exception: a bug, or out of memory); the lines
+    are its traceback, so that it is not taken for the kernel's fault."""
+
+    exit_code = 5
+
+
 class KernelHang(WgradError):
     """Work on the device did not finish in time (waiting.py); the process must exit without clean-up."""
 
     exit_code = 3
 
 
-class EmulatorBug(WgradError):
+class EmulatorBug(ToolError):
     """An exception inside the emulator that is neither an instruction it lacks nor a fault of the
     kernel: a bug in wgrad, never a verdict on the kernel. Its lines end with the traceback."""
-
-    exit_code = 5
 
     @classmethod
     def of(cls, what: str, trace: str) -> EmulatorBug:

@@ -3,7 +3,8 @@
 A Grid is a title, columns and rows of strings (rich markup allowed). Printed on a terminal it is a
 boxed table as wide as the terminal, cells wrapped (never cut), with only the essential columns
 unless the layout is wide; printed anywhere else (a pipe, a file, a CI log) it is an aligned
-Markdown table whose lines are never wrapped or cut. `wgrad show --format` also gives CSV and
+Markdown table whose lines are never wrapped or cut, under its title wrapped to the table's width
+(80 columns at least). `wgrad show --format` also gives CSV and
 JSON, which always carry every column.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import textwrap
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -23,6 +25,7 @@ from rich.text import Text
 Format = Literal["auto", "table", "markdown", "csv", "json"]
 FORMATS: tuple[Format, ...] = ("table", "markdown", "csv", "json")
 Justify = Literal["left", "right"]
+TITLE_WIDTH = 80  # a Markdown title wraps at its table's width, or at this for a narrower table
 
 
 @dataclass
@@ -86,7 +89,12 @@ class Grid:
             return "| " + " | ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)) + " |"
 
         rule = "|" + "|".join("-" * (w + 1) + ":" if r else "-" * (w + 2) for w, r in zip(widths, right)) + "|"
-        return "\n".join([self.title, "", line(head), rule, *map(line, body)]) + "\n"
+        lines = [line(head), rule, *map(line, body)]
+        return "\n".join([*self.title_lines(max(TITLE_WIDTH, len(rule))), "", *lines]) + "\n"
+
+    def title_lines(self, width: int) -> list[str]:
+        """The title wrapped at spaces to `width`; a word longer than that (a path) stays whole."""
+        return textwrap.wrap(self.title, width, break_long_words=False, break_on_hyphens=False) or [""]
 
     def csv(self) -> str:
         text = io.StringIO()
@@ -100,7 +108,7 @@ class Grid:
         return {"title": self.title, "columns": names, "rows": [dict(zip(names, row)) for row in self.plain_rows()]}
 
     def rich_table(self, wide: bool) -> Table:
-        table = Table(title=Text(self.title), title_justify="left")  # a title is text, never markup
+        table = Table()  # its title is printed above it, wrapped at spaces (rich would cut a long one)
         keep = self.shown(wide)
         for i in keep:
             table.add_column(self.columns[i].name, justify=self.columns[i].justify, overflow="fold")
@@ -111,8 +119,11 @@ class Grid:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         form = LAYOUT.format if LAYOUT.format != "auto" else ("table" if console.is_terminal else "markdown")
         if form == "table":
+            for title in self.title_lines(options.max_width):
+                yield Segment(title)  # a title is text, never markup
+                yield Segment.line()
             for line in console.render_lines(self.rich_table(LAYOUT.wide), options, pad=False):
-                yield from _rstrip(line)
+                yield from line
                 yield Segment.line()
             return
         if form == "csv":
@@ -122,12 +133,3 @@ class Grid:
         else:
             yield Segment(self.markdown(LAYOUT.wide))
 
-
-def _rstrip(line: list[Segment]) -> list[Segment]:
-    """A rendered line without its trailing spaces (a left-justified title is padded to the table's width)."""
-    while line and not line[-1].text.strip() and not line[-1].control:
-        line = line[:-1]
-    if line:
-        last = line[-1]
-        line = [*line[:-1], Segment(last.text.rstrip(" "), last.style, last.control)]
-    return line

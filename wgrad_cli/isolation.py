@@ -10,7 +10,9 @@ driver that the parent has initialized, which neither HIP nor CUDA allows.
 
 The child gets the session's fields (the config, records, builds and seed: everything but the
 runtime) and a module-level function, pickled on its stdin; it answers on its stdout. A
-WgradError in the child is raised again in the parent, as the same kind (a hang stays a hang).
+WgradError in the child is raised again in the parent, as the same kind (a hang stays a hang); any
+other Python exception (a bug in wgrad, MemoryError) comes back as a ToolError carrying the child's
+traceback: wgrad failed, not the kernel.
 """
 
 from __future__ import annotations
@@ -20,22 +22,17 @@ import pickle
 import signal
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
-from wgrad_cli.errors import KernelHang, WgradError
-from wgrad_cli.runtime import open_runtime
+from wgrad_cli.backends.registry import open_runtime
+from wgrad_cli.errors import KernelHang, ToolError, WgradError
 from wgrad_cli.session import Session
 
 A = TypeVar("A")
 R = TypeVar("R")
-
-
-class Crashed(WgradError):
-    """Work on the device killed the process that ran it; the rows of the rest of the run are kept."""
-
-    exit_code = 4
 
 
 @dataclass(frozen=True)
@@ -92,6 +89,10 @@ def main() -> None:
             rt.close()
     except WgradError as exc:
         _answer(out, False, (type(exc), exc.lines))
+        return
+    except Exception as exc:  # wgrad's own failure (a MemoryError, a bug): the traceback says where
+        lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
+        _answer(out, False, (ToolError, [f"wgrad failed in the child process running this work: {exc!r}", *lines]))
         return
     _answer(out, True, answer)
 

@@ -12,12 +12,11 @@ from pathlib import Path
 import numpy as np
 
 from wgrad_cli.abi import ARGS, Dims
-from wgrad_cli.backends import backend
+from wgrad_cli.backends.registry import backend
 from wgrad_cli.codeobject import CodeObjectError
 from wgrad_cli.errors import WgradError
 from wgrad_cli.kernargs import Kernargs, pack
-from wgrad_cli.codeobject import amd_metadata
-from wgrad_cli.kernelspec import SHARED_LIMITS, KernelSpec
+from wgrad_cli.kernelspec import KernelSpec
 from wgrad_cli.problem import Problem
 from wgrad_cli.runtime import Runtime
 from wgrad_cli.targets import Target
@@ -84,25 +83,6 @@ class Kernel:
         self.rt.launch(self.function, self.grid, self.block, self.dynamic_shared, self.kernargs.address)
 
 
-def check_amd_limits(spec: KernelSpec, image: bytes, symbol: str) -> None:
-    """The block and LDS against what the code object's metadata allows, before HIP refuses the launch
-    with codes that do not say why (hipErrorLaunchFailure, hipErrorInvalidValue); one line each."""
-    kernel = next(k for k in amd_metadata(image)["amdhsa.kernels"] if k[".name"] == symbol)
-    problems = []
-    bound = kernel.get(".max_flat_workgroup_size")
-    if bound is not None and spec.block > bound:
-        problems.append(f"{spec.name}: launch.block {spec.block} is above the kernel's .max_flat_workgroup_size "
-                        f"{bound} (its launch bounds); lower launch.block, or raise the bound in the source "
-                        "(__launch_bounds__, or amdgpu_flat_work_group_size without HIP headers)")
-    static = kernel[".group_segment_fixed_size"]
-    if static + spec.dynamic_shared > SHARED_LIMITS["gfx950"]:
-        problems.append(f"{spec.name}: {static} bytes of static LDS plus {spec.dynamic_shared} dynamic is above the "
-                        f"{SHARED_LIMITS['gfx950']} a gfx950 workgroup can have; lower launch.dynamic_shared or the "
-                        "kernel's LDS")
-    if problems:
-        raise WgradError(problems)
-
-
 def prepare(rt: Runtime, code_object: Path, target: Target, spec: KernelSpec, dims: Dims, args: list[int]) -> Kernel:
     """Load a built kernel for launching with `args`; WgradError before any launch if it cannot run."""
     device = rt.device
@@ -114,8 +94,9 @@ def prepare(rt: Runtime, code_object: Path, target: Target, spec: KernelSpec, di
         symbol, params = backend(target).kernel_params(image, spec.symbol)
     except CodeObjectError as exc:
         raise WgradError(f"{spec.name} ({code_object}): {exc}") from None
-    if target.vendor == "amd":
-        check_amd_limits(spec, image, symbol)
+    problems = backend(target).launch_problems(image, symbol, spec.name, spec.block, spec.dynamic_shared)
+    if problems:
+        raise WgradError(problems)
     grid = spec.grid(dims, device.units)
     limit = backend(target).grid
     if limit.exceeded(grid, spec.block):

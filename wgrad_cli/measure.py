@@ -2,7 +2,7 @@
 
 Cold (the default): before each sample, outside the events, a flush of twice the last-level
 cache evicts the previous sample's operands and output, so every launch reads from memory (the
-kinds of flush, FLUSHES, and why zero is the default: docs/timing.md). Hot: launches back to
+kinds of flush, options.FLUSHES, and why zero is the default: docs/timing.md). Hot: launches back to
 back, the operands left in cache. A spin, where given, is queued after the flush and before the
 start event: while the device spins, the host submits the sample's launches, so a sample of many
 launches (a torch path) times the device's work, not the host's submission. Sampling goes until
@@ -25,9 +25,6 @@ from wgrad_cli.runtime import UNREPORTED, Reading, Runtime
 from wgrad_cli.stopping import Criterion, Running
 from wgrad_cli.waiting import settle, wait
 
-# zero: a memset of zeros (as nvbench's and triton's flushes); pattern: a byte that changes every
-# sample; read: a reduction over the buffer that writes nothing back (needs torch)
-FLUSHES = ("zero", "pattern", "read")
 THROTTLED = 0.10  # a clock this far below the device's maximum, while the launch ran, flags the sample
 
 
@@ -35,7 +32,7 @@ THROTTLED = 0.10  # a clock this far below the device's maximum, while the launc
 class Flush:
     """What evicts the last-level cache before a cold sample: `run(i)` queues it for sample i."""
 
-    kind: str  # one of FLUSHES
+    kind: str  # one of options.FLUSHES
     nbytes: int
     run: Callable[[int], None]
 

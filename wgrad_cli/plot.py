@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wgrad_cli.baselines import DEQUANT, NAMES
+from wgrad_cli.baseline_names import DEQUANT, NAMES
 from wgrad_cli.errors import WgradError
 from wgrad_cli.records import BenchRow, Document, read_document
 

@@ -2,8 +2,8 @@
 
 g and x are zero-mean normals times a power of two drawn per (row, 32-block), so block scales
 differ across rows and blocks over many octaves and outputs take both signs. The spread is
-kept where every product and sum stays inside fp32's normal range (see ABI.md), so a correct
-fp32 kernel is exact up to summation order.
+kept where every product and sum stays inside fp32's normal range (docs/kernel-contract.md,
+"Edge cases"), so a correct fp32 kernel is exact up to summation order.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The records verify and bench write, as types: one schema, versioned, read back by every consumer.
 
 A results document is the run's provenance (tool, version, commit, device, target, config hash,
-seed, date, ...) and one record per (kernel, shape[, run]): a VerifyRow or a BenchRow. Files of
+seed, date, ...) and one record per (kernel, shape[, run]): a VerifyRow or a BenchRow; selfbench's
+document has one Ratio per timing of the tool's own host side. Files of
 an older schema are upgraded as they are read (fields they lack take the defaults below); a
 newer or unknown schema, or a record that lacks a field or has one of another kind, is one
 error line naming the file and the record. This module imports nothing of the device stack, so
@@ -22,7 +23,8 @@ from wgrad_cli.errors import WgradError
 # 1: files before this module (no "schema" field in the oldest); 2: every record typed, bench
 # rows with their flush kind, spin, sensor overlap and throttling, the compare gate's provenance
 SCHEMA = 2
-COMMANDS = ("verify", "bench")
+COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, speedup and plot read
+SHOWN = (*COMMANDS, "selfbench")  # every document show prints
 
 T = TypeVar("T")
 
@@ -128,12 +130,34 @@ class BenchRow(CodeObject):
     batch: int = 1  # launches per sample (hot)
     grid: int | None = None
     flush_bytes: int = 0
-    flush: str | None = None  # how the cache was flushed (measure.FLUSHES); None in files before the choice
+    flush: str | None = None  # how the cache was flushed (options.FLUSHES); None in files before the choice
     spin_ms: float | None = None  # a spin kernel ahead of each sample hid the host's submission (multi-launch)
     overlap: float | None = None  # share of sensor readings taken while the timed launch ran
     throttled: float | None = None  # share of samples whose overlapping reading saw the clock held down
     discarded: int = 0  # throttled samples left out of the figures (--discard-throttled)
     shard: int | None = None  # in merged files, the shard that ran it
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """One selfbench timing: a measurement against a baseline of the same run, and its target."""
+
+    name: str
+    measured: float
+    baseline: float
+    unit: str
+    target: float  # the ratio measured / baseline must stay below (or at, for <=) this
+    inclusive: bool
+    what: str
+    informational: bool = False  # explains another row; no target of its own
+
+    @property
+    def ratio(self) -> float:
+        return self.measured / self.baseline
+
+    @property
+    def ok(self) -> bool:
+        return self.ratio <= self.target if self.inclusive else self.ratio < self.target
 
 
 Row = Union[VerifyRow, BenchRow]
@@ -191,15 +215,16 @@ def to_json(record: Any) -> dict[str, Any]:
     return asdict(record)
 
 
-ROW_TYPES: dict[str, type[VerifyRow] | type[BenchRow]] = {"verify": VerifyRow, "bench": BenchRow}
+ROW_TYPES: dict[str, type[VerifyRow] | type[BenchRow] | type[Ratio]] = {"verify": VerifyRow, "bench": BenchRow,
+                                                                         "selfbench": Ratio}
 
 
 @dataclass(frozen=True)
 class Document:
     """A results file: its provenance and its records, typed."""
 
-    command: str  # verify or bench
-    records: list[Any]  # VerifyRow for verify, BenchRow for bench
+    command: str  # verify, bench or selfbench
+    records: list[Any]  # VerifyRow for verify, BenchRow for bench, Ratio for selfbench
     environment: dict[str, Any]  # everything else the file says (tool, version, argv, criterion, peak, ...)
     path: Path | None = None
 
@@ -212,12 +237,23 @@ class Document:
         return device.get("name") if isinstance(device, dict) else None
 
     @property
+    def machine(self) -> str:
+        """Where it ran, as a title says it: the device, or for selfbench the host and its cores."""
+        if self.command == "selfbench":
+            return f"{self.get('host') or 'an unnamed host'} ({self.get('cores') or '?'} cores)"
+        return self.device_name or "an unnamed device"
+
+    @property
     def bench_rows(self) -> list[BenchRow]:
         return [r for r in self.records if isinstance(r, BenchRow)]
 
     @property
     def verify_rows(self) -> list[VerifyRow]:
         return [r for r in self.records if isinstance(r, VerifyRow)]
+
+    @property
+    def ratios(self) -> list[Ratio]:
+        return [r for r in self.records if isinstance(r, Ratio)]
 
 
 def document_from_json(doc: Any, where: str, commands: tuple[str, ...] = COMMANDS) -> Document:

@@ -1,99 +1,19 @@
-"""Human tables (rich) and machine records (JSON) for the commands' results."""
+"""The tables `wgrad build` and `wgrad info` print: builds, and the compilers found."""
 
 from __future__ import annotations
 
-import datetime
-import hashlib
-import json
-import platform
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-from wgrad_cli import __version__
-from wgrad_cli.atomic import write_text
+from wgrad_cli.backends.registry import backend
 from wgrad_cli.build import BuildResult
-from wgrad_cli.errors import WgradError
-from wgrad_cli.records import SCHEMA
-from wgrad_cli.grid import Grid, plural
-from wgrad_cli.toolchain import Candidate
-
-# soft_wrap: lines go out whole; a terminal wraps them itself, and pipes and CI logs keep them intact
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-
-def cell(value: float | None, form: str) -> str:
-    """A table cell for an optional number: blank where it was not measured."""
-    return "" if value is None else format(value, form)
-
-
-def progress(what: str, total: int, ticking: bool = True) -> Progress:
-    """A transient progress bar on stderr with one task of `total` steps (progress.task_ids[0]);
-    unless `ticking`, it has no refresh thread and redraws only on update(refresh=True)."""
-    bar = Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.description}"), console=err, transient=True, auto_refresh=ticking)
-    bar.add_task("", total=total)
-    return bar
-
-
-def git_commit() -> str | None:
-    """HEAD of the tool's checkout, with -dirty when tracked files differ from it."""
-    def git(*args: str) -> str | None:
-        try:
-            proc = subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return proc.stdout.strip() if proc.returncode == 0 else None
-
-    if git("ls-files", "--error-unmatch", "__init__.py") is None:  # installed outside a checkout (a wheel in a venv)
-        return None
-    head = git("rev-parse", "HEAD")
-    return head and head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
-
-
-def source_sha256() -> str:
-    """One hash of the tool's own Python source and kernels: names the code that ran even where
-    the checkout's git history is missing or stale (a copy sent to a GPU machine)."""
-    root = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for path in sorted([*root.glob("**/*.py"), *root.glob("kernels/*")]):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def write_json(path: Path, command: str, records: list[dict[str, Any]], **extra: Any) -> None:
-    """One document per run: tool, schema (records.py), version, commit, source hash, date, then one
-    record per result."""
-    doc = {"tool": "wgrad", "schema": SCHEMA, "version": __version__, "commit": git_commit(), "source_sha256": source_sha256(),
-           "command": command,
-           "argv": ["wgrad", *sys.argv[1:]], "host": platform.node(),
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **extra,
-           "records": records}
-    try:
-        write_text(path, json.dumps(doc, indent=1) + "\n")
-    except OSError as exc:
-        raise WgradError(f"--json {path}: cannot write it ({exc.strerror}); give a path in a writable folder")
+from wgrad_cli.compilers import Candidate
+from wgrad_cli.grid import Grid
 
 
 def _occupancy(r: BuildResult) -> str:
-    if not r.resources:
-        return ""
-    o = r.resources.occupancy
-    if o.waves_per_simd is not None:
-        return f"{plural(o.groups_per_unit, 'WG')}/CU, {plural(o.waves_per_simd, 'wave')}/SIMD"
-    return f"{plural(o.groups_per_unit, 'block')}/SM, {plural(o.warps_per_sm or 0, 'warp')}/SM"
+    return backend(r.job.target).occupancy_text(r.resources) if r.resources else ""
 
 
 def _registers(r: BuildResult) -> str:
-    res = r.resources
-    if res is None:
-        return ""
-    return f"{res.registers}v {res.agprs}a {res.sgprs}s" if res.sgprs is not None else str(res.registers)
+    return backend(r.job.target).registers_text(r.resources) if r.resources else ""
 
 
 def build_table(results: list[BuildResult], shapes_of: list[list[str]]) -> Grid:

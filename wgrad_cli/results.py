@@ -1,7 +1,7 @@
 """Result documents of verify and bench: written atomically (JSON, optionally CSV) from typed
 records (records.py), read back typed for show, compare, speedup, plot and merge.
 
-A document is the run's environment (report.write_json adds tool, schema, version, commit, argv,
+A document is the run's environment (document.write_json adds tool, schema, version, commit, argv,
 host and date) plus one record per (kernel, shape). Each record carries its `index` in the
 unsharded run, so shards of one run merge back into the order a single run would have produced.
 """
@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from wgrad_cli.atomic import write_text
-from wgrad_cli.baselines import NAMES as BASELINES
+from wgrad_cli.baseline_names import NAMES as BASELINES
 from wgrad_cli.errors import WgradError
 from wgrad_cli.records import BenchRow, Row, to_json
-from wgrad_cli.report import write_json
+from wgrad_cli.document import write_json
 
 RESULTS_DIR = Path("results")
 

@@ -12,8 +12,6 @@ import numpy as np
 
 from wgrad_cli.abi import STEP
 
-KINDS = ("uniform", "zipf", "empty", "single", "explicit")
-
 
 @dataclass(frozen=True)
 class Routing:

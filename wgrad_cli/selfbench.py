@@ -28,49 +28,33 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
 from wgrad_cli.abi import Dims
+from wgrad_cli.backends.registry import EMULATED_TARGET
 from wgrad_cli.build import BuildJob, run_builds
 from wgrad_cli.cache import Cache
+from wgrad_cli.errors import CheckFailed, ToolchainError
 from wgrad_cli.config import load_config
 from wgrad_cli.emu import mfma_step
 from wgrad_cli.emu.device import EmuRuntime
-from wgrad_cli.grid import Grid, plural
+from wgrad_cli.grid import plural
 from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.launch import prepare
 from wgrad_cli.mxfp8 import E4M3
 from wgrad_cli.problem import generate
+from wgrad_cli.records import Ratio
 from wgrad_cli.reference import PRECISIONS, grad_w
-from wgrad_cli.report import err, out, write_json
+from wgrad_cli.console import err, out
+from wgrad_cli.document import write_json
 from wgrad_cli.routing import Routing
-from wgrad_cli.shipped import config_file
+from wgrad_cli.shipped import config_file, config_name
+from wgrad_cli.tables import selfbench_table
 from wgrad_cli.targets import TARGETS
 from wgrad_cli.toolchain import Toolchains
-
-
-@dataclass(frozen=True)
-class Ratio:
-    name: str
-    measured: float
-    baseline: float
-    unit: str
-    target: float  # the ratio measured / baseline must stay below (or at, for <=) this
-    inclusive: bool
-    what: str
-    informational: bool = False  # explains another row; no target of its own
-
-    @property
-    def ratio(self) -> float:
-        return self.measured / self.baseline
-
-    @property
-    def ok(self) -> bool:
-        return self.ratio <= self.target if self.inclusive else self.ratio < self.target
 
 
 T = TypeVar("T")
@@ -141,7 +125,7 @@ def build_ratios(config_path: Path) -> list[Ratio]:
         for _ in range(2):
             t, results = _timed(run_builds, jobs, Toolchains(cache.root / "zig-shim"), cache, {}, os.cpu_count() or 1)
             if not all(r.ok for r in results):
-                raise SystemExit(f"selfbench: building {config_path} failed; run wgrad build --config {config_path}")
+                raise CheckFailed(f"selfbench: building {config_path} failed; run wgrad build --config {config_path}")
             times.append(t)
         command = [sys.executable, "-m", "wgrad_cli", "build", "--config", str(config_path), "--cache-dir", f"{tmp}/cmd"]
         runs = [_timed(subprocess.run, command, capture_output=True, check=True)[0] for _ in range(2)]
@@ -155,11 +139,13 @@ def build_ratios(config_path: Path) -> list[Ratio]:
 
 def emulator_ratios() -> list[Ratio]:
     """The emulator on MFMA-heavy code, against the 50 ms one-core budget for the step (a fixed
-    goal, not a measured baseline); nothing without clang-22 to build the step."""
-    image = mfma_step.build()
-    if image is None:
-        err.print(f"selfbench: {mfma_step.COMPILER} is not installed; the emulator's MFMA row is skipped")
-        return []
+    goal, not a measured baseline); nothing without a gfx950 compiler to build the step."""
+    with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-step-") as tmp:
+        try:
+            image = mfma_step.build(Toolchains(Path(tmp) / "zig-shim").select(EMULATED_TARGET, False))
+        except ToolchainError as exc:
+            err.print(f"selfbench: {exc.lines[0]}; the emulator's MFMA row is skipped")
+            return []
     return [Ratio("emulator scaled-MFMA step", mfma_step.step_seconds(image) * 1e3, 50.0, "ms", 1.0, False,
                   "one 512-thread workgroup, 256x256x128 scaled MFMA via LDS, on one core / the 50 ms goal")]
 
@@ -175,7 +161,7 @@ def emulator_rate_ratios() -> list[Ratio]:
     spec, d = load_specs()["reference"], EMU_RATE_DIMS
     with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-emu-") as tmp:
         cache = Cache(Path(tmp))
-        built = run_builds([BuildJob(spec, "gfx950", d)], Toolchains(cache.root / "zig-shim"), cache, {}, 1)[0]
+        built = run_builds([BuildJob(spec, EMULATED_TARGET, d)], Toolchains(cache.root / "zig-shim"), cache, {}, 1)[0]
         if not built.ok or built.code_object is None:
             err.print("selfbench: the reference kernel did not build for gfx950 (`wgrad build --target gfx950` says "
                       "why); the emulator's rate row is skipped")
@@ -187,7 +173,7 @@ def emulator_rate_ratios() -> list[Ratio]:
                   problem.offsets):
             args.append(rt.alloc(a.nbytes))
             rt.copy_in(args[-1], a.ctypes.data, a.nbytes)
-        kernel = prepare(rt, built.code_object, TARGETS["gfx950"], spec, d, args)
+        kernel = prepare(rt, built.code_object, TARGETS[EMULATED_TARGET], spec, d, args)
     seconds, _ = _timed(kernel)
     lanes = rt.stats[-1].lane_instructions
     return [Ratio("emulator rate, reference kernel", seconds / lanes * 1e9, 1e9 / EMU_RATE_GOAL, "ns", 1.0, True,
@@ -204,18 +190,12 @@ def selfbench_command(size: int, experts: int, build_config: Path, json_path: Pa
         ratios += build_ratios(build_config)
     with err.status("timing the emulator's scaled-MFMA step and its rate on the reference kernel"):
         ratios += emulator_ratios() + emulator_rate_ratios()
-    table = Grid(f"wgrad selfbench ({platform.node()}, {plural(os.cpu_count() or 1, 'core')})")
-    for col in ("benchmark", "measured", "baseline", "ratio", "target", "verdict", "what"):
-        table.add_column(col, detail=col == "what")
-    for r in ratios:
-        verdict = "[dim]info[/]" if r.informational else ("[green]met[/]" if r.ok else "[red]missed[/]")
-        table.add_row(r.name, f"{r.measured:.4g} {r.unit}", f"{r.baseline:.4g} {r.unit}", f"{r.ratio:.4g}",
-                      "" if r.informational else f"{'<=' if r.inclusive else '<'} {r.target:g}", verdict, r.what)
+    table = selfbench_table(ratios, f"wgrad selfbench ({platform.node()}, {plural(os.cpu_count() or 1, 'core')})")
     out.print(table)
     if json_path:
         write_json(json_path, "selfbench", [{**r.__dict__, "ratio": r.ratio, "ok": r.ok} for r in ratios],
                    cores=os.cpu_count(), memory_gib=round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
                    python=platform.python_version(),
-                   numpy=np.__version__, size=size, experts=experts, build_config=str(build_config))
+                   numpy=np.__version__, size=size, experts=experts, build_config=config_name(build_config))
     if not all(r.ok for r in ratios if not r.informational):
-        raise SystemExit(1)
+        raise CheckFailed()

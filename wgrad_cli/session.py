@@ -11,21 +11,25 @@ import platform
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from wgrad_cli.abi import Dims
+from wgrad_cli.backends.registry import open_runtime
 from wgrad_cli.build import BuildJob, BuildResult, run_builds
-from wgrad_cli.cache import Cache, default_root, sha256_file
-from wgrad_cli.commands import select, shard_jobs
+from wgrad_cli.cache import Cache, sha256_file
 from wgrad_cli.config import Config, Shape
 from wgrad_cli.errors import WgradError
 from wgrad_cli.kernelspec import KernelSpec, load_specs
-from wgrad_cli.report import progress
+from wgrad_cli.console import progress
 from wgrad_cli.routing import edge_routings
-from wgrad_cli.runtime import Device, DriverError, Runtime, open_runtime
+from wgrad_cli.records import CodeObject, ShapeRef
+from wgrad_cli.options import CompilerOptions, Device, RunOptions, Selection
+from wgrad_cli.selection import select, shard_jobs
+from wgrad_cli.errors import DriverError
+from wgrad_cli.runtime import Runtime
+from wgrad_cli.shipped import config_name
 from wgrad_cli.targets import TARGETS, Target
 from wgrad_cli.toolchain import Toolchains
 
@@ -36,11 +40,10 @@ class Record:
     job: BuildJob
     shape: Shape
 
-    def to_json(self) -> dict[str, Any]:
+    def shape_ref(self) -> ShapeRef:
+        """The shape as a results record names it."""
         d = self.shape.dims
-        return {"index": self.index, "kernel": self.job.kernel.name, "target": self.job.target,
-                "shape": {"name": self.shape.name, "M": d.M, "N": d.N, "K": d.K, "E": d.E,
-                          "routing": self.shape.routing.describe()}}
+        return ShapeRef(self.shape.name, d.M, d.N, d.K, d.E, self.shape.routing.describe())
 
 
 @dataclass
@@ -66,14 +69,14 @@ class Session:
             groups.setdefault(rec.shape, []).append(rec)
         return groups
 
-    def code_object_json(self, job: BuildJob) -> dict[str, Any]:
+    def code_object(self, job: BuildJob) -> CodeObject:
         """Which code object ran: its hash, compiler and flags."""
         b = self.builds[job]
-        return {"code_object_sha256": sha256_file(b.code_object) if b.code_object else None,
-                "compiler": b.compiler, "flags": list(job.kernel.flags[job.target]), "build_errors": b.errors}
+        return CodeObject(code_object_sha256=sha256_file(b.code_object) if b.code_object else None,
+                          compiler=b.compiler, flags=list(job.kernel.flags[job.target]), build_errors=b.errors)
 
     def environment(self) -> dict[str, Any]:
-        return {"config": str(self.config.path), "config_sha256": sha256_file(self.config.path),
+        return {"config": config_name(self.config.path), "config_sha256": sha256_file(self.config.path),
                 "seed": self.seed, "quantization": self.config.quantization, "target": self.target.name,
                 "device": self.rt.device.to_json(), "python": platform.python_version(), "numpy": np.__version__}
 
@@ -96,34 +99,31 @@ def probe(targets: list[str], device: Device) -> tuple[Target, Runtime]:
     raise DriverError(failures or ["no target to run: the config and --target leave none"])
 
 
-def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str, ...], shapes: tuple[str, ...],
-                 kernel_source: Path | None, includes: tuple[Path, ...], cache_dir: Path | None, hip_cc: str | None,
-                 nvcc: str | None, rocm_path: str | None, device: Device, seed: int | None, kernel_timeout: float,
-                 shard: tuple[int, int] | None, edge_cases: bool, extra: Callable[[Dims], list[tuple[str, Dims]]]) -> Session:
+def open_session(selection: Selection, compilers: CompilerOptions, run: RunOptions, edge_cases: bool,
+                 extra: Callable[[Dims], list[tuple[str, Dims]]]) -> Session:
     """Load the config, open the device, choose the records (sharded) and build what they need.
 
     `extra` maps a record's dims to the helper kernels the command will run for it, as (kernel
     name, dims) builds: the reference kernel for shapes verified on the device, bench's empty kernel.
     """
     specs = load_specs()
-    config, pairs = select(specs, config_path, kernels, targets, shapes, kernel_source, includes)
-    target, rt = probe(list(dict.fromkeys(job.target for job, _ in pairs)), device)  # targets with work, config order
+    config, pairs = select(specs, selection)
+    target, rt = probe(list(dict.fromkeys(job.target for job, _ in pairs)), run.device)  # targets with work, config order
     expanded = [(job, shape) for job, shape in pairs if job.target == target.name]
     if edge_cases:
         expanded += [(job, replace(shape, name=f"{shape.name}+{suffix}", routing=routing))
                      for job, shape in pairs if job.target == target.name
                      for suffix, routing in edge_routings(shape.dims.E)]
     try:
-        records = shard_jobs([Record(i, job, shape) for i, (job, shape) in enumerate(expanded)], shard,
+        records = shard_jobs([Record(i, job, shape) for i, (job, shape) in enumerate(expanded)], run.shard,
                              "(kernel, shape) records")
     except WgradError:
         rt.close()
         raise
     jobs = list(dict.fromkeys([r.job for r in records] + [
         BuildJob(specs[name], target.name, dims) for r in records for name, dims in extra(r.shape.dims)]))
-    cache = Cache(cache_dir or default_root())
-    cache.check_writable()
-    toolchains = Toolchains(cache.root / "zig-shim", hip_cc, nvcc, rocm_path)
+    cache = Cache.writable(compilers.cache_dir)
+    toolchains = Toolchains.chosen(compilers, cache.root)
     with progress("compiling", len(jobs)) as bar:
         results = run_builds(jobs, toolchains, cache, config.limits, os.cpu_count() or 1,
                              on_done=lambda r: bar.update(bar.task_ids[0], advance=1, description=r.job.label))
@@ -132,4 +132,4 @@ def open_session(config_path: Path, kernels: tuple[str, ...], targets: tuple[str
         rt.close()
         raise WgradError(["builds failed (see wgrad build for the table):", *failed])
     return Session(config, target, rt, records, {r.job: r for r in results},
-                   config.seed if seed is None else seed, specs, kernel_timeout)
+                   config.seed if run.seed is None else run.seed, specs, run.kernel_timeout)

@@ -1,6 +1,6 @@
-"""`wgrad show`: results files printed as the tables bench and verify printed when they wrote them,
-so that a committed file can be read (and its derived columns, such as energy, recomputed) without
-a device."""
+"""`wgrad show`: results files printed as the tables bench, verify and selfbench printed when they
+wrote them, so that a committed file can be read (and its derived columns, such as energy,
+recomputed) without a device."""
 
 from __future__ import annotations
 
@@ -9,23 +9,23 @@ from pathlib import Path
 
 from wgrad_cli.errors import WgradError
 from wgrad_cli.grid import LAYOUT, Grid, set_layout
-from wgrad_cli.records import read_document
-from wgrad_cli.report import out
+from wgrad_cli.records import SHOWN, read_document
+from wgrad_cli.console import out
 from wgrad_cli.tables import document_table
 
 
 def show_tables(paths: list[Path]) -> list[Grid]:
-    """One table per file, in the order given; every file that is not a verify or bench result
-    wgrad wrote is one error line, and then no table is returned."""
+    """One table per file, in the order given; every file that is not a verify, bench or selfbench
+    document wgrad wrote is one error line, and then no table is returned."""
     tables: list[Grid] = []
     problems: list[str] = []
     for path in paths:
         try:
-            doc = read_document(path)
+            doc = read_document(path, SHOWN)
         except WgradError as exc:
             problems += exc.lines
             continue
-        title = f"{path}: wgrad {doc.command} on {doc.device_name or 'an unnamed device'}, {doc.get('date') or 'undated'}"
+        title = f"{path}: wgrad {doc.command} on {doc.machine}, {doc.get('date') or 'undated'}"
         tables.append(document_table(doc, title))
     if problems:
         raise WgradError(problems)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wgrad_cli.baselines import CEILING, DEQUANT, SAME_SHAPE, TORCH_PATHS
+from wgrad_cli.baseline_names import CEILING, DEQUANT, SAME_SHAPE, TORCH_PATHS
 from wgrad_cli.errors import WgradError
 from wgrad_cli.records import BenchRow, ShapeRef, read_document
 

@@ -1,5 +1,5 @@
 """Every table the commands print about results, from typed records (records.py): bench's and
-verify's, the emulator's counters, per-expert figures, speed-ups and compare's deltas, with the
+verify's, selfbench's, the emulator's counters, per-expert figures, speed-ups and compare's deltas, with the
 footers that go under them. Nothing here imports the device stack, so show, compare and speedup
 print on any machine.
 """
@@ -12,8 +12,8 @@ from rich.markup import escape
 
 from wgrad_cli.grid import Grid
 from wgrad_cli.compare import Delta
-from wgrad_cli.records import BenchRow, Document, VerifyRow
-from wgrad_cli.report import cell
+from wgrad_cli.records import BenchRow, Document, Ratio, VerifyRow
+from wgrad_cli.console import cell
 from wgrad_cli.speedup import Speedup, geomeans
 from wgrad_cli.stopping import Criterion
 
@@ -123,8 +123,22 @@ def expert_table(record: VerifyRow) -> Grid:
     return table
 
 
+def selfbench_table(ratios: Sequence[Ratio], title: str) -> Grid:
+    """One row per timing: measured, baseline, their ratio against its target, and what each is."""
+    table = Grid(title)
+    for col in ("benchmark", "measured", "baseline", "ratio", "target", "verdict", "what"):
+        table.add_column(col, detail=col == "what")
+    for r in ratios:
+        verdict = "[dim]info[/]" if r.informational else ("[green]met[/]" if r.ok else "[red]missed[/]")
+        table.add_row(r.name, f"{r.measured:.4g} {r.unit}", f"{r.baseline:.4g} {r.unit}", f"{r.ratio:.4g}",
+                      "" if r.informational else f"{'<=' if r.inclusive else '<'} {r.target:g}", verdict, r.what)
+    return table
+
+
 def document_table(doc: Document, title: str) -> Grid:
     """The table the command that wrote `doc` printed for its records."""
+    if doc.command == "selfbench":
+        return selfbench_table(doc.ratios, title)
     return bench_table(doc.bench_rows, title) if doc.command == "bench" else verify_table(doc.verify_rows, title)
 
 

@@ -13,7 +13,6 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -26,8 +25,8 @@ from wgrad_cli.isolation import Crash
 from wgrad_cli.launch import DeviceProblem, prepare, upload
 from wgrad_cli.problem import Problem, generate
 from wgrad_cli.reference import grad_w, row_norms, sample_rows
-from wgrad_cli.records import VerifyRow, build
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.records import CodeObject, Sampled, VerifyRow
+from wgrad_cli.errors import DriverError
 from wgrad_cli.session import Record, Session
 from wgrad_cli.waiting import settle
 
@@ -52,15 +51,16 @@ class Outcome:
     def ok(self) -> bool:
         return self.overall.ok and (self.sampled is None or Comparison.combine(self.sampled).ok)
 
-    def row(self, code_object: dict[str, Any]) -> VerifyRow:
-        """The results record, with `code_object` (Session.code_object_json)."""
-        return build(VerifyRow, {
-            **self.record.to_json(), **code_object, "seed": self.seed, "ok": self.ok, "reference": self.reference,
-            "overall": self.overall.to_json(), "experts": [c.to_json() for c in self.experts],
-            "sampled": None if self.sampled is None else {
-                "overall": Comparison.combine(self.sampled).to_json(),
-                "experts": [c.to_json() for c in self.sampled]},
-            "counters": self.counters}, "a verify record")
+    def row(self, code: CodeObject) -> VerifyRow:
+        """The results record, with the code object that ran (Session.code_object)."""
+        sampled = None if self.sampled is None else Sampled(Comparison.combine(self.sampled).errors(),
+                                                            [c.errors() for c in self.sampled])
+        return VerifyRow(code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
+                         build_errors=code.build_errors, index=self.record.index, kernel=self.record.job.kernel.name,
+                         target=self.record.job.target, shape=self.record.shape_ref(), seed=self.seed, ok=self.ok,
+                         reference=self.reference, overall=self.overall.errors(),
+                         experts=[c.errors() for c in self.experts], sampled=sampled,
+                         counters=None if self.counters is None else dict(self.counters))
 
 
 def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, np.ndarray], tokens: np.ndarray,

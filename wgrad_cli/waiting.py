@@ -12,7 +12,11 @@ from __future__ import annotations
 import time
 
 from wgrad_cli.errors import KernelHang
-from wgrad_cli.runtime import Runtime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wgrad_cli.runtime import Runtime
+
 FIRST_PAUSE_S, LONGEST_PAUSE_S = 1e-5, 2e-4  # polling backs off between these: a sample ends at most 0.2 ms late
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from emukernels import assert_uses, compile_hip, run
 from wgrad_cli.emu.device import EmuRuntime
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.errors import DriverError
 
 NO_OPTIMIZER = ("-O3", "-mllvm", "-amdgpu-atomic-optimizer-strategy=None")  # keep one atomic per lane
 R, A = "__ATOMIC_RELAXED", "__HIP_MEMORY_SCOPE_AGENT"

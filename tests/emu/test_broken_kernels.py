@@ -4,7 +4,6 @@ the per-expert table naming the expert that is wrong and how (mismatches or unwr
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from emukernels import tiny_config
 from wgrad_cli.cli import cli
 from wgrad_cli.kernelspec import KERNELS_DIR
 
-pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
+pytestmark = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 # each bug: the reference kernel's line and what it becomes
 BUGS = {
     "wrong_scale_index": ("    return ((m / 128) * rows + row) * 4 + (m / 32) % 4;",

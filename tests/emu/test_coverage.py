@@ -3,7 +3,6 @@ found before anything runs; a report, so it exits 0 either way."""
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from wgrad_cli.cli import cli
 from wgrad_cli.emu.coverage import table_opcodes
 from wgrad_cli.kernelspec import KERNELS_DIR
 
-needs_clang = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
+needs_clang = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 STORE = "C[(e * N + n) * K + k] = bf16_bits(acc);"
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from emukernels import assert_uses, compile_hip, run
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.errors import DriverError
 
 LANES = 512  # two workgroups of 256: every byte position of q holds every code twice
 COLUMNS = 22

@@ -24,7 +24,7 @@ from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program, decode
 from wgrad_cli.kernelspec import load_specs
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.errors import DriverError
 from wgrad_cli.shipped import CONFIGS_DIR
 from wgrad_cli.toolchain import Toolchains
 

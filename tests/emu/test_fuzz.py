@@ -13,20 +13,18 @@ from dataclasses import replace
 
 import pytest
 
-from emukernels import mnemonics, need
+from emukernels import mnemonics
 from fuzzgen import Features, Program, generate
-from fuzzrun import CLANG, Config, Verdict, build_device, check, reduce, source
+from fuzzrun import Config, Verdict, build_device, check, need_clang, reduce, source
 from wgrad_cli.emu import vector_ops
 
-# File-scope variables wait for a loader that maps the code object's data; -O0 inlines every call
-# while the emulator refuses kernels with a dynamic stack.
-FEATURES = Features(globals_=False)
+FEATURES = Features(recursion=True)  # everything: file-scope variables, calls, a recursion (a dynamic stack)
 SEEDS = {0: range(30), 1: range(100), 3: range(100)}  # -O0 code emulates ~10x slower
 BATCH = 40
 
 
 def config(opt: int) -> Config:
-    return Config(opt, FEATURES, inline_all=opt == 0)
+    return Config(opt, FEATURES)
 
 
 def programs(seeds: range) -> list[Program]:
@@ -54,7 +52,7 @@ MISCOMPILED = {3: {4}}
 
 @pytest.mark.parametrize("opt", sorted(SEEDS))
 def test_generated_programs_match_the_host(opt: int) -> None:
-    need(CLANG)
+    need_clang()
     verdicts = run_all(SEEDS[opt], config(opt))
     known = MISCOMPILED.get(opt, set())
     assert_all_ok([v for v in verdicts if v.seed not in known], config(opt))
@@ -66,16 +64,17 @@ def test_generated_programs_match_the_host(opt: int) -> None:
 def test_ci_programs_cover_every_feature() -> None:
     """The CI seeds hold every construct the generator has, and the machine code has the
     instructions they are there to exercise."""
-    need(CLANG)
+    need_clang()
     ps = programs(SEEDS[1])
     text = source(ps)
     for construct in ("for (u32", "switch (", "[[fallthrough]]", "break;", "continue;", ") return mix(", "NOINL u64",
                       "u32 arr", "double arr", "u8 arr", "i16 arr", "BARRIER();", "LDS_ATOMIC(", "ds_bpermute", "readlane", "ATOMIC(add",
                       "ATOMIC(min", "ATOMIC(xor", "live[lane] = false", "(u8)(", "(i16)(", "__builtin_fma(",
-                      "__builtin_sqrtf(", "/ (", "div_i64(", "rem_u64(", "cvt_u64(", "__builtin_ldexp("):
+                      "__builtin_sqrtf(", "/ (", "div_i64(", "rem_u64(", "cvt_u64(", "__builtin_ldexp(",
+                      "static CVAR const", "static GVAR const", " x; u8 pad; ", "[gid] = ", "_rec(lane, wg, in, p0 - 1u"):
         assert construct in text, construct
     assert {p.block for p in ps} == {64, 128, 256} and {p.grid for p in ps} == {1, 2, 3}
-    for opt, expected in ((0, ("flat_store_dword", "scratch_store_dword")),
+    for opt, expected in ((0, ("flat_store_dword", "scratch_store_dword", "s_swappc_b64")),
                           (1, ("s_swappc_b64", "scratch_store_dword")),
                           (3, ("s_swappc_b64", "scratch_load_dword", "v_div_fixup_f64", "v_div_scale_f32", "s_barrier",
                                "ds_bpermute_b32", "v_readlane_b32", "ds_add_u32", "global_atomic_umax_x2",
@@ -88,7 +87,7 @@ def test_ci_programs_cover_every_feature() -> None:
 def test_a_wrong_semantic_is_caught_and_reduced(monkeypatch: pytest.MonkeyPatch) -> None:
     """The oracle can fail: with v_xor_b32 made an OR, programs come out wrong, and the reducer
     shrinks one to a smaller program that is still wrong."""
-    need(CLANG)
+    need_clang()
     cfg = config(1)
     monkeypatch.setitem(vector_ops.VOPS, "V_XOR_B32", vector_ops.VOPS["V_OR_B32"])
     verdicts = run_all(range(20), cfg)
@@ -104,7 +103,7 @@ def test_a_wrong_semantic_is_caught_and_reduced(monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.fuzz
 def test_campaign(request: pytest.FixtureRequest) -> None:
     """The long run: --fuzz-count programs at each level (pytest -m fuzz --fuzz-count 10000)."""
-    need(CLANG)
+    need_clang()
     count = int(request.config.getoption("--fuzz-count"))
     for opt in sorted(SEEDS):
         assert_all_ok(run_all(range(10_000, 10_000 + count), config(opt)), config(opt))

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 
-from emukernels import listing, need
-from fuzzrun import CLANG, Config, build_device, check, handwritten, source
+from emukernels import listing
+from fuzzrun import Config, build_device, check, handwritten, need_clang, source
 
 
 def assert_matches_host(name: str, body: str, opt: int, stages: tuple[str, ...] = (), pattern: str = "",
                         helpers: str = "", inline_all: bool = False) -> None:
-    need(CLANG)
+    need_clang()
     p = handwritten(name, body, stages, helpers)
     cfg = Config(opt, inline_all=inline_all)
     if pattern:

@@ -14,7 +14,7 @@ import pytest
 from emukernels import assert_uses, compile_hip, run
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.errors import DriverError
 
 # swizzle offsets: and/or/xor masks of 32-lane halves (xor 1, xor 16, a mix, a broadcast of lane 16
 # of each half), then quad permutes [1,0,3,2] and [0,0,3,1]

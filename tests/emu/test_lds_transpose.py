@@ -1,6 +1,6 @@
 """ds_read_b64_tr_b8 / _tr_b16 against a numpy model of the transpose: within every 16 lanes, lane
 l's 8-bit element n is byte l & 7 of the 8 bytes lane (l & ~15) + ((l >> 3) & 1) + 2n addressed
-(../shared/TOOLCHAIN.md); 16-bit element n is element l & 3 of lane (l & ~15) + ((l >> 2) & 3) + 4n."""
+(docs/emulator.md); 16-bit element n is element l & 3 of lane (l & ~15) + ((l >> 2) & 3) + 4n."""
 
 from __future__ import annotations
 

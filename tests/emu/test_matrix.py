@@ -1,7 +1,7 @@
 """Scaled and dense MFMA on the emulator against numpy models written from the operand layouts:
 the CDNA4 ISA's dense layouts (lane l holds row/column l % M; lane group l // M holds consecutive
 k; D register i of lane l is row 4*(64/N)*(i//4) + 4*(l//N) + i%4, column l % N) and, where the
-ISA text is silent on the scaled MFMA, the placement ../shared/TOOLCHAIN.md records (8-bit
+ISA text is silent on the scaled MFMA, the placement docs/emulator.md records (8-bit
 operands: k 16g..16g+15 in registers 0-3 and K/2+16g.. in registers 4-7 of lane group g; the
 scale of 32-wide k-block b of row r in lane r + M*b, byte {op_sel_hi, op_sel}).
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from emukernels import assert_uses, compile_hip, run
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.errors import DriverError
 
 SOURCE = """
 KERNEL void swaps(unsigned *out, const unsigned *a, const unsigned *b) {

@@ -17,7 +17,7 @@ from wgrad_cli.emu import dispatch
 from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.errors import DriverError
 
 U32 = np.uint32
 
@@ -210,13 +210,37 @@ def test_an_access_outside_the_lanes_private_segment_stops_the_run() -> None:
     assert f"the lane's {size}-byte private segment" in line
 
 
-def test_a_dynamic_stack_is_refused_at_launch() -> None:
-    image = compile_hip("""
+ALLOCA = """
 KERNEL void dynstack(unsigned *out, unsigned n) {
   unsigned *arr = (unsigned *)__builtin_alloca(n * 4);
-  for (unsigned i = 0; i < n; ++i) arr[i] = tid() + i;
-  out[tid()] = arr[tid() % n];
+  for (unsigned i = 0; i < n; ++i) arr[i] = tid() * 3u + i;
+  out[tid()] = arr[(tid() * 7u) % n] + arr[n - 1];
 }
-""")
-    with pytest.raises(DriverError, match=r"launch of dynstack: it uses a dynamic stack"):
-        run(image, [np.zeros(64, U32), 8])
+"""
+
+
+def _alloca_model(n: int) -> np.ndarray:
+    lane = np.arange(64, dtype=np.uint32)
+    return lane * 3 + (lane * 7) % n + lane * 3 + (n - 1)
+
+
+def test_a_dynamic_stack_gets_the_hip_runtimes_default_size() -> None:
+    """alloca: the kernel's stack size is unknown to the code object; it runs with HIP's 1024 bytes
+    per work-item, and the first access past them stops the run naming the stack."""
+    image = compile_hip(ALLOCA)
+    assert load_image(image).kernels["dynstack"].uses_dynamic_stack
+    n = 200  # 800 bytes: fits in 1024 with the kernel's own frame
+    assert (run(image, [np.zeros(64, U32), n])[0] == _alloca_model(n)).all()
+    with pytest.raises(DriverError) as info:
+        run(image, [np.zeros(64, U32), 300])  # 1200 bytes
+    line = str(info.value)
+    assert "\n" not in line and re.match(r"dynstack: (flat|scratch)_store_dword\w* at offset 0x", line)
+    assert "outside the lane's 1024-byte stack" in line and "workgroup (0, 0, 0)" in line and "lane 0" in line
+
+
+def test_the_stack_size_is_the_users_setting() -> None:
+    image = compile_hip(ALLOCA)
+    n = 1000
+    assert (run(image, [np.zeros(64, U32), n], rt=EmuRuntime(workers=1, stack_bytes=4096))[0] == _alloca_model(n)).all()
+    with pytest.raises(DriverError, match="outside the lane's 512-byte stack"):
+        run(image, [np.zeros(64, U32), 200], rt=EmuRuntime(workers=1, stack_bytes=512))

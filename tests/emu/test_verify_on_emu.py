@@ -8,16 +8,18 @@ nothing emu.yaml's shapes lack (zipf routing, several experts, empty ones)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from wgrad_cli.backends.registry import BY_VENDOR
 from wgrad_cli.cli import cli
+from wgrad_cli.emu.device import EmuRuntime
+from wgrad_cli.options import Emulated
 from wgrad_cli.shipped import CONFIGS_DIR
 
-pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
+pytestmark = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 
 
 @pytest.mark.parametrize("config, shapes", [("smoke.yaml", ("one-expert", "gaps")), ("emu.yaml", ())])
@@ -29,6 +31,7 @@ def test_reference_kernel_passes_on_the_emulator(config: str, shapes: tuple[str,
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     assert doc["device"]["emulated"] and doc["device"]["arch"] == "gfx950"
+    assert doc["config"] == config.removesuffix(".yaml")  # a shipped config by its name, not this machine's path
     assert doc["records"] and all(r["ok"] for r in doc["records"])
     for r in doc["records"]:
         assert r["reference"] == "numpy float64, every element"
@@ -41,6 +44,24 @@ def test_strict_lds_needs_the_emulator() -> None:
     result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "0", "--strict-lds"])
     assert result.exit_code == 2 and result.stderr.strip() == (
         "--strict-lds: only the emulated device checks LDS accesses; add --device emu")
+
+
+def test_emu_stack_bytes_needs_the_emulator() -> None:
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "0", "--emu-stack-bytes", "2048"])
+    assert result.exit_code == 2 and result.stderr.strip() == (
+        "--emu-stack-bytes: only the emulated device takes its stack size from wgrad; add --device emu")
+
+
+@pytest.mark.parametrize("given, kept", [(["--emu-stack-bytes", "1000"], 1008), ([], 1024)])
+def test_emu_stack_bytes_reaches_the_emulated_device(monkeypatch: pytest.MonkeyPatch, given: list[str],
+                                                     kept: int) -> None:
+    """Rounded up to 16 bytes as hipDeviceSetLimit rounds it; HIP's 1024 without the option."""
+    seen: list[object] = []
+    monkeypatch.setattr("wgrad_cli.device_commands.verify_command", lambda *args: seen.append(args[2].device))
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", *given])
+    assert result.exit_code == 0 and seen == [Emulated(False, kept)]
+    runtime = BY_VENDOR["amd"].open_runtime(Emulated(False, kept))
+    assert isinstance(runtime, EmuRuntime) and runtime.stack_bytes == kept
 
 
 def test_bench_refuses_the_emulator() -> None:
@@ -56,6 +77,7 @@ def test_shards_split_emulated_runs_as_gpu_runs(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     assert doc["shard"] == [1, 4] and [r["shape"]["name"] for r in doc["records"]] == ["one-expert"]
+    assert doc["config"] == "smoke"
     empty = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", "--shard", "9/9",
                                      "--cache-dir", str(tmp_path / "cache")])
     assert empty.exit_code == 2 and "slice 9 would be empty" in empty.stderr and "Traceback" not in empty.output

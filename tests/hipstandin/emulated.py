@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable
 
 from wgrad_cli.emu.device import EmuRuntime
-from wgrad_cli.runtime import DriverError
+from wgrad_cli.errors import DriverError
 
 # HIP's status codes that a failed call here returns (the stand-in describes them)
 INVALID_VALUE, INVALID_IMAGE, NOT_FOUND, LAUNCH_FAILURE = 1, 200, 500, 719

@@ -70,7 +70,7 @@ def _float(t: type, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Fn:
     return lambda o, s, c: np.asarray(fn(o.view(t), s.view(t)), dtype=t).view(u)
 
 
-def _pk_add_bf16(o: np.ndarray, s: np.ndarray, c: np.ndarray) -> np.ndarray:
+def _pk_add_bf16(o: np.ndarray, s: np.ndarray, _c: np.ndarray) -> np.ndarray:
     lo = f32_to_bf16_rne(bf16_to_f32(o & U32(0xFFFF)) + bf16_to_f32(s & U32(0xFFFF)))
     hi = f32_to_bf16_rne(bf16_to_f32(o >> U32(16)) + bf16_to_f32(s >> U32(16)))
     return np.asarray(lo | (hi << U32(16)), dtype=U32)

@@ -5,23 +5,24 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 from rich.markup import escape
 
+from wgrad_cli.backends.registry import EMULATED_TARGET
 from wgrad_cli.build import run_builds
-from wgrad_cli.cache import Cache, default_root
-from wgrad_cli.commands import select
+from wgrad_cli.cache import Cache
 from wgrad_cli.emu import atomic_ops, lds_atomic_ops, lds_ops, matrix_ops, memory_ops, scalar_ops, vector_ops
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program
-from wgrad_cli.errors import WgradError
+from wgrad_cli.errors import CheckFailed, WgradError
 from wgrad_cli.grid import Grid, plural
 from wgrad_cli.kernelspec import load_specs
-from wgrad_cli.report import err, out
+from wgrad_cli.console import err, out
+from wgrad_cli.options import CompilerOptions, Selection
+from wgrad_cli.selection import select
 from wgrad_cli.toolchain import Toolchains
 
-TARGET = "gfx950"
+TARGET = EMULATED_TARGET
 
 
 @dataclass(frozen=True)
@@ -47,22 +48,20 @@ def table_opcodes() -> list[str]:
     return sorted({n.lower() for n in names})
 
 
-def emu_check_command(config_path: Path, kernels: tuple[str, ...], shapes: tuple[str, ...], kernel_source: Path | None,
-                      includes: tuple[Path, ...], cache_dir: Path | None, hip_cc: str | None, rocm_path: str | None) -> None:
+def emu_check_command(selection: Selection, compilers: CompilerOptions) -> None:
     """Build the config's gfx950 code objects as `wgrad build` does (cached) and print, per code
     object, its instruction count and the instructions the emulator does not implement."""
     specs = load_specs()
-    config, records = select(specs, config_path, kernels, (), shapes, kernel_source, includes)
+    config, records = select(specs, selection)
     if TARGET not in config.targets:
-        raise WgradError(f"{config_path}: no {TARGET} target; the emulator runs gfx950 code objects only")
+        raise WgradError(f"{selection.config_path}: no {TARGET} target; the emulator runs gfx950 code objects only")
     records = [(job, shape) for job, shape in records if job.target == TARGET]
     jobs = list(dict.fromkeys(job for job, _ in records))
-    cache = Cache(cache_dir or default_root())
-    cache.check_writable()
-    toolchains = Toolchains(cache.root / "zig-shim", hip_cc, None, rocm_path)
+    cache = Cache.writable(compilers.cache_dir)
+    toolchains = Toolchains.chosen(compilers, cache.root)
     with err.status(f"building {plural(len(jobs), 'gfx950 code object')}"):
         results = run_builds(jobs, toolchains, cache, {}, len(jobs))
-    table = Grid(f"wgrad emu-check {config_path.name}: instructions the emulator lacks")
+    table = Grid(f"wgrad emu-check {selection.config_path.name}: instructions the emulator lacks")
     for name, justify in (("kernel", "left"), ("shapes", "left"), ("M x N x K, E", "right"),
                           ("instructions", "right"), ("unsupported", "right"), ("mnemonics", "left")):
         table.add_column(name, "right" if justify == "right" else "left", detail=name == "M x N x K, E")
@@ -82,4 +81,4 @@ def emu_check_command(config_path: Path, kernels: tuple[str, ...], shapes: tuple
     for line in problems:  # a failed compile, or no gfx950 compiler (how to get one)
         err.print(f"[red]{escape(line)}[/]", highlight=False)
     if problems:
-        raise SystemExit(1)
+        raise CheckFailed()

@@ -7,6 +7,10 @@ LaunchStopped once it has run `timeout` seconds (the session's --kernel-timeout)
 instruction statistics are kept for the results. A fault (an instruction the emulator lacks, an
 access outside every allocation or outside a lane's private segment) becomes a one-line DriverError;
 any other exception is a bug in the emulator, an EmulatorBug with its traceback.
+
+Each load places a fresh copy of the code object's image in the heap, as hipModuleLoadData does:
+its globals start from the image's initial values, and `get_global` finds one by name
+(hipModuleGetGlobal) for copy_in and copy_out. The decoded program is shared between loads.
 """
 
 from __future__ import annotations
@@ -22,24 +26,51 @@ import numpy as np
 
 from wgrad_cli.codeobject import CodeObjectError
 from wgrad_cli.emu.dispatch import Launch, run
-from wgrad_cli.emu.loader import Descriptor, load_image
+from wgrad_cli.emu.loader import Descriptor, Image, load_image
 from wgrad_cli.emu.machine import EmuFault, Stats, TimedOut
-from wgrad_cli.emu.memory import Heap
+from wgrad_cli.emu.memory import Heap, Name, Region
 from wgrad_cli.emu.program import Program
 from wgrad_cli.emu.scratch_ops import refusal
 from wgrad_cli.errors import EmulatorBug, LaunchStopped, WgradError
 from wgrad_cli.occupancy import gfx950
-from wgrad_cli.runtime import KERNEL_TIMEOUT_S, UNREPORTED, DeviceInfo, DriverError, Reading
+from wgrad_cli.errors import DriverError
+from wgrad_cli.options import HIP_STACK_BYTES, KERNEL_TIMEOUT_S
+from wgrad_cli.runtime import UNREPORTED, DeviceInfo, Reading
 
-NAME = "emu"  # what --device takes
 KERNARG_SLACK = 64  # bytes past the kernarg segment a scalar load may read (one s_load_dwordx16)
 UNITS = 256  # MI355X's compute units: persistent kernels size their grid by it
 
 
 @dataclass(frozen=True)
-class Function:
+class Module:
+    """A loaded code object (hipModuleLoadData's module): its program and its image's base address."""
+
     program: Program
+    base: int
+
+
+@dataclass(frozen=True)
+class Function:
+    module: Module
     kernel: Descriptor
+
+
+@dataclass(frozen=True)
+class Global:
+    """A global variable of a loaded module on the device (hipModuleGetGlobal's pointer and size)."""
+
+    name: str
+    address: int
+    size: int
+
+
+def regions(image: Image) -> list[Region]:
+    """The image's segments as the heap maps them, with their sections and globals for fault lines."""
+    names = [Name(x.offset, x.size, x.name) for seg in image.segments for x in seg.sections]
+    names += [Name(sym.offset, sym.size, sym.name) for sym in image.objects]
+    return [Region(seg.offset, seg.size, seg.writable, f"segment {i} ({seg.permissions})",
+                   tuple(n for n in names if seg.offset <= n.offset < seg.offset + seg.size))
+            for i, seg in enumerate(image.segments)]
 
 
 class EmuRuntime:
@@ -47,7 +78,8 @@ class EmuRuntime:
 
     crash_prone = False  # a fault is a DriverError, and the device lives in this process
 
-    def __init__(self, workers: int | None = None, strict_lds: bool = False, timeout: float = KERNEL_TIMEOUT_S) -> None:
+    def __init__(self, workers: int | None = None, strict_lds: bool = False,
+                 stack_bytes: int = HIP_STACK_BYTES, timeout: float = KERNEL_TIMEOUT_S) -> None:
         version = importlib.metadata.version("tinygrad")
         self.device = DeviceInfo("amd", 0, "emulated gfx950 (wgrad)", "gfx950", UNITS, 0,
                                  os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 0,
@@ -55,6 +87,7 @@ class EmuRuntime:
         self.heap = Heap()
         self.workers = workers or os.cpu_count() or 1
         self.strict_lds = strict_lds
+        self.stack_bytes = stack_bytes  # per work-item, for kernels with a dynamic stack
         self.timeout = timeout  # seconds of wall time a launch may take (--kernel-timeout)
         self.stats: list[Stats] = []  # one per launch, in order
         self._programs: dict[bytes, Program] = {}
@@ -90,7 +123,8 @@ class EmuRuntime:
             self._span(ptr, nbytes, "fill")[:] = byte
 
     # --- modules and launches ----------------------------------------------------------------------
-    def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object:
+    def load_module(self, image: bytes) -> Module:
+        """The code object placed in device memory as the ROCm loader places it (hipModuleLoadData)."""
         program = self._programs.get(image)
         if program is None:
             try:
@@ -98,10 +132,29 @@ class EmuRuntime:
             except (CodeObjectError, EmuFault) as exc:
                 raise DriverError(f"the emulator cannot load the code object: {exc}") from None
             self._programs[image] = program
-        kernel = program.image.kernels.get(symbol)
+        loaded = program.image
+        kernels = ", ".join(sorted(loaded.kernels)) or "no kernels"
+        base = self.heap.map_image(loaded.span, loaded.align, regions(loaded), f"the code object of {kernels}")
+        for segment in filter(lambda seg: seg.data, loaded.segments):
+            self.heap.span(base + segment.offset, len(segment.data))[:] = np.frombuffer(segment.data, dtype=np.uint8)
+        for offset, addend in loaded.relative:
+            self.heap.span(base + offset, 8)[:] = np.frombuffer((base + addend).to_bytes(8, "little"), dtype=np.uint8)
+        return Module(program, base)
+
+    def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object:
+        module = self.load_module(image)
+        kernel = module.program.image.kernels.get(symbol)
         if kernel is None:
-            raise DriverError(f"the code object has no kernel {symbol}; it has {sorted(program.image.kernels)}")
-        return Function(program, kernel)
+            raise DriverError(f"the code object has no kernel {symbol}; it has {sorted(module.program.image.kernels)}")
+        return Function(module, kernel)
+
+    def get_global(self, module: Module, name: str) -> Global:
+        """A global variable's device address and size, by its symbol name (hipModuleGetGlobal)."""
+        symbol = module.program.image.symbols.get(name)
+        if symbol is None:
+            raise DriverError(f"the code object has no global {name}; it has "
+                              f"{sorted(n for n in module.program.image.symbols if not n.endswith('.kd') and not n.startswith('__'))}")
+        return Global(name, module.base + symbol.offset, symbol.size)
 
     def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
         assert isinstance(function, Function)
@@ -117,10 +170,12 @@ class EmuRuntime:
         packet = self.heap.alloc(64)
         try:
             self._write_kernargs(k, kernarg, grid, block, kernel_params)
-            self._write_packet(packet, k, grid, block, dynamic_shared, kernarg)
-            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet, self.strict_lds,
-                            time.monotonic() + self.timeout, self.resident(function, block, dynamic_shared, 1))
-            self.stats.append(run(launch, function.program, self.heap, k.name, self.workers))
+            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet,
+                            deadline=time.monotonic() + self.timeout,
+                            resident=self.resident(function, block, dynamic_shared, 1), strict_lds=self.strict_lds,
+                            code_base=function.module.base, stack_bytes=self.stack_bytes)
+            self._write_packet(packet, launch)
+            self.stats.append(run(launch, function.module.program, self.heap, k.name, self.workers))
         except EmuFault as exc:
             raise DriverError(str(exc)) from None
         except TimedOut as exc:
@@ -154,17 +209,18 @@ class EmuRuntime:
                 segment[arg.offset: arg.offset + arg.size] = np.frombuffer(
                     hidden[arg.kind].to_bytes(arg.size, "little"), dtype=np.uint8)
 
-    def _write_packet(self, address: int, k: Descriptor, grid: int, block: int, dynamic: int, kernarg: int) -> None:
+    def _write_packet(self, address: int, launch: Launch) -> None:
         """An hsa_kernel_dispatch_packet_t for the kernel's dispatch pointer (sizes in work-items)."""
+        k, grid, block = launch.kernel, launch.grid[0], launch.block[0]
         packet = self.heap.span(address, 64)
         packet[:] = 0
         fields = np.zeros(64, dtype=np.uint8)
         fields[2:4] = np.frombuffer((1).to_bytes(2, "little"), dtype=np.uint8)  # setup: 1 dimension
         fields[4:10] = np.frombuffer(b"".join(v.to_bytes(2, "little") for v in (block, 1, 1)), dtype=np.uint8)
         fields[12:24] = np.frombuffer(b"".join(v.to_bytes(4, "little") for v in (grid * block, 1, 1)), dtype=np.uint8)
-        fields[24:28] = np.frombuffer(k.private_segment_size.to_bytes(4, "little"), dtype=np.uint8)
-        fields[28:32] = np.frombuffer((k.group_segment_size + dynamic).to_bytes(4, "little"), dtype=np.uint8)
-        fields[40:48] = np.frombuffer(kernarg.to_bytes(8, "little"), dtype=np.uint8)
+        fields[24:28] = np.frombuffer(launch.private_bytes.to_bytes(4, "little"), dtype=np.uint8)
+        fields[28:32] = np.frombuffer((k.group_segment_size + launch.dynamic_lds).to_bytes(4, "little"), dtype=np.uint8)
+        fields[40:48] = np.frombuffer(launch.kernarg.to_bytes(8, "little"), dtype=np.uint8)
         packet[:] = fields
 
     def resident(self, function: object, block: int, dynamic_shared: int, cluster: int) -> int:
@@ -199,7 +255,3 @@ class EmuRuntime:
 
     def close(self) -> None:
         self._programs.clear()
-
-
-def open_device() -> EmuRuntime:
-    return EmuRuntime()

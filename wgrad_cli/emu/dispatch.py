@@ -23,7 +23,6 @@ worker asks Linux to kill it when its parent ends (PR_SET_PDEATHSIG), however th
 from __future__ import annotations
 
 import ctypes
-import math
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -43,6 +42,7 @@ from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.program import Program
 from wgrad_cli.emu.scratch_ops import segment_bytes
 from wgrad_cli.errors import EmulatorBug
+from wgrad_cli.options import HIP_STACK_BYTES
 
 MAX_BATCH_WAVES = 2048  # waves run in lock-step at once: bounds the register arrays (~64 KiB per VGPR)
 MAX_BATCH_PRIVATE = 1 << 27  # bytes of private memory a batch holds at once (one batch per worker process)
@@ -57,9 +57,15 @@ class Launch:
     dynamic_lds: int
     kernarg: int  # device address of the kernarg segment
     dispatch_packet: int  # device address of an AQL dispatch packet describing this launch
+    deadline: float  # time.monotonic() past which the launch stops as hung (one clock for every process)
+    resident: int  # workgroups the device would hold at once: so many at least run concurrently
     strict_lds: bool = False  # an LDS access beyond the workgroup's allocation stops the run
-    deadline: float = math.inf  # time.monotonic() past which the launch stops as hung (one clock for every process)
-    resident: int = 1  # workgroups the device would hold at once: so many at least run concurrently
+    code_base: int = 0  # device address of the code object's image (PCs are offsets into it)
+    stack_bytes: int = HIP_STACK_BYTES  # per work-item, for a kernel with a dynamic stack
+
+    @property
+    def private_bytes(self) -> int:
+        return segment_bytes(self.kernel, self.stack_bytes)
 
     @property
     def threads(self) -> int:
@@ -85,18 +91,21 @@ def user_sgprs(k: Descriptor, launch: Launch, kernarg_words: np.ndarray) -> list
     if k.dispatch_id:
         values += [0, 0]
     if k.private_segment_size_sgpr:
-        values += [segment_bytes(k)]
+        values += [launch.private_bytes]
     start = k.kernarg_preload_offset
     values += [int(w) for w in kernarg_words[start: start + k.kernarg_preload_dwords]]
     return values
 
 
-def init_batch(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, kernarg_words: np.ndarray) -> Batch:
+def init_batch(launch: Launch, heap: Heap, ids: np.ndarray, kernarg_words: np.ndarray) -> Batch:
     """A batch of workgroups `ids` (flat indices into the grid), at the kernel's entry."""
     k = launch.kernel
     wpg = launch.waves_per_group
     lds = k.group_segment_size + launch.dynamic_lds
-    b = Batch(len(ids) * wpg, wpg, k.vgprs, k.agprs, lds, heap, segment_bytes(k), launch.strict_lds)
+    b = Batch(len(ids) * wpg, wpg, k.vgprs, k.agprs, lds, heap, launch.private_bytes, launch.strict_lds)
+    b.code_base = launch.code_base
+    if k.uses_dynamic_stack:
+        b.private_name = "stack (the HIP runtime's size for a kernel with a dynamic stack; --emu-stack-bytes sets it)"
     gx, gy, _ = launch.grid
     b.group_ids[:, 0], b.group_ids[:, 1], b.group_ids[:, 2] = ids % gx, (ids // gx) % gy, ids // (gx * gy)
     user = user_sgprs(k, launch, kernarg_words)
@@ -125,7 +134,7 @@ def run_groups(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, na
     live ones are stalled; their statistics."""
     stats = Stats()
     kernarg = heap.span(launch.kernarg, -(-max(launch.kernel.kernarg_size, 4) // 4) * 4).view(np.uint32)
-    waves = min(MAX_BATCH_WAVES, MAX_BATCH_PRIVATE // max(1, 64 * segment_bytes(launch.kernel)))
+    waves = min(MAX_BATCH_WAVES, MAX_BATCH_PRIVATE // max(1, 64 * launch.private_bytes))
     per_batch = max(1, waves // launch.waves_per_group)
     live: deque[Batch] = deque()
     start = 0
@@ -135,14 +144,14 @@ def run_groups(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, na
 
     def begin(count: int) -> None:
         nonlocal start
-        live.append(init_batch(launch, program, heap, ids[start: start + count], kernarg))
+        live.append(init_batch(launch, heap, ids[start: start + count], kernarg))
         start += count
 
     while start < len(ids) or live:
         if not live:
             begin(min(per_batch, len(ids) - start))
         room = min(per_batch, resident - sum(b.groups for b in live), len(ids) - start)
-        if execute(live[0], program.ops, describe, launch.deadline, may_yield=room > 0 or len(live) > 1):
+        if execute(live[0], program.ops_for(launch.kernel), describe, launch.deadline, may_yield=room > 0 or len(live) > 1):
             stats.add(live.popleft().stats)
             continue
         if room > 0:  # every live wave spins: bring in the next workgroups, as the hardware would

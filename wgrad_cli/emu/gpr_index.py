@@ -18,7 +18,7 @@ import numpy as np
 
 from wgrad_cli.emu import operands as opd
 from wgrad_cli.emu.machine import M0, Batch, EmuFault, Op, Run
-from wgrad_cli.emu.memory_ops import where
+from wgrad_cli.emu.lanes import where
 
 SRC0, DST = 1, 8
 SCALAR = {"salu", "smem", "branch", "barrier", "other"}  # op classes the mode does not touch
@@ -56,7 +56,7 @@ def _indexed_move(op: Op, vdst: int, src: int, enables: int) -> Op:
 
 
 def _stop(op: Op) -> Op:
-    def run(b: Batch) -> None:
+    def run(_: Batch) -> None:
         raise EmuFault(f"{op.name} at offset {op.pc:#x}: only v_mov_b32 is implemented in VGPR indexing mode")
     return Op(op.pc, op.size, op.name, "unsupported", run, jumps=True)
 

@@ -18,7 +18,7 @@ import numpy as np
 from wgrad_cli.emu import atomic_ops
 from wgrad_cli.emu.lds_ops import ds_fields, lds_index
 from wgrad_cli.emu.machine import Batch, EmuFault, Op
-from wgrad_cli.emu.memory_ops import to_regs, where, words
+from wgrad_cli.emu.lanes import to_regs, where, words
 
 # DS opcode without "DS_" and the RTN marker -> the atomic's name in atomic_ops
 _KINDS = {

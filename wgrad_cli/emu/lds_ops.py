@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from wgrad_cli.emu.machine import Batch, EmuFault, Op, Run, Unsupported
-from wgrad_cli.emu.memory_ops import from_regs, to_regs, where
+from wgrad_cli.emu.lanes import from_regs, to_regs, where
 
 
 READS = {"DS_READ_B32": (4, False), "DS_READ_B64": (8, False), "DS_READ_B96": (12, False),
@@ -35,7 +35,7 @@ def _transpose_source(bits: int) -> np.ndarray:
     """For DS_READ_B64_TR_B<bits>: the (source lane * 8 + source byte) of each (lane, result byte).
     Each lane addresses 8 bytes; within every 16 lanes the elements are transposed: for 8 bits,
     lane l's element n is byte l & 7 of the block lane (l & ~15) + ((l >> 3) & 1) + 2n addressed
-    (the mapping ../shared/TOOLCHAIN.md records); 16 bits is the same rule at its width, by
+    (the mapping docs/emulator.md records); 16 bits is the same rule at its width, by
     analogy: element n of lane l is element l & 3 of lane (l & ~15) + ((l >> 2) & 3) + 4n."""
     per = 64 // bits  # elements per lane: 8 or 4
     lane = np.arange(64)[:, None]

@@ -1,4 +1,13 @@
-"""A gfx950 code object as the emulator runs it: its machine code and each kernel's descriptor.
+"""A gfx950 code object as the emulator runs it: its loadable segments, dynamic relocations, global
+symbols, machine code and each kernel's descriptor.
+
+The ROCm loader places every PT_LOAD segment at one load base in device memory (the image's
+address 0 becomes the base, so `s_getpc_b64`-relative addresses work unchanged), zeroes what lies
+past each segment's file bytes (.bss), and applies the dynamic relocations. A pointer to a symbol
+of the code object itself that cannot be preempted (HIP gives `__device__` and `__constant__`
+variables protected visibility) is an R_AMDGPU_RELATIVE64 record, base + addend (LLVM's
+AMDGPUUsage, "Relocation Records"); any other type stops the load here, naming it. Global
+variables are the dynamic symbol table's objects, found by name as hipModuleGetGlobal does.
 
 The kernel descriptor (the 64-byte `<kernel>.kd` object) fixes what the hardware sets up before
 the first instruction: the kernarg segment size, the LDS the workgroup gets, the register counts,
@@ -16,12 +25,21 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from elftools.elf.dynamic import DynamicSegment
 from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationTable
 from elftools.elf.sections import SymbolTableSection
 
-from wgrad_cli.codeobject import CodeObjectError, amd_metadata
+from wgrad_cli import hsaco
+from wgrad_cli.codeobject import CodeObjectError
 
 EF_AMDGPU_MACH_MASK, EF_AMDGPU_MACH_GFX950 = 0xFF, 0x4F
+R_AMDGPU_NONE, R_AMDGPU_RELATIVE64 = 0, 13
+RELOCATION_NAMES = {1: "R_AMDGPU_ABS32_LO", 2: "R_AMDGPU_ABS32_HI", 3: "R_AMDGPU_ABS64", 4: "R_AMDGPU_REL32",
+                    5: "R_AMDGPU_REL64", 6: "R_AMDGPU_ABS32", 7: "R_AMDGPU_GOTPCREL", 8: "R_AMDGPU_GOTPCREL32_LO",
+                    9: "R_AMDGPU_GOTPCREL32_HI", 10: "R_AMDGPU_REL32_LO", 11: "R_AMDGPU_REL32_HI",
+                    14: "R_AMDGPU_REL16"}
+PF_X, PF_W, PF_R = 1, 2, 4
 
 
 @dataclass(frozen=True)
@@ -65,13 +83,57 @@ class Descriptor:
 
 
 @dataclass(frozen=True)
-class Image:
-    """A loaded code object: the bytes of its loadable segments and its kernels' descriptors."""
+class Section:
+    name: str
+    offset: int  # its address in the image
+    size: int
 
-    code: bytes  # the image from address 0 (sections at their virtual addresses)
+
+@dataclass(frozen=True)
+class Segment:
+    """A PT_LOAD segment: `data` goes at `offset` from the load base, zeros after it up to `size`."""
+
+    offset: int
+    size: int
+    data: bytes
+    flags: int  # PF_R | PF_W | PF_X
+    sections: tuple[Section, ...]
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.flags & PF_W)
+
+    @property
+    def permissions(self) -> str:
+        return "".join(c if self.flags & bit else "-" for c, bit in (("R", PF_R), ("W", PF_W), ("X", PF_X)))
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A global variable (or the kernel descriptor) of the image: its address in the image and size."""
+
+    name: str
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Image:
+    """A parsed code object: what the loader places, its kernels' descriptors and its globals."""
+
+    code: bytes  # the image from address 0 (sections at their virtual addresses), for decoding
     kernels: dict[str, Descriptor]
     text_start: int
     text_end: int
+    segments: tuple[Segment, ...]
+    align: int  # the load base's alignment: the largest PT_LOAD p_align
+    relative: tuple[tuple[int, int], ...]  # R_AMDGPU_RELATIVE64 (offset, addend): the base + addend goes there
+    symbols: dict[str, Symbol]  # the dynamic symbol table's objects
+    objects: tuple[Symbol, ...]  # every object symbol, file-local ones too (.symtab), for fault lines
+
+    @property
+    def span(self) -> int:
+        return max((s.offset + s.size for s in self.segments), default=0)
 
 
 def _bits(word: int, lo: int, width: int) -> int:
@@ -108,23 +170,61 @@ def load_image(data: bytes) -> Image:
         raise CodeObjectError(f"not an AMDGPU code object (machine {elf['e_machine']})")
     if elf["e_flags"] & EF_AMDGPU_MACH_MASK != EF_AMDGPU_MACH_GFX950:
         raise CodeObjectError(f"built for another AMDGPU (e_flags {elf['e_flags']:#x}); the emulator runs gfx950")
-    size = max((s["p_vaddr"] + s["p_memsz"] for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"), default=0)
-    image = bytearray(size)
-    for seg in elf.iter_segments():
-        if seg["p_type"] == "PT_LOAD":
-            image[seg["p_vaddr"]: seg["p_vaddr"] + seg["p_filesz"]] = seg.data()
+    sections = [Section(sec.name, sec["sh_addr"], sec["sh_size"]) for sec in elf.iter_sections()
+                if sec["sh_flags"] & 2 and sec["sh_size"]]  # SHF_ALLOC
+    loads = [seg for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
+    segments = tuple(Segment(seg["p_vaddr"], seg["p_memsz"], seg.data(), seg["p_flags"],
+                             tuple(x for x in sections if seg["p_vaddr"] <= x.offset < seg["p_vaddr"] + seg["p_memsz"]))
+                     for seg in loads)
+    image = bytearray(max((s.offset + s.size for s in segments), default=0))
+    for segment in segments:
+        image[segment.offset: segment.offset + len(segment.data)] = segment.data
     text = elf.get_section_by_name(".text")
     if text is None:
         raise CodeObjectError("the code object has no .text section")
     symbols = elf.get_section_by_name(".symtab")
-    kd_address = {}
+    kd_address: dict[str, int] = {}
+    local: tuple[Symbol, ...] = ()
     if isinstance(symbols, SymbolTableSection):
         kd_address = {sym.name[:-3]: sym["st_value"] for sym in symbols.iter_symbols() if sym.name.endswith(".kd")}
+        local = tuple(_objects(symbols).values())
     kernels = {}
-    for k in amd_metadata(data).get("amdhsa.kernels", []):
+    for k in hsaco.metadata(data).get("amdhsa.kernels", []):
         name = k[".name"]
         if name not in kd_address:
             raise CodeObjectError(f"kernel {name} has no {name}.kd descriptor symbol")
         address = kd_address[name]
         kernels[name] = parse_descriptor(name, bytes(image[address: address + 64]), address, k)
-    return Image(bytes(image), kernels, text["sh_addr"], text["sh_addr"] + text["sh_size"])
+    dynsym = elf.get_section_by_name(".dynsym")
+    objects = _objects(dynsym) if isinstance(dynsym, SymbolTableSection) else {}
+    relative = relative_relocations(elf)
+    for offset, _ in relative:
+        if not any(s.offset <= offset and offset + 8 <= s.offset + s.size for s in segments):
+            raise CodeObjectError(f"dynamic relocation at offset {offset:#x} lies outside every loadable segment")
+    return Image(bytes(image), kernels, text["sh_addr"], text["sh_addr"] + text["sh_size"], segments,
+                 max((seg["p_align"] for seg in loads), default=1), relative, objects, local or tuple(objects.values()))
+
+
+def _objects(table: SymbolTableSection) -> dict[str, Symbol]:
+    return {sym.name: Symbol(sym.name, sym["st_value"], sym["st_size"]) for sym in table.iter_symbols()
+            if sym["st_info"]["type"] == "STT_OBJECT" and sym["st_shndx"] != "SHN_UNDEF"}
+
+
+def relative_relocations(elf: ELFFile) -> tuple[tuple[int, int], ...]:
+    """The dynamic relocations, each R_AMDGPU_RELATIVE64; CodeObjectError naming any other type."""
+    found = []
+    for seg in elf.iter_segments():
+        if not isinstance(seg, DynamicSegment):
+            continue
+        for kind, table in seg.get_relocation_tables().items():
+            assert isinstance(table, RelocationTable)
+            for rel in table.iter_relocations():
+                rtype = rel["r_info_type"]
+                if rtype == R_AMDGPU_NONE:
+                    continue
+                if rtype != R_AMDGPU_RELATIVE64 or kind != "RELA":
+                    name = RELOCATION_NAMES.get(rtype, f"type {rtype}")
+                    raise CodeObjectError(f"dynamic relocation {name} at offset {rel['r_offset']:#x} ({kind}): the "
+                                          "emulator's loader applies only R_AMDGPU_RELATIVE64 (RELA)")
+                found.append((rel["r_offset"], rel["r_addend"]))
+    return tuple(found)

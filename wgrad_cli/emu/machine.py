@@ -117,9 +117,10 @@ class Batch:
         # lane (wave * 64 + lane)'s private segment: bytes [row * private_bytes, (row + 1) * private_bytes)
         self.private_bytes = private_bytes  # a multiple of 4
         self.private = np.full(waves * 64 * private_bytes // 4, POISON, dtype="<u4").view(np.uint8)
+        self.private_name = "private segment"  # "stack" where the size is the runtime's, for fault lines
+        self.code_base = 0  # device address of the code object's image: PCs are offsets into it
         self.wm = np.ones(waves, dtype=bool)  # waves that run the current instruction
         self.all = True  # wm is every wave
-        self.pc_now = 0
         self._exec: np.ndarray | None = None
         self.stats = Stats(waves=waves)
 
@@ -134,9 +135,6 @@ class Batch:
         if self._exec is None:
             self._exec = self.mask64(EXEC)
         return self._exec
-
-    def exec_changed(self) -> None:
-        self._exec = None
 
     def whole_waves(self) -> bool:
         """Whether every wave at this PC has all 64 lanes on in EXEC (lanes past a short last wave
@@ -237,27 +235,30 @@ def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]
     spins = 0
     ended, released = int(np.count_nonzero(batch.done)), False  # since the parked waves last ran
     overdue = -1  # steps left, past the deadline, to find a backward branch to name
+    steady = -1  # after a step that ran every wave and did not jump: the next PC, every wave there
     while True:
-        runnable = ~(batch.done | batch.at_barrier | batch.parked)
-        if not runnable.any():
-            if release_barriers(batch):
-                released = True
+        if steady >= 0:
+            pc, wm = steady, batch.wm
+        else:
+            runnable = ~(batch.done | batch.at_barrier | batch.parked)
+            if not runnable.any():
+                if release_barriers(batch):
+                    released = True
+                    continue
+                if not batch.parked.any():
+                    return True
+                batch.parked[:] = False
+                spins = 0
+                progressed = released or int(np.count_nonzero(batch.done)) != ended
+                ended, released = int(np.count_nonzero(batch.done)), False
+                if may_yield and not progressed:
+                    return False
                 continue
-            if not batch.parked.any():
-                return True
-            batch.parked[:] = False
-            spins = 0
-            progressed = released or int(np.count_nonzero(batch.done)) != ended
-            ended, released = int(np.count_nonzero(batch.done)), False
-            if may_yield and not progressed:
-                return False
-            continue
-        pcs = np.where(runnable, batch.pc, big)
-        pc = int(pcs.min())
-        wm = pcs == pc
-        batch.wm = wm
-        batch.all = bool(wm.all())
-        batch.pc_now = pc
+            pcs = np.where(runnable, batch.pc, big)
+            pc = int(pcs.min())
+            wm = pcs == pc
+            batch.wm = wm
+            batch.all = bool(wm.all())
         op = ops.get(pc)
         if op is None:
             raise EmuFault(describe(Op(pc, 4, "?", "other", lambda b: None), "jumped to an address that is not an "
@@ -268,9 +269,11 @@ def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]
             op.run(batch)
         except EmuFault as exc:
             raise EmuFault(describe(op, str(exc))) from None
+        steady = -1
         if not op.jumps:
             if batch.all:
                 batch.pc += op.size
+                steady = pc + op.size
             else:
                 batch.pc[wm] += op.size
             continue

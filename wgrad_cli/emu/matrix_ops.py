@@ -9,7 +9,7 @@ Sources, in order of authority:
   an MxNxK MFMA lane l holds row (A) or column (B) l % M of the operand, and lane group g = l // M
   holds K / (64 // M) consecutive k starting at g * K / (64 // M); D register i of lane l is
   column l % N and row 4 * (64 // N) * (i // 4) + 4 * g + i % 4.
-- ../shared/TOOLCHAIN.md, where the ISA text is silent on the scaled MFMA's layout and these rules
+- docs/emulator.md ("Where the ISA text is silent") for the scaled MFMA's layout, where these rules
   made the upstream HipKittens kernel match an exact reference: with 8-bit formats lane group g
   holds k 16g..16g+15 in operand registers 0-3 and k K/2+16g.. in registers 4-7; the 32-wide
   k-block b of row r (column c) takes its scale from lane r + M*b (c + N*b); the scale byte is
@@ -235,10 +235,6 @@ def _scales(inst: Any, m: int, n: int, k: int) -> Callable[[Batch], tuple[np.nda
 PK_F32: dict[str, Callable[..., np.ndarray]] = {
     "V_PK_FMA_F32": fma32, "V_PK_MUL_F32": np.multiply, "V_PK_ADD_F32": np.add,
 }
-
-
-def _sat(lo: int, hi: int) -> Callable[[np.ndarray], np.ndarray]:
-    return lambda v: np.clip(v, lo, hi)
 
 
 # name -> (element type, sources, function on int64/float64 halves); CDNA4 ISA pseudo-code: each 16-bit

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.emu import atomic_ops
-from wgrad_cli.emu.machine import Batch, EmuFault, M0, Op, Unsupported, lookup
+from wgrad_cli.emu.lanes import from_regs, to_regs, where, words
+from wgrad_cli.emu.lds_ops import lds_store
+from wgrad_cli.emu.machine import M0, Batch, EmuFault, Op, Unsupported, lookup
 
 U32, U64 = np.uint32, np.uint64
 OFF = 127  # saddr "off"
@@ -35,64 +37,25 @@ STORES: dict[str, tuple[int, bool]] = {  # bytes, from the high half
 }
 
 
-def where(b: Batch, wave: int, lane: int) -> str:
-    g = b.group_ids[b.group[wave]]
-    return f"workgroup ({g[0]}, {g[1]}, {g[2]}), wave {wave % max(1, int((b.group == b.group[wave]).sum()))}, lane {lane}"
-
-
-def checked(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
-    """Heap offsets of the accesses; EmuFault naming the first lane outside every allocation."""
-    fault = b.heap.check(addr, nbytes)
+def checked(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str,
+            store: bool) -> np.ndarray:
+    """Heap offsets of the accesses; EmuFault naming the first lane outside every allocation (or, for
+    a store, in a loaded image's read-only segment)."""
+    fault = b.heap.check(addr, nbytes, store)
     if fault is not None:
-        raise EmuFault(f"{what} of {nbytes} bytes at {fault.address:#x} outside every allocation "
+        raise EmuFault(f"{what} of {nbytes} bytes at {fault.address:#x} {b.heap.describe(fault, store)} "
                        f"({where(b, int(waves[fault.lane]), int(lanes[fault.lane]))})")
     return b.heap.offsets(addr)
 
 
 def gather(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
     """The bytes at each address, (n, nbytes)."""
-    return b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what)[:, None] + np.arange(nbytes)]
+    return b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what, False)[:, None] + np.arange(nbytes)]
 
 
 def scatter(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, what: str) -> None:
     nbytes = data.shape[1]
-    b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what)[:, None] + np.arange(nbytes)] = data
-
-
-def to_regs(regs: np.ndarray, vdst: int, data: np.ndarray, signed: bool, d16: str | None, waves: np.ndarray,
-            lanes: np.ndarray) -> None:
-    """Loaded bytes (n, size) into registers from vdst (VGPRs or AGPRs; global, buffer and LDS loads
-    alike), as the load's type extends or places them."""
-    size = data.shape[1]
-    if size >= 4:
-        words = np.ascontiguousarray(data).view("<u4")
-        for k in range(size // 4):
-            regs[vdst + k][waves, lanes] = words[:, k]
-        return
-    raw = data[:, 0].astype(U32) if size == 1 else np.ascontiguousarray(data).view("<u2")[:, 0].astype(U32)
-    if signed:
-        bits = 8 * size
-        raw = np.where(raw >> U32(bits - 1), raw | U32((0xFFFFFFFF << bits) & 0xFFFFFFFF), raw).astype(U32)
-    if d16 is None:
-        regs[vdst][waves, lanes] = raw
-        return
-    old = regs[vdst][waves, lanes]
-    half = raw & U32(0xFFFF)
-    regs[vdst][waves, lanes] = (old & U32(0xFFFF0000)) | half if d16 == "lo" else (old & U32(0xFFFF)) | (half << U32(16))
-
-
-def from_regs(regs: np.ndarray, vdata: int, size: int, hi: bool, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
-    if size >= 4:
-        return np.stack([regs[vdata + k][waves, lanes] for k in range(size // 4)], axis=1).astype("<u4").view(np.uint8)
-    word = regs[vdata][waves, lanes]
-    if hi:
-        word = word >> U32(16)
-    return np.ascontiguousarray(word.astype("<u4")).view(np.uint8).reshape(-1, 4)[:, :size]
-
-
-def words(regs: np.ndarray, reg: int, width: int, count: int, waves: np.ndarray, lanes: np.ndarray) -> np.ndarray:
-    """`count` consecutive words of `width` bytes from registers reg.., as (lanes, count) unsigned."""
-    return from_regs(regs, reg, width * count, False, waves, lanes).view(U32 if width == 4 else U64)
+    b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what, True)[:, None] + np.arange(nbytes)] = data
 
 
 Place = Callable[[Batch, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -113,7 +76,7 @@ def compile_atomic(suffix: str, pc: int, size: int, what: str, acc: bool, vdata:
         addr, done = place(b, waves, lanes)
         regs = b.a if acc else b.v
         data = words(regs, vdata, width, 2 if atomic.pair else 1, waves, lanes)[done]
-        at = checked(b, addr[done], width, waves[done], lanes[done], what)
+        at = checked(b, addr[done], width, waves[done], lanes[done], what, True)
         if np.any(at % width):
             lane = int(np.flatnonzero(at % width)[0])
             raise EmuFault(f"{what} at {int(addr[done][lane]):#x}, not aligned to {width} bytes "
@@ -142,8 +105,6 @@ def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, o
     writes its value extended to a dword, as it would arrive in a VGPR: the text gives the lane
     stride of 4 for every form under 3 dwords but not the width written; the data path returns
     dwords. Lanes outside EXEC leave their slot untouched."""
-    from wgrad_cli.emu.lds_ops import lds_store  # lds_ops builds on this module
-
     nbytes = data.shape[1]
     if nbytes < 4:
         raw = data[:, 0].astype(U32) if nbytes == 1 else np.ascontiguousarray(data).view("<u2")[:, 0].astype(U32)
@@ -153,6 +114,9 @@ def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, o
     stride = 16 if data.shape[1] > 4 else 4
     addr = (b.s[M0][waves].astype(np.int64) & m0_mask) + offset + lanes.astype(np.int64) * stride
     lds_store(b, addr, data, waves, lanes)
+
+
+CACHE_OPS = {"BUFFER_WBL2", "BUFFER_INV"}  # what clang-22 emits around agent- and system-scope atomics
 
 
 def _kind(name: str) -> tuple[str, str]:
@@ -226,8 +190,10 @@ def resource(b: Batch, srsrc: int, waves: np.ndarray) -> tuple[np.ndarray, np.nd
     return base, stride, w2.astype(U64)
 
 
-def compile_buffer(inst: Any, pc: int, size: int, lds_load: Callable[..., Any] | None = None) -> Op:
+def compile_buffer(inst: Any, pc: int, size: int) -> Op:
     name = inst.op.name
+    if name in CACHE_OPS:  # memory here is one coherent store with no caches: nothing to write back or drop
+        return Op(pc, size, name.lower(), "vmem", lambda b: None)
     kind, suffix = _kind(name)
     lds_dma = bool(getattr(inst, "lds", 0))
     if kind not in ("LOAD", "STORE", "ATOMIC") or (kind == "LOAD" and suffix not in LOADS) or \

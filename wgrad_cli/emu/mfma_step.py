@@ -1,12 +1,11 @@
 """The emulator's rate on the matrix path: one 512-thread workgroup doing a 256 x 256 x 128 scaled
 MFMA step (A and B tiles staged through LDS, read back with ds_read_b128 in the scaled MFMA's
 operand layout, 32 v_mfma_scale_f32_16x16x128_f8f6f4 per wave). The kernel is this project's own
-test code; clang-22 builds it where installed."""
+test code; the gfx950 compiler wgrad finds (`wgrad info`) builds it."""
 
 from __future__ import annotations
 
 import ctypes
-import shutil
 import subprocess
 import tempfile
 import time
@@ -14,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from wgrad_cli.backends.registry import EMULATED_TARGET, backend
+from wgrad_cli.compilers import Compiler
 from wgrad_cli.emu.device import EmuRuntime
 
-COMPILER = "clang-22"
 SOURCE = r'''
 typedef int v8i __attribute__((ext_vector_type(8)));
 typedef int v4i __attribute__((ext_vector_type(4)));
@@ -49,16 +49,13 @@ void mfma_step(const v4i *a, const v4i *b, const int *sa, const int *sb, v4f *d)
 '''
 
 
-def build() -> bytes | None:
-    """The step's gfx950 code object, or None without clang-22."""
-    if shutil.which(COMPILER) is None:
-        return None
+def build(compiler: Compiler) -> bytes:
+    """The step's gfx950 code object, built by `compiler`."""
     with tempfile.TemporaryDirectory(prefix="wgrad-mfma-step-") as tmp:
         source, image = Path(tmp) / "step.hip", Path(tmp) / "step.hsaco"
         source.write_text(SOURCE)
-        subprocess.run([COMPILER, "-x", "hip", "--offload-arch=gfx950", "--offload-device-only",
-                        "--no-gpu-bundle-output", "-nogpuinc", "-nogpulib", "-O3", "-c", str(source), "-o", str(image)],
-                       check=True, capture_output=True)
+        argv = backend(EMULATED_TARGET).compile_argv(compiler, source, image, Path(tmp) / "step.d", {}, (), ("-O3",))
+        subprocess.run(argv, check=True, capture_output=True)
         return image.read_bytes()
 
 

@@ -51,10 +51,6 @@ def constant(src: int, bits: int, literal: int | None, float_operand: bool) -> i
     return None
 
 
-def is_vgpr(src: int) -> bool:
-    return src >= 256
-
-
 def scalar(src: int, bits: int = 32, literal: int | None = None, float_operand: bool = False) -> Read:
     """A scalar operand as one value per wave, shape (W,): uint32, or uint64 when bits == 64."""
     if (c := constant(src, bits, literal, float_operand)) is not None:
@@ -93,9 +89,3 @@ def vector(src: int, bits: int = 32, literal: int | None = None, float_operand: 
         return lambda b: const
     read = scalar(src, bits, literal, float_operand)
     return lambda b: read(b)[:, None]
-
-
-def name_of(src: int) -> str:
-    if src < 102:
-        return f"s{src}"
-    return {106: "vcc_lo", 107: "vcc_hi", 124: "m0", EXEC: "exec_lo", EXEC + 1: "exec_hi"}.get(src, f"src{src}")

@@ -19,10 +19,11 @@ from tinygrad.renderer.amd import decode_inst
 from wgrad_cli.emu import gpr_index
 from wgrad_cli.emu.lds_atomic_ops import LDS_ATOMICS, compile_lds_atomic
 from wgrad_cli.emu.lds_ops import compile_ds
-from wgrad_cli.emu.loader import Image
+from wgrad_cli.emu.loader import Descriptor, Image
 from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported
 from wgrad_cli.emu.matrix_ops import compile_matrix
 from wgrad_cli.emu.memory_ops import compile_buffer, compile_global
+from wgrad_cli.emu.registers import beyond, uses
 from wgrad_cli.emu.scalar_ops import compile_scalar
 from wgrad_cli.emu.scratch_ops import compile_scratch, with_apertures
 from wgrad_cli.emu.vector_ops import compile_valu
@@ -86,7 +87,7 @@ def decode(code: bytes, start: int, end: int) -> Iterator[Decoded]:
 
 
 def _unsupported(d: Decoded, why: str) -> Op:
-    def stop(b: Batch) -> None:
+    def stop(_b: Batch) -> None:
         raise EmuFault(f"{d.mnemonic} is not implemented by the emulator{why}")
     return Op(d.pc, d.size, d.mnemonic, "unsupported", stop, jumps=True)
 
@@ -121,6 +122,12 @@ def compile_one(d: Decoded) -> Op:
     return Op(op.pc, op.size, d.mnemonic, op.klass, op.run, op.jumps)
 
 
+def _beyond_allocation(op: Op, why: str) -> Op:
+    def stop(_b: Batch) -> None:
+        raise EmuFault(why)
+    return Op(op.pc, op.size, op.name, op.klass, stop, jumps=True)
+
+
 class Program:
     """Every instruction of a code object's text, ready to run."""
 
@@ -129,6 +136,18 @@ class Program:
         self.decoded = list(decode(image.code, image.text_start, image.text_end))
         self.ops = gpr_index.apply([(d.pc, d.mnemonic, d.inst) for d in self.decoded],
                                    {d.pc: compile_one(d) for d in self.decoded})
+        self.registers = {d.pc: tuple(uses(d.cls, d.mnemonic, d.inst)) for d in self.decoded}
+        self._kernel_ops: dict[str, dict[int, Op]] = {}
+
+    def ops_for(self, kernel: Descriptor) -> dict[int, Op]:
+        """The ops as `kernel` runs them: one that names a register beyond the kernel's allocation
+        stops the run if a wave reaches it (the code object's other kernels may use more)."""
+        ops = self._kernel_ops.get(kernel.name)
+        if ops is None:
+            stops = {pc: _beyond_allocation(self.ops[pc], why) for pc, found in self.registers.items()
+                     if (why := beyond(found, kernel)) is not None}
+            ops = self._kernel_ops[kernel.name] = {**self.ops, **stops} if stops else self.ops
+        return ops
 
     def unsupported(self) -> list[Op]:
         return [op for op in self.ops.values() if op.klass == "unsupported"]

@@ -131,7 +131,7 @@ def _popcount64(x: np.ndarray) -> np.ndarray:
     return np.asarray(bits.sum(axis=1), dtype=U32)
 
 
-def _ff1(x: np.ndarray, bits: int) -> np.ndarray:
+def _ff1(x: np.ndarray) -> np.ndarray:
     x = x.astype(U64)
     low = x & (~x + U64(1))
     idx = np.where(x == 0, -1, np.log2(np.maximum(low, U64(1)).astype(np.float64)).astype(np.int64))
@@ -158,8 +158,8 @@ SOP1_32: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarr
     "S_NOT_B32": lambda a, s: (lambda r: (r, _nz(r)))(~a),
     "S_BCNT0_I32_B32": lambda a, s: (lambda r: (r, _nz(r)))(U32(32) - _popcount64(a)),
     "S_BCNT1_I32_B32": lambda a, s: (lambda r: (r, _nz(r)))(_popcount64(a)),
-    "S_FF0_I32_B32": lambda a, s: (_ff1((~a).astype(U32), 32), None),
-    "S_FF1_I32_B32": lambda a, s: (_ff1(a, 32), None),
+    "S_FF0_I32_B32": lambda a, s: (_ff1((~a).astype(U32)), None),
+    "S_FF1_I32_B32": lambda a, s: (_ff1(a), None),
     "S_FLBIT_I32_B32": lambda a, s: (_flbit(a, 32), None),
     "S_FLBIT_I32": lambda a, s: (np.where((a == 0) | (a == M32), U32(M32), _flbit(np.where(_i32(a) < 0, ~a, a).astype(U32), 32) - U32(1)), None),
     "S_SEXT_I32_I8": lambda a, s: ((a & U32(0xFF)).astype(np.uint8).view(np.int8).astype(np.int32).view(U32), None),
@@ -173,8 +173,8 @@ SOP1_64: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarr
     "S_CMOV_B64": lambda a, s: (a, None),
     "S_BCNT1_I32_B64": lambda a, s: (lambda r: (r.astype(U64), _nz(r)))(_popcount64(a)),
     "S_BCNT0_I32_B64": lambda a, s: (lambda r: (r.astype(U64), _nz(r)))(U32(64) - _popcount64(a)),
-    "S_FF1_I32_B64": lambda a, s: (_ff1(a, 64).astype(U64), None),
-    "S_FF0_I32_B64": lambda a, s: (_ff1(~a, 64).astype(U64), None),
+    "S_FF1_I32_B64": lambda a, s: (_ff1(a).astype(U64), None),
+    "S_FF0_I32_B64": lambda a, s: (_ff1(~a).astype(U64), None),
     "S_FLBIT_I32_B64": lambda a, s: (_flbit(a, 64).astype(U64), None),
 }
 RESULT_32_FROM_64 = {"S_BCNT1_I32_B64", "S_BCNT0_I32_B64", "S_FF1_I32_B64", "S_FF0_I32_B64", "S_FLBIT_I32_B64"}
@@ -203,15 +203,16 @@ def sop1(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
             bt.write_s64(d, new if name in WREXEC else old)
             bt.write_scc(new != 0)
         return saveexec, False
+    # PCs are offsets into the image; the registers hold device addresses (the image's base + offset)
     if name == "S_GETPC_B64":
-        return (lambda bt: bt.write_s64(d, np.full(bt.W, U64(pc + size)))), False
+        return (lambda bt: bt.write_s64(d, np.full(bt.W, U64(bt.code_base + pc + size)))), False
     if name in ("S_SETPC_B64", "S_SWAPPC_B64"):
         a = opd.scalar(src, 64)
 
         def setpc(bt: Batch) -> None:
-            target = a(bt).astype(np.int64)
+            target = a(bt).astype(np.int64) - bt.code_base
             if name == "S_SWAPPC_B64":
-                bt.write_s64(d, np.full(bt.W, U64(pc + size)))
+                bt.write_s64(d, np.full(bt.W, U64(bt.code_base + pc + size)))
             bt.pc[:] = np.where(bt.wm, target, bt.pc)
         return setpc, True
     if name in ("S_MOVRELS_B32", "S_MOVRELS_B64", "S_MOVRELD_B32", "S_MOVRELD_B64"):
@@ -292,7 +293,7 @@ def sopk(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
         target = pc + 4 + simm * 4
 
         def call(bt: Batch) -> None:
-            bt.write_s64(d, np.full(bt.W, U64(pc + size)))
+            bt.write_s64(d, np.full(bt.W, U64(bt.code_base + pc + size)))
             bt.pc[:] = np.where(bt.wm, target, bt.pc)
         return call, True
     raise Unsupported(name)
@@ -363,7 +364,7 @@ def smem(inst: Any, name: str) -> Run:
         words = addr[:, None] + 4 * np.arange(n)
         fault = bt.heap.check(words.astype(np.uint64), 4)
         if fault is not None:
-            raise EmuFault(f"scalar load of {n * 4} bytes at {fault.address:#x} outside every allocation")
+            raise EmuFault(f"scalar load of {n * 4} bytes at {fault.address:#x} {bt.heap.describe(fault, False)}")
         data = bt.heap.bytes[(bt.heap.offsets(words.astype(np.uint64))[..., None] + np.arange(4)).reshape(-1)]
         values = data.view(U32).reshape(-1, n)
         for k in range(n):

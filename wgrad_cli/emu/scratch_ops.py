@@ -28,8 +28,10 @@ from wgrad_cli.emu.lds_atomic_ops import lds_rmw
 from wgrad_cli.emu.lds_ops import lds_load, lds_store
 from wgrad_cli.emu.loader import Descriptor
 from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported, lookup
-from wgrad_cli.emu.memory_ops import LOADS, OFF, STORES, from_regs, to_regs, where, words
+from wgrad_cli.emu.lanes import from_regs, to_regs, where, words
+from wgrad_cli.emu.memory_ops import LOADS, OFF, STORES
 from wgrad_cli.emu.operands import APERTURES
+from wgrad_cli.options import HIP_STACK_CAP
 
 PRIVATE_HI = APERTURES[237]  # src_private_base's high dword: the aperture is [PRIVATE_HI << 32, + 2^32)
 SHARED_HI = APERTURES[235]  # src_shared_base's
@@ -37,19 +39,22 @@ SHARED_HI = APERTURES[235]  # src_shared_base's
 Move = Callable[[Batch, np.ndarray, np.ndarray, np.ndarray], None]  # (batch, waves, lanes, private offsets)
 
 
-def segment_bytes(k: Descriptor) -> int:
+def segment_bytes(k: Descriptor, stack_bytes: int) -> int:
     """Each lane's private bytes: the fixed size rounded up to a dword, as the CP does for the
-    private segment size SGPR (AMDGPUUsage, "Initial Kernel Execution State"); none where the
-    descriptor does not enable the private segment (the hardware then sets up no FLAT_SCRATCH, so
-    every scratch access stops here)."""
-    return -(-k.private_segment_size // 4) * 4 if k.enable_private_segment else 0
+    private segment size SGPR (AMDGPUUsage, "Initial Kernel Execution State"); for a kernel with a
+    dynamic stack (alloca, recursion, calls LLVM cannot bound) the HIP runtime's size instead:
+    `stack_bytes` or the fixed size if larger, at most HIP_STACK_CAP. None where the descriptor does
+    not enable the private segment (the hardware then sets up no FLAT_SCRATCH, so every scratch
+    access stops here)."""
+    if not k.enable_private_segment:
+        return 0
+    size = min(max(stack_bytes, k.private_segment_size), HIP_STACK_CAP) if k.uses_dynamic_stack \
+        else k.private_segment_size
+    return -(-size // 4) * 4
 
 
 def refusal(k: Descriptor) -> str | None:
     """Why the kernel's private memory cannot be set up as gfx950 does, or None."""
-    if k.uses_dynamic_stack:
-        return (f"it uses a dynamic stack (alloca or recursion): its private memory is {k.private_segment_size} bytes "
-                "per work-item plus a size the code object does not give, so the emulator cannot size it")
     if k.private_segment_buffer or k.flat_scratch_init:
         return ("its descriptor enables the private segment buffer or flat scratch init SGPRs, which gfx950 "
                 "(architected flat scratch) does not support")
@@ -65,7 +70,7 @@ def _indices(b: Batch, waves: np.ndarray, lanes: np.ndarray, offsets: np.ndarray
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise EmuFault(f"{what} of {nbytes} bytes at private offset {int(offsets[i]):#x} outside the lane's "
-                       f"{size}-byte private segment ({where(b, int(waves[i]), int(lanes[i]))})")
+                       f"{size}-byte {b.private_name} ({where(b, int(waves[i]), int(lanes[i]))})")
     start = (waves.astype(np.int64) * 64 + lanes) * size + offsets
     return np.asarray(start[:, None] + np.arange(nbytes))
 

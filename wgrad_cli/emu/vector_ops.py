@@ -134,21 +134,12 @@ def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray, exp2: np.ndarray | int = 
     return np.asarray(out)
 
 
-def _shift(t: type, mask: int) -> Callable[[np.ndarray], np.ndarray]:
-    return lambda x: (x.astype(np.uint64) & mask).astype(t)
-
-
 def _cvt_int(x: np.ndarray, lo: int, hi: int, dtype: type) -> np.ndarray:
     """fp -> int conversion: truncate toward zero, clamp to range, NaN -> 0."""
     with np.errstate(all="ignore"):
         v = np.trunc(x.astype(F64))
         v = np.where(np.isnan(v), 0, np.clip(v, lo, hi))
     return v.astype(dtype)
-
-
-def _minmax(fn: Callable[..., np.ndarray], nan_fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-    # IEEE minNum/maxNum: a NaN operand yields the other operand
-    return lambda a, b: nan_fn(a, b)
 
 
 def _ldexp(x: np.ndarray, e: np.ndarray, t: type) -> np.ndarray:
@@ -663,7 +654,7 @@ def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
         raise Unsupported(name)
     if name.startswith("V_CMP") and cls in ("VOPC", "VOP3", "VOP3_SDST", "VOPC_SDWA_SDST"):
         return Op(pc, size, lower, "valu", _compare(ctx, name))
-    special = _special(ctx, name, pc)
+    special = _special(ctx, name)
     if special is not None:
         return Op(pc, size, lower, "valu", special)
     if name not in VOPS:
@@ -823,7 +814,7 @@ def _div_fmas(ctx: Ctx, t: str) -> Run:
     return run
 
 
-def _special(ctx: Ctx, name: str, pc: int) -> Run | None:
+def _special(ctx: Ctx, name: str) -> Run | None:
     inst = ctx.inst
     if name == "V_NOP":
         return lambda b: None

@@ -12,14 +12,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from wgrad_cli.errors import WgradError
+from wgrad_cli.errors import DriverError
 from wgrad_cli.targets import Vendor
-
-KERNEL_TIMEOUT_S = 60.0  # launches here take seconds at most: the reference kernel, 2.1 s at 8k on the H200
-
-
-class DriverError(WgradError):
-    """A driver call failed, or no driver or device is there to call."""
 
 
 def c_text(value: object) -> str:
@@ -117,24 +111,3 @@ class Runtime(Protocol):
         """A kernel is stuck: from now on free and close make no driver call (it would block behind it)."""
         ...
     def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class Emulated:
-    """--device emu: gfx950's emulated device (wgrad_cli.emu), and how strict its sanitizer is."""
-
-    strict_lds: bool = False  # stop at an LDS access beyond the workgroup's allocation (hardware: reads 0, drops writes)
-    kernel_timeout: float = KERNEL_TIMEOUT_S  # seconds a launch may run before the emulator stops it as hung
-
-    def __str__(self) -> str:
-        return "emu"
-
-
-Device = int | Emulated  # a device index, or the emulated gfx950
-
-def open_runtime(vendor: Vendor, index: Device) -> Runtime:
-    """A Runtime on device `index` of `vendor` (or its emulated device); DriverError (one line, exit 2)
-    if there is none."""
-    from wgrad_cli.backends import BY_VENDOR
-
-    return BY_VENDOR[vendor].open_runtime(index)

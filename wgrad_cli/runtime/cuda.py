@@ -13,7 +13,8 @@ import cuda.bindings
 import pynvml
 from cuda.bindings import driver as cu
 
-from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Reading, c_text, checked
+from wgrad_cli.errors import DriverError
+from wgrad_cli.runtime import UNREPORTED, DeviceInfo, Reading, c_text, checked
 
 HINTS = {
     "CUDA_ERROR_OUT_OF_MEMORY": "the problem does not fit in device memory: choose a smaller shape",

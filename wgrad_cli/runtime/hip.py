@@ -19,7 +19,8 @@ from typing import Any
 
 from hip import hip
 
-from wgrad_cli.runtime import UNREPORTED, DeviceInfo, DriverError, Reading, c_text, checked
+from wgrad_cli.errors import DriverError
+from wgrad_cli.runtime import UNREPORTED, DeviceInfo, Reading, c_text, checked
 
 HIP_PYTHON = importlib.metadata.version("hip-python")
 RETURNS_PROPS = int(HIP_PYTHON.split(".")[0]) >= 10  # hipGetDeviceProperties(deviceId) -> (status, props)

@@ -1,0 +1,99 @@
+"""What every target's backend says: the one place its vendor's differences live (compilers and their
+command lines, code object readers, launch limits, peaks, the runtime that opens its devices)."""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wgrad_cli.errors import DriverError
+from wgrad_cli.options import EMULATED, Device, Emulated
+from wgrad_cli.targets import Vendor
+
+if TYPE_CHECKING:
+    from wgrad_cli.codeobject import Param, Resources
+    from wgrad_cli.compilers import Candidate, Compiler
+    from wgrad_cli.peaks import Peak
+    from wgrad_cli.runtime import DeviceInfo, Runtime
+
+
+@dataclass(frozen=True)
+class GridLimit:
+    """The most a launch may ask for in one dimension: HSA counts work-items in 32 bits, CUDA's
+    gridDim.x counts blocks below 2^31."""
+
+    unit: str
+    limit: int
+    counts_work_items: bool
+
+    def exceeded(self, grid: int, block: int) -> bool:
+        return (grid * block if self.counts_work_items else grid) > self.limit
+
+
+class Backend(ABC):
+    vendor: Vendor
+    compiler_option: str  # the option that names this target's compiler
+    compiler_field: str  # the CompilerOptions field that holds it
+    compiler_variable: str  # the environment variable that does
+    install_hint: str  # what to install when no compiler is found
+    isa_suffix: str  # the ISA the compiler writes with compile_argv(isa=True)
+    shared_limit: int  # LDS / shared memory one workgroup may use, bytes
+    grid: GridLimit
+    runtime_module: str  # the runtime shim that opens this vendor's GPUs
+    runtime_packages: str  # what to pip install for it
+    torch_baselines: bool  # whether bench's torch baselines run on its devices
+    emulated: bool = False  # whether --device emu runs its code objects
+
+    @abstractmethod
+    def candidates(self, named: str | None, rocm_path: str | None, shim_dir: Path) -> Iterator[Candidate]:
+        """Every compiler looked for, in the order they are preferred (lazily)."""
+
+    @abstractmethod
+    def compile_argv(self, compiler: Compiler, source: Path, output: Path, depfile: Path, defines: dict[str, int],
+                     includes: tuple[Path, ...], flags: tuple[str, ...], isa: bool = False) -> list[str]:
+        """The full command that builds `source` into `output` (assembly text when `isa`)."""
+
+    def disassemble_argv(self, compiler: Compiler, code_object: Path) -> list[str] | None:
+        """A command printing a code object's machine code, where one is installed and `compile_argv(isa=True)`
+        is not exact; None: the ISA comes from compile_argv(isa=True)."""
+        return None
+
+    @abstractmethod
+    def kernel_params(self, data: bytes, base: str) -> tuple[str, list[Param]]:
+        """(symbol, arguments) of kernel `base` in one of this target's code objects."""
+
+    @abstractmethod
+    def resources(self, data: bytes, build_log: str, base: str, block: int, dynamic_shared: int) -> Resources:
+        """The kernel's registers, LDS/shared memory, scratch, spills and occupancy."""
+
+    def launch_problems(self, image: bytes, symbol: str, name: str, block: int, dynamic_shared: int) -> list[str]:
+        """What the code object's own records say a launch of `block` threads and `dynamic_shared` bytes
+        breaks, before the driver refuses it with a code that does not say why; one line each."""
+        return []
+
+    @abstractmethod
+    def occupancy_text(self, resources: Resources) -> str:
+        """The kernel's occupancy in this vendor's units, for the build table."""
+
+    @abstractmethod
+    def registers_text(self, resources: Resources) -> str:
+        """The kernel's registers in this vendor's terms, for the build table."""
+
+    @abstractmethod
+    def peak(self, device: DeviceInfo) -> Peak | None:
+        """The device's peak rates and last-level cache, or None where they are not known."""
+
+    def open_runtime(self, device: Device) -> Runtime:
+        """A Runtime on GPU `device` of this vendor; DriverError (one line) if there is none."""
+        if isinstance(device, Emulated):
+            raise DriverError(f"--device {EMULATED} emulates a gfx950 (MI355X); it cannot run {self.vendor} code")
+        try:
+            shim = importlib.import_module(self.runtime_module)
+        except ImportError as exc:
+            raise DriverError(f"no {self.vendor} runtime: {exc}; pip install {self.runtime_packages}") from None
+        runtime: Runtime = shim.open_device(device)
+        return runtime

@@ -1,0 +1,57 @@
+"""Every target's backend, by target and by vendor, and what is asked of them all together."""
+
+from __future__ import annotations
+
+from wgrad_cli.backends.base import Backend
+from wgrad_cli.backends.gfx950 import Gfx950
+from wgrad_cli.backends.sm90a import Sm90a
+from wgrad_cli.errors import WgradError
+from wgrad_cli.options import EMULATED, HIP_STACK_BYTES, Device, Emulated
+from wgrad_cli.peaks import Peak
+from wgrad_cli.runtime import DeviceInfo, Runtime
+from wgrad_cli.targets import Target, Vendor
+
+BACKENDS: dict[str, Backend] = {"gfx950": Gfx950(), "sm_90a": Sm90a()}
+BY_VENDOR: dict[Vendor, Backend] = {b.vendor: b for b in BACKENDS.values()}
+EMULATED_TARGET = next(name for name, b in BACKENDS.items() if b.emulated)  # what --device emu runs
+
+
+def backend(target: Target | str) -> Backend:
+    """The backend of a target (or target name)."""
+    return BACKENDS[target if isinstance(target, str) else target.name]
+
+
+def open_runtime(vendor: Vendor, index: Device) -> Runtime:
+    """A Runtime on device `index` of `vendor` (or its emulated device); DriverError (one line, exit 2)
+    if there is none."""
+    return BY_VENDOR[vendor].open_runtime(index)
+
+
+def peak(device: DeviceInfo) -> Peak | None:
+    """The device's peaks, or None for a device its backend does not know (bench then omits % of peak)."""
+    return BY_VENDOR[device.vendor].peak(device)
+
+
+def max_shared() -> int:
+    """The most LDS / shared memory any target's workgroup may use."""
+    return max(b.shared_limit for b in BACKENDS.values())
+
+
+def emulated_device(device: Device, strict_lds: bool, stack_bytes: int | None, kernel_timeout: float) -> Device:
+    """The device with verify's emulator options (--strict-lds, --emu-stack-bytes) applied; WgradError
+    for either one on a GPU. The emulator runs a launch itself, so it keeps --kernel-timeout itself."""
+    if not isinstance(device, Emulated):
+        if strict_lds or stack_bytes is not None:
+            option = "--strict-lds: only the emulated device checks LDS accesses" if strict_lds else \
+                "--emu-stack-bytes: only the emulated device takes its stack size from wgrad"
+            raise WgradError(f"{option}; add --device emu")
+        return device
+    return Emulated(strict_lds, -(-(stack_bytes or HIP_STACK_BYTES) // 16) * 16,  # rounded up as hipDeviceSetLimit does
+                    kernel_timeout)
+
+
+def check_timed(device: Device) -> None:
+    """bench: the device must have a clock to time kernels by (the emulator has none)."""
+    if isinstance(device, Emulated):
+        raise WgradError(f"bench: --device {EMULATED} runs kernels functionally, with no clock to time them; "
+                         f"wgrad verify --device {EMULATED} records what each kernel executed instead")

@@ -1,0 +1,106 @@
+"""The settings a user chooses on the command line, as small frozen objects the CLI builds once and
+the layers below take as values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+EMULATED = "emu"  # --device emu: gfx950's emulated device
+# zero: a memset of zeros (as nvbench's and triton's flushes); pattern: a byte that changes every
+# sample; read: a reduction over the buffer that writes nothing back (needs torch)
+FLUSHES = ("zero", "pattern", "read")
+
+
+# The stack a kernel with a dynamic stack gets per work-item, as the HIP runtime sizes it (ROCm/clr, f9f995c):
+# Device::stack_size_ is 1024 bytes unless hipDeviceSetLimit(hipLimitStackSize) changes it
+# (rocclr/device/device.hpp), and a dispatch of such a kernel gets max(that, the kernel's fixed
+# private segment) capped at 16 KiB (rocclr/device/rocm/rocvirtual.cpp).
+HIP_STACK_BYTES, HIP_STACK_CAP = 1024, 16 * 1024
+KERNEL_TIMEOUT_S = 60.0  # launches here take seconds at most: the reference kernel, 2.1 s at 8k on the H200
+
+
+@dataclass(frozen=True)
+class Emulated:
+    """--device emu: gfx950's emulated device (wgrad_cli.emu), how strict its sanitizer is, the
+    stack it gives kernels with a dynamic stack and how long a launch may run."""
+
+    strict_lds: bool = False  # stop at an LDS access beyond the workgroup's allocation (hardware: reads 0, drops writes)
+    stack_bytes: int = HIP_STACK_BYTES  # per work-item, as hipDeviceSetLimit(hipLimitStackSize) sets it
+    kernel_timeout: float = KERNEL_TIMEOUT_S  # seconds a launch may run before the emulator stops it as hung
+
+    def __str__(self) -> str:
+        return EMULATED
+
+
+Device = int | Emulated  # a device index, or the emulated gfx950
+Shard = tuple[int, int]  # slice i of n (1-based)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to work on: the config, and the kernels, targets and shapes chosen from it (none: all)."""
+
+    config_path: Path
+    kernels: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    shapes: tuple[str, ...] = ()
+    kernel_source: Path | None = None  # the one --kernel's source, in place of the shipped one
+    includes: tuple[Path, ...] = ()  # include folders for it
+
+
+@dataclass(frozen=True)
+class CompilerOptions:
+    """Where compiled code objects are kept, and the compilers named on the command line."""
+
+    cache_dir: Path | None = None  # None: $WGRAD_CACHE_DIR or ~/.cache/wgrad
+    hip_cc: str | None = None
+    nvcc: str | None = None
+    rocm_path: str | None = None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How verify and bench run: on which device, with which seed, which slice, and how long a wait may take
+    (these four objects come whole from the command line: cli.py holds their defaults)."""
+
+    device: Device
+    seed: int | None  # None: the config's
+    kernel_timeout: float
+    shard: Shard | None
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where verify and bench write their results."""
+
+    json_path: Path | None  # None: results/<command>-<config>-<arch>[-shard-i-of-n].json
+    csv_path: Path | None
+    no_save: bool
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """How verify checks each output."""
+
+    reference: str  # auto, numpy or device
+    rows: int  # rows per expert numpy checks when the reference is the device's
+    per_expert: bool
+    edge_cases: bool
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """How bench takes its samples, when it stops, and which torch baselines it times too."""
+
+    hot: bool
+    repeat: int
+    warmup: int
+    min_samples: int
+    min_time: float
+    max_noise: float
+    timeout: float
+    baselines: bool
+    only_baselines: tuple[str, ...]
+    flush: str  # one of FLUSHES
+    discard_throttled: bool
