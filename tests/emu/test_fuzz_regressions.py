@@ -81,3 +81,11 @@ def test_packed_f32_fma_with_inline_constants() -> None:
   for (u32 j = 0; j < 32u; ++j) arr[j] = __builtin_fmaf(0.0f, bf32(in[j]), -1.0f);
   return mix(mix(hf32(arr[lane & 31u]), hf32(arr[(lane + 7u) & 31u])), (u64)cvt_i32(arr[in[lane] & 31u]));"""
     assert_matches_host("pkfma", body, 3, pattern=r"v_pk_fma_f32 v\[\d+:\d+\], [sv]\[\d+:\d+\], 0, -1\.0")
+
+
+def test_scalar_bitset() -> None:
+    """Clearing one bit of a wave-uniform value past the inline constants: clang emits s_bitset0_b32
+    (s_bitset1_b32 to set one), which the emulator refused; both share one implementation."""
+    body = """u32 x = in[1] | 0x100u, y = in[2] & ~0x2000u;
+  return mix(mix((u64)(lane < x), (u64)(lane + y)), (u64)x);"""
+    assert_matches_host("bitset", body, 3, pattern=r"s_bitset0_b32 s\d+, 13\s")
