@@ -89,3 +89,11 @@ def test_scalar_bitset() -> None:
     body = """u32 x = in[1] | 0x100u, y = in[2] & ~0x2000u;
   return mix(mix((u64)(lane < x), (u64)(lane + y)), (u64)x);"""
     assert_matches_host("bitset", body, 3, pattern=r"s_bitset0_b32 s\d+, 13\s")
+
+
+def test_scalar_count_of_sign_bits() -> None:
+    """A wave-uniform i64 -> f32 conversion normalises with s_flbit_i32 (the number of leading bits
+    equal to the sign bit, CDNA4 pseudo-code); the emulator returned one less."""
+    body = """float f = (float)((i64)((u64)in[0] << 32 | in[1])), g = (float)((i64)((u64)in[2] << 32 | in[3]));
+  return mix(mix(hf32(f), hf32(g)), (u64)lane);"""
+    assert_matches_host("flbit", body, 1, pattern=r"s_flbit_i32 s\d+, s\d+\s")

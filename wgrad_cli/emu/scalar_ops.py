@@ -161,7 +161,7 @@ SOP1_32: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarr
     "S_FF0_I32_B32": lambda a, s: (_ff1((~a).astype(U32)), None),
     "S_FF1_I32_B32": lambda a, s: (_ff1(a), None),
     "S_FLBIT_I32_B32": lambda a, s: (_flbit(a, 32), None),
-    "S_FLBIT_I32": lambda a, s: (np.where((a == 0) | (a == M32), U32(M32), _flbit(np.where(_i32(a) < 0, ~a, a).astype(U32), 32) - U32(1)), None),
+    "S_FLBIT_I32": lambda a, s: (np.where((a == 0) | (a == M32), U32(M32), _flbit(np.where(_i32(a) < 0, ~a, a).astype(U32), 32)), None),
     "S_SEXT_I32_I8": lambda a, s: ((a & U32(0xFF)).astype(np.uint8).view(np.int8).astype(np.int32).view(U32), None),
     "S_SEXT_I32_I16": lambda a, s: ((a & U32(0xFFFF)).astype(np.uint16).view(np.int16).astype(np.int32).view(U32), None),
     "S_ABS_I32": lambda a, s: (lambda r: (r, _nz(r)))(np.abs(_i32(a).astype(np.int64)).astype(U64).astype(U32)),
