@@ -22,6 +22,10 @@ from wgrad_cli.toolchain import Toolchains
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fuzz-count", default="2000", help="programs per optimisation level of pytest -m fuzz")
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -132,11 +132,12 @@ def symbol_of(image: bytes) -> str:
 
 
 def run(image: bytes, args: list[np.ndarray | int], grid: int = 1, block: int = 64, dynamic_lds: int = 0,
-        rt: EmuRuntime | None = None, function: Function | None = None) -> list[np.ndarray]:
-    """Launch the image's one kernel (`function`, where it is loaded already, on `rt`) with `args`
-    (arrays become device buffers, ints pass by value); every array argument as the kernel left it, in order."""
+        rt: EmuRuntime | None = None, function: Function | None = None, symbol: str | None = None) -> list[np.ndarray]:
+    """Launch the image's kernel `symbol` (by default its one kernel; `function`, where it is loaded
+    already, on `rt`) with `args` (arrays become device buffers, ints pass by value); every array
+    argument as the kernel left it, in order."""
     rt = rt or EmuRuntime(workers=1)
-    symbol = symbol_of(image)
+    symbol = symbol or symbol_of(image)
     params = amd_params(next(k for k in amd_metadata(image)["amdhsa.kernels"] if k[".name"] == symbol))
     values, buffers = [], []
     for a in args:

@@ -14,6 +14,8 @@ from wgrad_cli.emu.vector_ops import fma64
 
 
 def exact(a: float, b: float, c: float, k: int) -> float:
+    if math.isfinite(a) and math.isfinite(b) and math.isinf(c):
+        return c  # the exact product is finite, even where it would round to an infinity
     if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
         return math.ldexp(a * b + c, k)
     value = (Fraction(a) * Fraction(b) + Fraction(c)) * Fraction(2) ** k

@@ -41,6 +41,24 @@ LDS_ATOMICS: dict[str, tuple[atomic_ops.Atomic, bool]] = {
 }
 
 
+def lds_rmw(b: Batch, addr: np.ndarray, waves: np.ndarray, lanes: np.ndarray, atomic: atomic_ops.Atomic,
+            src: np.ndarray, cmp: np.ndarray | None) -> np.ndarray:
+    """The atomic at each (wave, lane)'s LDS address with its operand (and compare value); the
+    pre-op words, 0 where the word is not wholly inside the allocation (not done)."""
+    width = atomic.width
+    if np.any(addr % width):
+        lane = int(np.flatnonzero(addr % width)[0])
+        raise EmuFault(f"LDS address {int(addr[lane]):#x} not aligned to {width} bytes "
+                       f"({where(b, int(waves[lane]), int(lanes[lane]))})")
+    idx, inside = lds_index(b, addr, width, waves, lanes)
+    done = np.ones(len(waves), dtype=bool) if inside is None else np.asarray(inside.all(axis=1))
+    if inside is not None:
+        b.stats.lds_out_of_range += int(inside.size - np.count_nonzero(inside))
+    old = np.zeros(len(waves), dtype=src.dtype)
+    old[done] = atomic_ops.rmw(b.lds, idx[done, 0], atomic, src[done], None if cmp is None else cmp[done])
+    return old
+
+
 def compile_lds_atomic(inst: Any, pc: int, size: int) -> Op:
     name = inst.op.name
     vaddr, vdst, data0, data1, off0, off1, acc = ds_fields(inst)
@@ -53,18 +71,9 @@ def compile_lds_atomic(inst: Any, pc: int, size: int) -> Op:
         waves, lanes = np.nonzero(b.lanes())
         regs = b.a if acc else b.v
         addr = (b.v[vaddr][waves, lanes].astype(np.int64) + offset) & 0xFFFFFFFF
-        if np.any(addr % width):
-            lane = int(np.flatnonzero(addr % width)[0])
-            raise EmuFault(f"LDS address {int(addr[lane]):#x} not aligned to {width} bytes "
-                           f"({where(b, int(waves[lane]), int(lanes[lane]))})")
-        idx, inside = lds_index(b, addr, width, waves, lanes)
-        done = np.ones(len(waves), dtype=bool) if inside is None else np.asarray(inside.all(axis=1))
-        if inside is not None:
-            b.stats.lds_out_of_range += int(inside.size - np.count_nonzero(inside))
-        src = words(regs, data1 if atomic.pair else data0, width, 1, waves, lanes)[done, 0]
-        cmp = words(regs, data0, width, 1, waves, lanes)[done, 0] if atomic.pair else None
-        old = np.zeros(len(waves), dtype=src.dtype)
-        old[done] = atomic_ops.rmw(b.lds, idx[done, 0], atomic, src, cmp)
+        src = words(regs, data1 if atomic.pair else data0, width, 1, waves, lanes)[:, 0]
+        cmp = words(regs, data0, width, 1, waves, lanes)[:, 0] if atomic.pair else None
+        old = lds_rmw(b, addr, waves, lanes, atomic, src, cmp)
         if returns:
             to_regs(regs, vdst, old.view(np.uint8).reshape(-1, width), False, None, waves, lanes)
     return Op(pc, size, what, "lds", run)

@@ -289,9 +289,20 @@ def _half_reads(inst: Any, count: int, bits: int) -> list[tuple[Callable[[Batch]
     out = []
     for s in range(count):
         src = int(getattr(inst, f"src{s}").offset)
-        out.append((opd.vector(src, bits, literal), (opsel >> s) & 1, (opsel_hi >> s) & 1, (neg >> s) & 1,
-                    (neg_hi >> s) & 1))
+        read = opd.vector(src, bits, literal)
+        if bits == 64 and (c := opd.constant(src, 32, literal, True)) is not None:
+            # a packed-f32 operand's inline constant is the 32-bit constant in the low dword (LLVM
+            # clears op_sel_hi for it so that the high half takes it too), not a 64-bit one
+            read = _dword(c)
+        out.append((read, (opsel >> s) & 1, (opsel_hi >> s) & 1, (neg >> s) & 1, (neg_hi >> s) & 1))
     return out
+
+
+
+def _dword(value: int) -> Callable[[Batch], np.ndarray]:
+    """A 32-bit constant as a 64-bit operand: in the low dword, the high one 0."""
+    word = np.asarray(value, dtype=np.uint64)  # 0-d: broadcasts over (W, 64)
+    return lambda b: word
 
 
 def _pick32(word: np.ndarray, hi: int, negate: int) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any
 
 from tinygrad.renderer.amd import decode_inst
 
+from wgrad_cli.emu import gpr_index
 from wgrad_cli.emu.lds_atomic_ops import LDS_ATOMICS, compile_lds_atomic
 from wgrad_cli.emu.lds_ops import compile_ds
 from wgrad_cli.emu.loader import Descriptor, Image
@@ -24,7 +25,7 @@ from wgrad_cli.emu.matrix_ops import compile_matrix
 from wgrad_cli.emu.memory_ops import compile_buffer, compile_global
 from wgrad_cli.emu.registers import beyond, uses
 from wgrad_cli.emu.scalar_ops import compile_scalar
-from wgrad_cli.emu.scratch_ops import compile_scratch, with_private_aperture
+from wgrad_cli.emu.scratch_ops import compile_scratch, with_apertures
 from wgrad_cli.emu.vector_ops import compile_valu
 from wgrad_cli.errors import EmulatorBug
 
@@ -62,14 +63,26 @@ def mnemonic(inst: Any) -> str:
 
 
 def decode(code: bytes, start: int, end: int) -> Iterator[Decoded]:
+    """Every instruction from `start` to `end`. An instruction of 4 or 8 bytes is decoded once per
+    distinct encoding (its first dword fixes its length): unoptimised code repeats a few encodings
+    many times, and decoding dominates loading it."""
+    seen: dict[bytes, Decoded] = {}
     pc = start
     while pc < end:
+        known = seen.get(code[pc: pc + 4]) or seen.get(code[pc: pc + 8])
+        if known is not None:
+            yield Decoded(pc, known.size, known.cls, known.mnemonic, known.inst)
+            pc += known.size
+            continue
         try:
             inst = decode_inst(code[pc: pc + 16], arch="cdna")
         except (ValueError, AssertionError, KeyError) as exc:
             raise EmuFault(f"cannot decode the instruction at {pc:#x}: {exc}") from None
         size = inst.size()
-        yield Decoded(pc, size, type(inst).__name__, mnemonic(inst), inst)
+        d = Decoded(pc, size, type(inst).__name__, mnemonic(inst), inst)
+        if size in (4, 8):
+            seen[code[pc: pc + size]] = d
+        yield d
         pc += size
 
 
@@ -89,7 +102,7 @@ def compile_one(d: Decoded) -> Op:
         elif cls == "GLOBAL":
             op = compile_global(cls, inst, d.pc, d.size)
         elif cls == "FLAT":
-            op = with_private_aperture(inst, compile_global(cls, inst, d.pc, d.size))
+            op = with_apertures(inst, compile_global(cls, inst, d.pc, d.size))
         elif cls == "SCRATCH":
             op = compile_scratch(inst, d.pc, d.size)
         elif cls == "MUBUF":
@@ -121,7 +134,8 @@ class Program:
     def __init__(self, image: Image) -> None:
         self.image = image
         self.decoded = list(decode(image.code, image.text_start, image.text_end))
-        self.ops = {d.pc: compile_one(d) for d in self.decoded}
+        self.ops = gpr_index.apply([(d.pc, d.mnemonic, d.inst) for d in self.decoded],
+                                   {d.pc: compile_one(d) for d in self.decoded})
         self.registers = {d.pc: tuple(uses(d.cls, d.mnemonic, d.inst)) for d in self.decoded}
         self._kernel_ops: dict[str, dict[int, Op]] = {}
 

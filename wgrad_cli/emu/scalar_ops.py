@@ -161,7 +161,7 @@ SOP1_32: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarr
     "S_FF0_I32_B32": lambda a, s: (_ff1((~a).astype(U32)), None),
     "S_FF1_I32_B32": lambda a, s: (_ff1(a), None),
     "S_FLBIT_I32_B32": lambda a, s: (_flbit(a, 32), None),
-    "S_FLBIT_I32": lambda a, s: (np.where((a == 0) | (a == M32), U32(M32), _flbit(np.where(_i32(a) < 0, ~a, a).astype(U32), 32) - U32(1)), None),
+    "S_FLBIT_I32": lambda a, s: (np.where((a == 0) | (a == M32), U32(M32), _flbit(np.where(_i32(a) < 0, ~a, a).astype(U32), 32)), None),
     "S_SEXT_I32_I8": lambda a, s: ((a & U32(0xFF)).astype(np.uint8).view(np.int8).astype(np.int32).view(U32), None),
     "S_SEXT_I32_I16": lambda a, s: ((a & U32(0xFFFF)).astype(np.uint16).view(np.int16).astype(np.int32).view(U32), None),
     "S_ABS_I32": lambda a, s: (lambda r: (r, _nz(r)))(np.abs(_i32(a).astype(np.int64)).astype(U64).astype(U32)),
@@ -186,6 +186,23 @@ def _brev32(a: np.ndarray) -> np.ndarray:
 
 
 SOP1_32["S_BREV_B32"] = lambda a, s: (_brev32(a), None)  # after _brev32's definition
+
+
+def _bitset(name: str, d: int, bit: Callable[[Batch], np.ndarray]) -> Run:
+    """S_BITSET0/1_B32/B64 (CDNA4 pseudo-code): D0[S0[4:0]] (S0[5:0] for B64) = 0 or 1, the other
+    bits of D0 kept."""
+    wide, value = name.endswith("B64"), name.startswith("S_BITSET1")
+    t = U64 if wide else U32
+    old = opd.scalar(d, 64 if wide else 32)
+
+    def run(bt: Batch) -> None:
+        mask = np.left_shift(np.ones(bt.W, dtype=t), (bit(bt) & U32(63 if wide else 31)).astype(t))
+        r = (old(bt) | mask) if value else (old(bt) & ~mask)
+        if wide:
+            bt.write_s64(d, r)
+        else:
+            bt.write_s(d, r)
+    return run
 
 
 def sop1(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
@@ -217,6 +234,8 @@ def sop1(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
         return setpc, True
     if name in ("S_MOVRELS_B32", "S_MOVRELS_B64", "S_MOVRELD_B32", "S_MOVRELD_B64"):
         raise Unsupported(name)
+    if name in ("S_BITSET0_B32", "S_BITSET1_B32", "S_BITSET0_B64", "S_BITSET1_B64"):
+        return _bitset(name, d, opd.scalar(src, 32, _lit(inst))), False
     if name in SOP1_64:
         a = opd.scalar(src, 64, _lit(inst))
         fn64 = SOP1_64[name]

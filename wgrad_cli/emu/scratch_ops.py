@@ -1,4 +1,5 @@
-"""Private (scratch) memory: SCRATCH loads and stores, and FLAT accesses into the private aperture.
+"""Private (scratch) memory: SCRATCH loads and stores, and FLAT accesses into the private aperture
+(and, as they share the aperture test, FLAT loads and stores into the shared one, which go to LDS).
 
 gfx950 has architected flat scratch (LLVM's AMDGPUUsage, processor table and "Flat Scratch"): the
 hardware points FLAT_SCRATCH at each wave's scratch, there is no private segment buffer V#, and a
@@ -22,14 +23,18 @@ from typing import Any
 
 import numpy as np
 
+from wgrad_cli.emu import atomic_ops
+from wgrad_cli.emu.lds_atomic_ops import lds_rmw
+from wgrad_cli.emu.lds_ops import lds_load, lds_store
 from wgrad_cli.emu.loader import Descriptor
-from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported
-from wgrad_cli.emu.lanes import from_regs, to_regs, where
+from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported, lookup
+from wgrad_cli.emu.lanes import from_regs, to_regs, where, words
 from wgrad_cli.emu.memory_ops import LOADS, OFF, STORES
 from wgrad_cli.emu.operands import APERTURES
 from wgrad_cli.options import HIP_STACK_CAP
 
 PRIVATE_HI = APERTURES[237]  # src_private_base's high dword: the aperture is [PRIVATE_HI << 32, + 2^32)
+SHARED_HI = APERTURES[235]  # src_shared_base's
 
 Move = Callable[[Batch, np.ndarray, np.ndarray, np.ndarray], None]  # (batch, waves, lanes, private offsets)
 
@@ -70,9 +75,9 @@ def _indices(b: Batch, waves: np.ndarray, lanes: np.ndarray, offsets: np.ndarray
     return np.asarray(start[:, None] + np.arange(nbytes))
 
 
-def mover(inst: Any, what: str) -> Move:
-    """The data movement of a scratch or flat load or store, given each lane's private offset;
-    Unsupported for other ops (atomics, loads to LDS)."""
+def mover(inst: Any, what: str, lds: bool = False) -> Move:
+    """The data movement of a scratch or flat load or store, given each lane's private offset (or,
+    with `lds`, its LDS address); Unsupported for other ops (atomics, loads to LDS)."""
     name: str = inst.op.name
     _, kind, suffix = name.split("_", 2)
     acc = bool(getattr(inst, "acc", 0))
@@ -81,7 +86,10 @@ def mover(inst: Any, what: str) -> Move:
         vdst = int(inst.vdst.offset) - 256
 
         def load(b: Batch, waves: np.ndarray, lanes: np.ndarray, offsets: np.ndarray) -> None:
-            data = b.private[_indices(b, waves, lanes, offsets, nbytes, what)]
+            if lds:
+                data = lds_load(b, offsets, nbytes, waves, lanes)
+            else:
+                data = b.private[_indices(b, waves, lanes, offsets, nbytes, what)]
             to_regs(b.a if acc else b.v, vdst, data, signed, d16, waves, lanes)
             b.stats.bytes_loaded += data.size
         return load
@@ -91,7 +99,10 @@ def mover(inst: Any, what: str) -> Move:
 
         def store(b: Batch, waves: np.ndarray, lanes: np.ndarray, offsets: np.ndarray) -> None:
             data = from_regs(b.a if acc else b.v, vdata, nb, hi, waves, lanes)
-            b.private[_indices(b, waves, lanes, offsets, nb, what)] = data
+            if lds:
+                lds_store(b, offsets, data, waves, lanes)
+            else:
+                b.private[_indices(b, waves, lanes, offsets, nb, what)] = data
             b.stats.bytes_stored += data.size
         return store
     raise Unsupported(name)
@@ -115,27 +126,56 @@ def compile_scratch(inst: Any, pc: int, size: int) -> Op:
     return Op(pc, size, what, "vmem", run)
 
 
-def with_private_aperture(inst: Any, global_op: Op) -> Op:
+def lds_atomic_mover(inst: Any) -> Move:
+    """A FLAT atomic on LDS addresses (the DS atomic of the same kind); Unsupported for other ops."""
+    name: str = inst.op.name
+    _, kind, suffix = name.split("_", 2)
+    if kind != "ATOMIC":
+        raise Unsupported(name)
+    atomic = lookup(atomic_ops.ATOMICS, suffix)
+    acc, vdata, vdst, returns = bool(getattr(inst, "acc", 0)), int(inst.data.offset) - 256, \
+        int(inst.vdst.offset) - 256, bool(inst.sc0)
+
+    def rmw(b: Batch, waves: np.ndarray, lanes: np.ndarray, offsets: np.ndarray) -> None:
+        regs = b.a if acc else b.v
+        data = words(regs, vdata, atomic.width, 2 if atomic.pair else 1, waves, lanes)
+        old = lds_rmw(b, offsets, waves, lanes, atomic, data[:, 0], data[:, 1] if atomic.pair else None)
+        if returns:
+            to_regs(regs, vdst, old.view(np.uint8).reshape(-1, atomic.width), False, None, waves, lanes)
+    return rmw
+
+
+def with_apertures(inst: Any, global_op: Op) -> Op:
     """A FLAT op that sends its lanes whose address lies in the private aperture to their private
-    memory and the rest to `global_op` (LDS-aperture addresses fault there, as before). Ops other
-    than loads and stores stay `global_op`."""
+    memory, those in the shared (LDS) aperture to the workgroup's LDS (the low dword is the LDS
+    address: AMDGPUUsage, "Address Space Mapping"; clang emits such accesses for LDS pointers made
+    generic, as at -O0), and the rest to `global_op`. A FLAT atomic goes to LDS as the DS atomic
+    does; in the private aperture it is not implemented, and `global_op`'s sanitizer stops it."""
     try:
-        move = mover(inst, global_op.name)
+        to_private, to_lds = mover(inst, global_op.name), mover(inst, global_op.name, lds=True)
     except Unsupported:
-        return global_op
+        try:
+            to_private, to_lds = None, lds_atomic_mover(inst)
+        except Unsupported:
+            return global_op
     vaddr, offset = int(inst.addr.offset) - 256, int(inst.offset)
 
     def run(b: Batch) -> None:
         executing = b.lanes()
-        near = (b.v[vaddr + 1] - np.uint32(PRIVATE_HI - 1)) <= 1  # high dword: the aperture's, or a carry into it
+        hi = b.v[vaddr + 1]
+        near = ((hi - np.uint32(PRIVATE_HI - 1)) <= 1) | ((hi - np.uint32(SHARED_HI - 1)) <= 1)  # or a carry into one
         if not (near & executing).any():  # the usual case: all global
             global_op.run(b)
             return
         lo = b.v[vaddr].astype(np.int64) + offset
-        private = executing & ((b.v[vaddr + 1].astype(np.int64) + (lo >> 32)) == PRIVATE_HI)
-        waves, lanes = np.nonzero(private)
-        move(b, waves, lanes, lo[waves, lanes] & 0xFFFFFFFF)
-        rest = executing & ~private
+        top = hi.astype(np.int64) + (lo >> 32)
+        rest = executing
+        for aperture, move in ((PRIVATE_HI, to_private), (SHARED_HI, to_lds)):
+            inside = executing & (top == aperture)
+            waves, lanes = np.nonzero(inside)
+            if move is not None and len(waves):
+                move(b, waves, lanes, lo[waves, lanes] & 0xFFFFFFFF)
+                rest = rest & ~inside
         if rest.any():
             with b.only(rest):
                 global_op.run(b)

@@ -115,6 +115,8 @@ def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray, exp2: np.ndarray | int = 
     a, b, c, k = np.broadcast_arrays(np.asarray(a, F64), np.asarray(b, F64), np.asarray(c, F64), np.asarray(exp2))
     with np.errstate(all="ignore"):
         out = np.ldexp(a * b + c, k)
+        # a product of finite operands is exact, never infinite: an infinite c is the result
+        out = np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, out)
         ph, pl = _two_product(a, b)
         s, t = _two_sum(ph, c)
         q, q_err = _two_sum(t, pl)
@@ -251,6 +253,7 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_AND_B32": ("b32", ("b32", "b32"), np.bitwise_and), "V_OR_B32": ("b32", ("b32", "b32"), np.bitwise_or),
     "V_XOR_B32": ("b32", ("b32", "b32"), np.bitwise_xor), "V_XNOR_B32": ("b32", ("b32", "b32"), lambda a, b: ~(a ^ b)),
     "V_ADD_U32": ("u32", ("u32", "u32"), np.add), "V_SUB_U32": ("u32", ("u32", "u32"), np.subtract),
+    "V_ADD_I32": ("i32", ("i32", "i32"), np.add), "V_SUB_I32": ("i32", ("i32", "i32"), np.subtract),
     "V_SUBREV_U32": ("u32", ("u32", "u32"), lambda a, b: b - a),
     "V_ADD_U16": ("u16", ("u16", "u16"), np.add), "V_SUB_U16": ("u16", ("u16", "u16"), np.subtract),
     "V_SUBREV_U16": ("u16", ("u16", "u16"), lambda a, b: b - a), "V_MUL_LO_U16": ("u16", ("u16", "u16"), np.multiply),
@@ -626,6 +629,23 @@ def _write_dest(b: Batch, ctx: Ctx, reg: int, t: str, value: np.ndarray) -> None
     b.write_v(b.v, reg, bits, lanes)
 
 
+# Integer add and subtract with VOP3 clamp saturate to the result type's range (CDNA4 ISA, VOP3
+# "CLAMP": integer results are saturated); LLVM selects them for llvm.uadd.sat/usub.sat/sadd.sat.
+SATURATING = {"V_ADD_U32", "V_SUB_U32", "V_SUBREV_U32", "V_ADD_U16", "V_SUB_U16", "V_SUBREV_U16", "V_ADD_I32",
+              "V_SUB_I32"}
+
+
+def _saturating(fn: Callable[..., Any], t: str) -> Callable[..., np.ndarray]:
+    """`fn` computed exactly (in int64) and clipped to type t's range."""
+    signed = t.startswith("i")
+    low, high = (-(1 << (BITS[t] - 1)), (1 << (BITS[t] - 1)) - 1) if signed else (0, (1 << BITS[t]) - 1)
+
+    def sat(*args: np.ndarray) -> np.ndarray:
+        exact = fn(*(np.asarray(a).astype(np.int64) for a in args))
+        return np.asarray(np.clip(exact, low, high)).astype(VIEW[t])
+    return sat
+
+
 def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
     name = base_name(inst.op)
     ctx = Ctx(inst, cls)
@@ -641,7 +661,9 @@ def compile_valu(cls: str, inst: Any, pc: int, size: int) -> Op:
         raise Unsupported(name)
     dt, sts, fn = VOPS[name]
     if ctx.vop3 and ctx.field("clmp") and not dt.startswith("f"):
-        raise Unsupported(name)  # integer clamping saturates; not modelled, so such an op stays unsupported
+        if name not in SATURATING:
+            raise Unsupported(name)  # other integer ops with clamp are not modelled: such an op stays unsupported
+        fn = _saturating(fn, dt)
     dst_reg = _vdst(inst)
     if name == "V_FMAMK_F32":  # d = s0 * K + s1
         reads = [ctx.read(0, "f32"), _lit_read(ctx), ctx.read(1, "f32")]
