@@ -248,13 +248,6 @@ def reduce(p: Program, config: Config, verdict: Verdict, seconds: float = 300.0)
             return False
         return v.status == verdict.status
 
-    def attempt(apply: Callable[[], Callable[[], None]]) -> bool:
-        undo = apply()
-        if same(p):
-            return True
-        undo()
-        return False
-
     progress = True
     while progress and time.monotonic() < stop:
         progress = False
