@@ -7,17 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from wgrad_cli.abi import Dims
 from wgrad_cli.backends.registry import open_runtime
-from wgrad_cli.build import BuildJob, run_builds
-from wgrad_cli.cache import Cache
-from wgrad_cli.errors import ToolchainError
-from wgrad_cli.kernelspec import KernelSpec, load_specs
-from wgrad_cli.errors import DriverError
-from wgrad_cli.runtime import Runtime
-from wgrad_cli.targets import TARGETS, Target
-from wgrad_cli.compilers import Compiler
-from wgrad_cli.toolchain import Toolchains
+from wgrad_cli.build.cache import Cache
+from wgrad_cli.build.compilers import Compiler
+from wgrad_cli.build.jobs import BuildJob, run_builds
+from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.config.kernelspec import KernelSpec, load_specs
+from wgrad_cli.config.targets import TARGETS, Target
+from wgrad_cli.device.runtime import Runtime
+from wgrad_cli.errors import DriverError, ToolchainError
+from wgrad_cli.problem.abi import Dims
 
 REPO = Path(__file__).resolve().parent.parent
 

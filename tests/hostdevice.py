@@ -20,11 +20,11 @@ import time
 import ml_dtypes
 import numpy as np
 
-from wgrad_cli.abi import Dims
-from wgrad_cli.problem import Problem
-from wgrad_cli.reference import grad_w
+from wgrad_cli.device.runtime import DeviceInfo, Reading
 from wgrad_cli.errors import DriverError
-from wgrad_cli.runtime import DeviceInfo, Reading
+from wgrad_cli.problem.abi import Dims
+from wgrad_cli.problem.generate import Problem
+from wgrad_cli.problem.reference import grad_w
 
 
 class HostDevice:

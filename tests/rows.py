@@ -6,11 +6,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from wgrad_cli.check import errors as comparison
-from wgrad_cli.records import BenchRow, ShapeRef, VerifyRow
-from wgrad_cli.document import write_json
-from wgrad_cli.results import save
-from wgrad_cli.stats import summarize
+from wgrad_cli.measure.check import errors as comparison
+from wgrad_cli.measure.stats import summarize
+from wgrad_cli.results.document import write_json
+from wgrad_cli.results.files import save
+from wgrad_cli.results.records import BenchRow, ShapeRef, VerifyRow
 
 SHAPES = {"calibration": (128, 256, 256, 1, "uniform"), "a": (1024, 256, 512, 2, "zipf s=1.5"),
           "b": (2048, 512, 512, 4, "uniform"), "c": (4096, 1024, 1024, 8, "zipf s=1.2")}

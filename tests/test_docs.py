@@ -13,10 +13,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from wgrad_cli.cli import cli
 from wgrad_cli.backends.sm90a import DATASHEET
-from wgrad_cli.records import read_document
-from wgrad_cli.shipped import shipped_configs
+from wgrad_cli.cli import cli
+from wgrad_cli.config.shipped import shipped_configs
+from wgrad_cli.results.records import read_document
 
 BLOCK = re.compile(r"<!-- (wgrad [^\n]*?) -->\n(.*?)<!-- end -->", re.S)
 PAGES = ["README.md", "docs/h200-results.md", "docs/timing.md", "docs/model.md"]
@@ -113,7 +113,7 @@ def test_every_cited_file_exists(repo: Path) -> None:
 
 
 def test_the_path_scan_finds_what_it_must() -> None:
-    page = Path("wgrad_cli/abi.py")
+    page = Path("wgrad_cli/problem/abi.py")
     text = "a contract (../shared/ABI.md) and kernels/x.yaml; not results/*.json, https://a.b/c.md or k.cu"
     assert [p for _, p in cited_paths(text, page)] == ["../shared/ABI.md", "kernels/x.yaml"]
 
@@ -136,7 +136,7 @@ def test_the_peak_the_results_page_names_is_the_one_the_files_record_and_divide_
 
 
 def test_timing_names_the_power_reading_the_code_takes(repo: Path) -> None:
-    spec = importlib.util.find_spec("wgrad_cli.runtime.cuda")
+    spec = importlib.util.find_spec("wgrad_cli.device.cuda")
     assert spec is not None and spec.origin is not None
     read = set(re.findall(r"NVML_FI_DEV_POWER_\w+", Path(spec.origin).read_text()))
     timing = (repo / "docs" / "timing.md").read_text()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wgrad_cli.document import source_files
-from wgrad_cli.compilers import Compiler
+from wgrad_cli.build.compilers import Compiler
+from wgrad_cli.results.document import source_files
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -14,10 +14,25 @@ from typing import Any, TypeVar
 import click
 
 from wgrad_cli import __version__
+from wgrad_cli.config.options import (
+    EMULATED,
+    FLUSHES,
+    HIP_STACK_BYTES,
+    HIP_STACK_CAP,
+    KERNEL_TIMEOUT_S,
+    BenchOptions,
+    CompilerOptions,
+    Device,
+    Emulated,
+    ModelOptions,
+    Output,
+    RunOptions,
+    Selection,
+    Shard,
+    VerifyOptions,
+)
+from wgrad_cli.config.shipped import CONFIGS_DIR
 from wgrad_cli.errors import KernelHang, WgradError
-from wgrad_cli.options import (EMULATED, FLUSHES, HIP_STACK_BYTES, HIP_STACK_CAP, KERNEL_TIMEOUT_S, BenchOptions, CompilerOptions, Device,
-                               Emulated, ModelOptions, Output, RunOptions, Selection, Shard, VerifyOptions)
-from wgrad_cli.shipped import CONFIGS_DIR
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,7 +77,7 @@ def parse_shard(_ctx: click.Context, _param: click.Parameter, value: str | None)
 
 
 def _wide(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    from wgrad_cli.grid import set_layout
+    from wgrad_cli.output.grid import set_layout
 
     set_layout("auto", value)
 
@@ -145,7 +160,7 @@ def cli() -> None:
 def build(selection: Selection, compilers: CompilerOptions, shard: Shard | None, workers: int, json_path: Path | None,
           isa_dir: Path | None) -> None:
     """Compile every (kernel, target, M/N/K/E) of a config, cached, and report resource use."""
-    from wgrad_cli.commands import build_command
+    from wgrad_cli.commands.build import build_command
 
     build_command(selection, compilers, shard, workers, json_path, isa_dir)
 
@@ -155,7 +170,7 @@ def build(selection: Selection, compilers: CompilerOptions, shard: Shard | None,
 @click.option("--shards", type=click.IntRange(min=1), help="Emit n shard entries (for build, verify or bench --shard i/n).")
 def matrix(selection: Selection, shards: int | None) -> None:
     """Print the config's job matrix as JSON (GitHub Actions strategy.matrix)."""
-    from wgrad_cli.commands import matrix_command
+    from wgrad_cli.commands.matrix import matrix_command
 
     click.echo(json.dumps(matrix_command(selection, shards)))
 
@@ -166,7 +181,7 @@ def matrix(selection: Selection, shards: int | None) -> None:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
 def info(compilers: CompilerOptions, json_path: Path | None) -> None:
     """Show the compilers found for each target, in the order they are tried, and why any is skipped."""
-    from wgrad_cli.commands import info_command
+    from wgrad_cli.commands.info import info_command
 
     info_command(compilers, json_path)
 
@@ -213,7 +228,7 @@ def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, ou
            strict_lds: bool, emu_stack_bytes: int | None) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
     from wgrad_cli.backends.registry import emulated_device
-    from wgrad_cli.device_commands import verify_command
+    from wgrad_cli.commands.verify import verify_command
 
     run = replace(run, device=emulated_device(run.device, strict_lds, emu_stack_bytes, run.kernel_timeout))
     verify_command(selection, compilers, run, output, checks)
@@ -263,7 +278,7 @@ def emu_check(selection: Selection, compilers: CompilerOptions) -> None:
 def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
           timing: BenchOptions) -> None:
     """Time kernels on fresh random problems (cold cache by default): TFLOP/s, GB/s, % of peak."""
-    from wgrad_cli.device_commands import bench_command
+    from wgrad_cli.commands.bench import bench_command
 
     bench_command(selection, compilers, run, output, timing)
 
@@ -306,7 +321,7 @@ def model(selection: Selection, compilers: CompilerOptions, output: Output, chip
 def compare(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> None:
     """Per-shape deltas between two results files of one experiment, with a noise-aware verdict per
     row (faster, slower, same within noise); exit 1 on any regression (CI gate)."""
-    from wgrad_cli.file_commands import compare_command
+    from wgrad_cli.commands.files import compare_command
 
     compare_command(base, new, threshold, allow)
 
@@ -319,7 +334,7 @@ def compare(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> 
 def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -> None:
     """Speed-ups over the baselines across bench results files (run with --baselines), with the
     geometric mean per kernel over every row given."""
-    from wgrad_cli.file_commands import speedup_command
+    from wgrad_cli.commands.files import speedup_command
 
     speedup_command(list(files), kernels, markdown)
 
@@ -331,7 +346,7 @@ def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -
 def plot(files: tuple[Path, ...], out: Path) -> None:
     """Plot bench results files: per shape, each kernel's TFLOP/s next to its baselines, and a
     roofline (FLOP per byte from the minimum bytes, against the file's recorded peak and bandwidth)."""
-    from wgrad_cli.file_commands import plot_command
+    from wgrad_cli.commands.files import plot_command
 
     plot_command(list(files), out)
 
@@ -344,7 +359,7 @@ def plot(files: tuple[Path, ...], out: Path) -> None:
 @wide_option
 def show(files: tuple[Path, ...], form: str | None) -> None:
     """Print results files (verify, bench, selfbench, build, info) as the tables the commands printed."""
-    from wgrad_cli.show import show_command
+    from wgrad_cli.commands.show import show_command
 
     show_command(list(files), form)
 
@@ -356,10 +371,10 @@ def show(files: tuple[Path, ...], form: str | None) -> None:
 @wide_option
 def merge(shards: tuple[Path, ...], json_path: Path) -> None:
     """Join the --shard i/n results files of one run into one file and table."""
-    from wgrad_cli.compare import merge_docs
-    from wgrad_cli.console import out
-    from wgrad_cli.results import save
-    from wgrad_cli.tables import document_table
+    from wgrad_cli.output.console import out
+    from wgrad_cli.results.compare import merge_docs
+    from wgrad_cli.results.files import save
+    from wgrad_cli.results.tables import document_table
 
     merged = merge_docs(list(shards))
     out.print(document_table(merged, f"wgrad merge: {len(shards)} shards of {merged.command}"))
@@ -375,7 +390,7 @@ def merge(shards: tuple[Path, ...], json_path: Path) -> None:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
 def selfbench(**kw: Any) -> None:
     """Time the host-side pipeline against its targets: reference, problem generation, warm builds."""
-    from wgrad_cli.selfbench import selfbench_command
+    from wgrad_cli.commands.selfbench import selfbench_command
 
     selfbench_command(**kw)
 
@@ -384,7 +399,7 @@ def selfbench(**kw: Any) -> None:
 @wide_option
 def configs() -> None:
     """List the shipped configs: each can be given to --config by its name."""
-    from wgrad_cli.commands import configs_command
+    from wgrad_cli.commands.configs import configs_command
 
     configs_command()
 

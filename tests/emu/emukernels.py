@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 
 from wgrad_cli.backends.registry import backend
-from wgrad_cli.compilers import Compiler
+from wgrad_cli.build.compilers import Compiler
+from wgrad_cli.build.hsaco import arguments as amd_params
+from wgrad_cli.build.hsaco import metadata as amd_metadata
+from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.device.kernargs import pack
 from wgrad_cli.emu.device import EmuRuntime, Function
 from wgrad_cli.errors import ToolchainError
-from wgrad_cli.hsaco import arguments as amd_params
-from wgrad_cli.hsaco import metadata as amd_metadata
-from wgrad_cli.kernargs import pack
-from wgrad_cli.toolchain import Toolchains
 
 CLANG = "a gfx950 compiler"  # need(CLANG): the one wgrad finds (clang 20+, ROCm, ziglang: `wgrad info`)
 # LLVM's disassembler, the emulator's decoder is compared with: the newest installed

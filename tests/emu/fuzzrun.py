@@ -32,11 +32,23 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from emukernels import run  # noqa: E402
-from fuzzgen import ATOM_OPS, ATOM_SLOTS, IN_WORDS, PRELUDE, Expr, Features, Func, Program, Stage, Stmt, generate  # noqa: E402
+from fuzzgen import (  # noqa: E402
+    ATOM_OPS,
+    ATOM_SLOTS,
+    IN_WORDS,
+    PRELUDE,
+    Expr,
+    Features,
+    Func,
+    Program,
+    Stage,
+    Stmt,
+    generate,
+)
+
+from wgrad_cli.config.options import HIP_STACK_CAP
 from wgrad_cli.emu.device import EmuRuntime  # noqa: E402
-from wgrad_cli.errors import EmulatorBug, LaunchStopped  # noqa: E402
-from wgrad_cli.options import HIP_STACK_CAP  # noqa: E402
-from wgrad_cli.runtime import DriverError  # noqa: E402
+from wgrad_cli.errors import DriverError, EmulatorBug, LaunchStopped  # noqa: E402
 
 CLANG, LLD = "clang-22", "ld.lld-22"  # one compiler for both sides: the oracle's premise
 COMMON = ("-std=c++20", "-ffp-contract=off", "-fno-fast-math", "-w")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from emukernels import tiny_config
+
 from wgrad_cli.cli import cli
-from wgrad_cli.kernelspec import KERNELS_DIR
+from wgrad_cli.config.kernelspec import KERNELS_DIR
 
 pytestmark = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 # each bug: the reference kernel's line and what it becomes

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from emukernels import UNSUPPORTED_MNEMONIC, tiny_config
+
 from wgrad_cli.cli import cli
+from wgrad_cli.config.kernelspec import KERNELS_DIR
 from wgrad_cli.emu.coverage import table_opcodes
-from wgrad_cli.kernelspec import KERNELS_DIR
 
 needs_clang = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 STORE = "C[(e * N + n) * K + k] = bf16_bits(acc);"

@@ -11,22 +11,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import test_emu_divide
 import test_emu_memory
 import test_emu_scalar_exec
 import test_emu_valu
 from emukernels import CLANG, UNSUPPORTED, UNSUPPORTED_MNEMONIC, compile_hip, disassemble, need, run
-from wgrad_cli.build import BuildJob, run_builds
-from wgrad_cli.cache import Cache
-from wgrad_cli.config import load_config
+
+from wgrad_cli.build.cache import Cache
+from wgrad_cli.build.jobs import BuildJob, run_builds
+from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.config.kernelspec import load_specs
+from wgrad_cli.config.loader import load_config
+from wgrad_cli.config.shipped import CONFIGS_DIR
 from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program, decode
-from wgrad_cli.kernelspec import load_specs
 from wgrad_cli.errors import DriverError
-from wgrad_cli.shipped import CONFIGS_DIR
-from wgrad_cli.toolchain import Toolchains
 
 SOURCES = [test_emu_valu.SOURCE, test_emu_scalar_exec.SALU, test_emu_scalar_exec.DIVERGE, test_emu_memory.GLOBAL,
            test_emu_memory.LDS, test_emu_memory.BUFFER, test_emu_divide.DIVIDE, test_emu_divide.MISC]

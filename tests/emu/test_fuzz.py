@@ -12,11 +12,11 @@ import re
 from dataclasses import replace
 
 import pytest
-
 from emukernels import mnemonics
 from fuzzgen import Features, Program, generate
 from fuzzrun import Config, Verdict, build_device, check, need_clang, reduce, source
-from wgrad_cli.emu import vector_ops
+
+from wgrad_cli.emu.ops import vector as vector_ops
 
 FEATURES = Features(recursion=True)  # everything: file-scope variables, calls, a recursion (a dynamic stack)
 SEEDS = {0: range(30), 1: range(100), 3: range(100)}  # -O0 code emulates ~10x slower

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from wgrad_cli.cli import cli
-from wgrad_cli.kernelspec import KERNELS_DIR
+from wgrad_cli.config.kernelspec import KERNELS_DIR
 
 pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
 LINE = "    float acc = 0.0f;\n"

@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from emukernels import UNSUPPORTED, UNSUPPORTED_MNEMONIC, compile_hip, run, tiny_config
+
 from wgrad_cli.cli import cli
-from wgrad_cli.emu import program, vector_ops
+from wgrad_cli.emu import program
 from wgrad_cli.emu.loader import load_image
+from wgrad_cli.emu.ops import vector as vector_ops
 from wgrad_cli.errors import EmulatorBug
 
 ADD = "KERNEL void add(unsigned *out, const unsigned *a) { unsigned i = tid(); out[i] = a[i] + 3u; }"

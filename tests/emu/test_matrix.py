@@ -16,10 +16,10 @@ from collections.abc import Callable
 import ml_dtypes
 import numpy as np
 import pytest
-
 from emukernels import assert_uses, compile_hip, run
-from wgrad_cli.emu import matrix_ops
-from wgrad_cli.runtime import DriverError
+
+from wgrad_cli.emu.ops import matrix as matrix_ops
+from wgrad_cli.errors import DriverError
 
 FORMATS = {0: ml_dtypes.float8_e4m3fn, 1: ml_dtypes.float8_e5m2}
 SCALED = """

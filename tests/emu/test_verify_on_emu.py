@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 from wgrad_cli.backends.registry import BY_VENDOR
 from wgrad_cli.cli import cli
+from wgrad_cli.config.options import Emulated
+from wgrad_cli.config.shipped import CONFIGS_DIR
 from wgrad_cli.emu.device import EmuRuntime
-from wgrad_cli.options import Emulated
-from wgrad_cli.shipped import CONFIGS_DIR
 
 pytestmark = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 
@@ -57,7 +57,7 @@ def test_emu_stack_bytes_reaches_the_emulated_device(monkeypatch: pytest.MonkeyP
                                                      kept: int) -> None:
     """Rounded up to 16 bytes as hipDeviceSetLimit rounds it; HIP's 1024 without the option."""
     seen: list[object] = []
-    monkeypatch.setattr("wgrad_cli.device_commands.verify_command", lambda *args: seen.append(args[2].device))
+    monkeypatch.setattr("wgrad_cli.commands.verify.verify_command", lambda *args: seen.append(args[2].device))
     result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", *given])
     assert result.exit_code == 0 and seen == [Emulated(False, kept)]
     runtime = BY_VENDOR["amd"].open_runtime(Emulated(False, kept))

@@ -2,7 +2,7 @@
 
 With WGRAD_STANDIN_BACKEND=hipstandin.emulated (and tests/ on PYTHONPATH) the stand-in's hipInit
 imports this module into the process that loaded it, wgrad's own or the child interpreter that
-wgrad_cli.isolation runs each (kernel, shape) in, and calls install(). From then on device memory,
+wgrad_cli.device.isolation runs each (kernel, shape) in, and calls install(). From then on device memory,
 modules and launches go to one EmuRuntime: device pointers are its heap addresses, a module is its
 code object's bytes, and a launch passes the kernelParams the shim packed to EmuRuntime.launch as
 they are, so the kernel a verify run checks was computed from what crossed hip-python.

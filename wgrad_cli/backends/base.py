@@ -10,16 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wgrad_cli.config.options import EMULATED, Device, Emulated
+from wgrad_cli.config.targets import Vendor
 from wgrad_cli.errors import DriverError
-from wgrad_cli.options import EMULATED, Device, Emulated
-from wgrad_cli.targets import Vendor
 
 if TYPE_CHECKING:
-    from wgrad_cli.codeobject import Param
-    from wgrad_cli.resources import Resources
-    from wgrad_cli.compilers import Candidate, Compiler
-    from wgrad_cli.peaks import Peak
-    from wgrad_cli.runtime import DeviceInfo, Runtime
+    from wgrad_cli.backends.peaks import Peak
+    from wgrad_cli.build.codeobject import Param
+    from wgrad_cli.build.compilers import Candidate, Compiler
+    from wgrad_cli.build.resources import Resources
+    from wgrad_cli.device.runtime import DeviceInfo, Runtime
 
 
 @dataclass(frozen=True)

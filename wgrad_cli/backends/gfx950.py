@@ -15,14 +15,14 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from wgrad_cli import hsaco
 from wgrad_cli.backends.base import Backend, GridLimit
-from wgrad_cli.codeobject import Param
-from wgrad_cli.compilers import Candidate, Compiler, clang_version
-from wgrad_cli.options import Device, Emulated
-from wgrad_cli.peaks import MiB, Peak
-from wgrad_cli.resources import Resources
-from wgrad_cli.runtime import DeviceInfo, Runtime
+from wgrad_cli.backends.peaks import MiB, Peak
+from wgrad_cli.build import hsaco
+from wgrad_cli.build.codeobject import Param
+from wgrad_cli.build.compilers import Candidate, Compiler, clang_version
+from wgrad_cli.build.resources import Resources
+from wgrad_cli.config.options import Device, Emulated
+from wgrad_cli.device.runtime import DeviceInfo, Runtime
 
 MIN_CLANG = 20
 DEFAULT_ROCM = "/opt/rocm"  # where ROCm installs when nothing says otherwise
@@ -102,7 +102,7 @@ class Gfx950(Backend):
     isa_suffix = ".s"
     shared_limit = 160 * 1024
     grid = GridLimit("work-items (grid x block)", 2**32 - 1, True)
-    runtime_module, runtime_packages = "wgrad_cli.runtime.hip", "hip-python"
+    runtime_module, runtime_packages = "wgrad_cli.device.hip", "hip-python"
     torch_baselines = False  # torch's ROCm wheels bring their own HIP runtime (see docs/hip.md)
     emulated = True
 

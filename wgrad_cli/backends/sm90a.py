@@ -12,13 +12,13 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from wgrad_cli import cubin
 from wgrad_cli.backends.base import Backend, GridLimit
-from wgrad_cli.codeobject import Param
-from wgrad_cli.compilers import Candidate, Compiler, run_version
-from wgrad_cli.peaks import Peak
-from wgrad_cli.resources import Resources
-from wgrad_cli.runtime import DeviceInfo
+from wgrad_cli.backends.peaks import Peak
+from wgrad_cli.build import cubin
+from wgrad_cli.build.codeobject import Param
+from wgrad_cli.build.compilers import Candidate, Compiler, run_version
+from wgrad_cli.build.resources import Resources
+from wgrad_cli.device.runtime import DeviceInfo
 
 DATASHEET = {  # name fragment (first match wins) -> (fp8, bf16 TFLOP/s, HBM GB/s): NVIDIA datasheets, dense
     "H200 NVL": (1671.0, 835.0, 4800.0),
@@ -57,7 +57,7 @@ class Sm90a(Backend):
     isa_suffix = ".ptx"
     shared_limit = 227 * 1024
     grid = GridLimit("blocks", 2**31 - 1, False)
-    runtime_module, runtime_packages = "wgrad_cli.runtime.cuda", "cuda-bindings nvidia-ml-py"
+    runtime_module, runtime_packages = "wgrad_cli.device.cuda", "cuda-bindings nvidia-ml-py"
     torch_baselines = True
 
     def candidates(self, named: str | None, rocm_path: str | None, shim_dir: Path) -> Iterator[Candidate]:

@@ -9,18 +9,24 @@ from dataclasses import dataclass
 from rich.markup import escape
 
 from wgrad_cli.backends.registry import EMULATED_TARGET
-from wgrad_cli.build import run_builds
-from wgrad_cli.cache import Cache
-from wgrad_cli.emu import atomic_ops, lds_atomic_ops, lds_ops, matrix_ops, memory_ops, scalar_ops, vector_ops
+from wgrad_cli.build.cache import Cache
+from wgrad_cli.build.jobs import run_builds
+from wgrad_cli.build.selection import select
+from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.config.kernelspec import load_specs
+from wgrad_cli.config.options import CompilerOptions, Selection
 from wgrad_cli.emu.loader import load_image
+from wgrad_cli.emu.ops import atomic as atomic_ops
+from wgrad_cli.emu.ops import lds as lds_ops
+from wgrad_cli.emu.ops import lds_atomic as lds_atomic_ops
+from wgrad_cli.emu.ops import matrix as matrix_ops
+from wgrad_cli.emu.ops import scalar as scalar_ops
+from wgrad_cli.emu.ops import vector as vector_ops
+from wgrad_cli.emu.ops import vmem as memory_ops
 from wgrad_cli.emu.program import Program
 from wgrad_cli.errors import CheckFailed, WgradError
-from wgrad_cli.grid import Grid, plural
-from wgrad_cli.kernelspec import load_specs
-from wgrad_cli.console import err, out
-from wgrad_cli.options import CompilerOptions, Selection
-from wgrad_cli.selection import select
-from wgrad_cli.toolchain import Toolchains
+from wgrad_cli.output.console import err, out
+from wgrad_cli.output.grid import Grid, plural
 
 TARGET = EMULATED_TARGET
 

@@ -24,18 +24,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wgrad_cli.codeobject import CodeObjectError
+from wgrad_cli.build.codeobject import CodeObjectError
+from wgrad_cli.build.occupancy import gfx950
+from wgrad_cli.config.options import HIP_STACK_BYTES, KERNEL_TIMEOUT_S
+from wgrad_cli.device.runtime import UNREPORTED, DeviceInfo, Reading
 from wgrad_cli.emu.dispatch import Launch, run
 from wgrad_cli.emu.loader import Descriptor, Image, load_image
 from wgrad_cli.emu.machine import EmuFault, Stats, TimedOut
 from wgrad_cli.emu.memory import Heap, Name, Region
+from wgrad_cli.emu.ops.scratch import refusal
 from wgrad_cli.emu.program import Program
-from wgrad_cli.emu.scratch_ops import refusal
-from wgrad_cli.errors import EmulatorBug, LaunchStopped, WgradError
-from wgrad_cli.occupancy import gfx950
-from wgrad_cli.errors import DriverError
-from wgrad_cli.options import HIP_STACK_BYTES, KERNEL_TIMEOUT_S
-from wgrad_cli.runtime import UNREPORTED, DeviceInfo, Reading
+from wgrad_cli.errors import DriverError, EmulatorBug, LaunchStopped, WgradError
 
 KERNARG_SLACK = 64  # bytes past the kernarg segment a scalar load may read (one s_load_dwordx16)
 UNITS = 256  # MI355X's compute units: persistent kernels size their grid by it

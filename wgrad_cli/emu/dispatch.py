@@ -35,14 +35,14 @@ from typing import Any, cast
 
 import numpy as np
 
-from wgrad_cli.emu import atomic_ops
+from wgrad_cli.config.options import HIP_STACK_BYTES
 from wgrad_cli.emu.loader import Descriptor
 from wgrad_cli.emu.machine import EXEC, Batch, EmuFault, Op, Stats, TimedOut, execute
 from wgrad_cli.emu.memory import Heap
+from wgrad_cli.emu.ops import atomic as atomic_ops
+from wgrad_cli.emu.ops.scratch import segment_bytes
 from wgrad_cli.emu.program import Program
-from wgrad_cli.emu.scratch_ops import segment_bytes
 from wgrad_cli.errors import EmulatorBug
-from wgrad_cli.options import HIP_STACK_BYTES
 
 MAX_BATCH_WAVES = 2048  # waves run in lock-step at once: bounds the register arrays (~64 KiB per VGPR)
 MAX_BATCH_PRIVATE = 1 << 27  # bytes of private memory a batch holds at once (one batch per worker process)

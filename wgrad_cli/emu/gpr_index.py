@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from wgrad_cli.emu import operands as opd
 from wgrad_cli.emu.machine import M0, Batch, EmuFault, Op, Run
-from wgrad_cli.emu.lanes import where
+from wgrad_cli.emu.ops import operands as opd
+from wgrad_cli.emu.ops.lanes import where
 
 SRC0, DST = 1, 8
 SCALAR = {"salu", "smem", "branch", "barrier", "other"}  # op classes the mode does not touch

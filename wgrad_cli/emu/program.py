@@ -17,16 +17,16 @@ from typing import Any
 from tinygrad.renderer.amd import decode_inst
 
 from wgrad_cli.emu import gpr_index
-from wgrad_cli.emu.lds_atomic_ops import LDS_ATOMICS, compile_lds_atomic
-from wgrad_cli.emu.lds_ops import compile_ds
 from wgrad_cli.emu.loader import Descriptor, Image
 from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported
-from wgrad_cli.emu.matrix_ops import compile_matrix
-from wgrad_cli.emu.memory_ops import compile_buffer, compile_global
+from wgrad_cli.emu.ops.lds import compile_ds
+from wgrad_cli.emu.ops.lds_atomic import LDS_ATOMICS, compile_lds_atomic
+from wgrad_cli.emu.ops.matrix import compile_matrix
+from wgrad_cli.emu.ops.scalar import compile_scalar
+from wgrad_cli.emu.ops.scratch import compile_scratch, with_apertures
+from wgrad_cli.emu.ops.vector import compile_valu
+from wgrad_cli.emu.ops.vmem import compile_buffer, compile_global
 from wgrad_cli.emu.registers import beyond, uses
-from wgrad_cli.emu.scalar_ops import compile_scalar
-from wgrad_cli.emu.scratch_ops import compile_scratch, with_apertures
-from wgrad_cli.emu.vector_ops import compile_valu
 from wgrad_cli.errors import EmulatorBug
 
 SCALAR = {"SOP1", "SOP1_LIT", "SOP2", "SOP2_LIT", "SOPC", "SOPC_LIT", "SOPK", "SOPK_LIT", "SOPP", "SMEM"}

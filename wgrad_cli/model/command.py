@@ -10,21 +10,30 @@ from dataclasses import replace
 
 from rich.markup import escape
 
-from wgrad_cli.abi import flops, min_bytes
 from wgrad_cli.backends.registry import peak
-from wgrad_cli.console import err, out, progress
-from wgrad_cli.kernelspec import KernelSpec
-from wgrad_cli.launch import prepare, upload
+from wgrad_cli.config.kernelspec import KernelSpec
+from wgrad_cli.config.options import (
+    KERNEL_TIMEOUT_S,
+    CompilerOptions,
+    Emulated,
+    ModelOptions,
+    Output,
+    RunOptions,
+    Selection,
+    Shard,
+)
+from wgrad_cli.device.launch import prepare, upload
+from wgrad_cli.device.session import Record, Session, open_session
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine, load
 from wgrad_cli.model.runtime import ModelRuntime, Plan
 from wgrad_cli.model.schedule import Sharing
-from wgrad_cli.options import KERNEL_TIMEOUT_S, CompilerOptions, Emulated, ModelOptions, Output, RunOptions, Selection, Shard
-from wgrad_cli.problem import Problem, generate
-from wgrad_cli.records import BenchRow, ModelFigures, Summary, to_json
-from wgrad_cli.results import RESULTS_DIR, save
-from wgrad_cli.session import Record, Session, open_session
-from wgrad_cli.tables import model_table
+from wgrad_cli.output.console import err, out, progress
+from wgrad_cli.problem.abi import flops, min_bytes
+from wgrad_cli.problem.generate import Problem, generate
+from wgrad_cli.results.files import RESULTS_DIR, save
+from wgrad_cli.results.records import BenchRow, ModelFigures, Summary, to_json
+from wgrad_cli.results.tables import model_table
 
 SCALE_BLOCK = 32  # tokens per e8m0 scale
 

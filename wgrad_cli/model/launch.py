@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from wgrad_cli.build.occupancy import gfx950
 from wgrad_cli.emu.dispatch import Launch, init_batch
 from wgrad_cli.emu.machine import Op, execute
 from wgrad_cli.emu.memory import Heap
@@ -18,7 +19,6 @@ from wgrad_cli.model.cu import CuTime, simulate
 from wgrad_cli.model.machine import Machine
 from wgrad_cli.model.schedule import Sharing, schedule
 from wgrad_cli.model.trace import Recorder, Stream
-from wgrad_cli.occupancy import gfx950
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from enum import IntEnum
 
-from wgrad_cli.emu.lds_ops import CROSS_LANE, READ2, READS, TRANSPOSE, WRITE2, WRITES
+from wgrad_cli.emu.ops.lds import CROSS_LANE, READ2, READS, TRANSPOSE, WRITE2, WRITES
 from wgrad_cli.emu.program import Decoded, Program
 from wgrad_cli.model.machine import FP8_FORMATS, Machine
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wgrad_cli.device.runtime import DeviceInfo
 from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.emu.dispatch import Launch
 from wgrad_cli.emu.program import Program
 from wgrad_cli.model.launch import Modelled, model_launch
 from wgrad_cli.model.machine import Machine
 from wgrad_cli.model.schedule import Sharing
-from wgrad_cli.runtime import DeviceInfo
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from wgrad_cli.emu.lds_ops import ds_fields
 from wgrad_cli.emu.machine import Batch, Op
+from wgrad_cli.emu.ops.lds import ds_fields
 from wgrad_cli.emu.program import Decoded, Program
 from wgrad_cli.model.machine import Machine
 from wgrad_cli.model.ops import Kind, Static, statics

@@ -1,0 +1,41 @@
+"""isolation.py's child: a Python exception in wgrad's own code comes back as a ToolError with the
+child's traceback, not as a crash blamed on the kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from wgrad_cli.config.options import Emulated
+from wgrad_cli.config.targets import TARGETS
+from wgrad_cli.device import isolation
+from wgrad_cli.device.session import Session
+from wgrad_cli.errors import ToolError
+
+
+@dataclass
+class Info:
+    index: Any
+
+
+@dataclass
+class CrashProne:
+    """What run() reads of a GPU runtime; the child opens the emulated gfx950 in its place."""
+
+    device: Info
+    crash_prone: bool = True
+
+
+def test_a_python_exception_in_the_child_is_a_tool_error() -> None:
+    s = Session(config=None, target=TARGETS["gfx950"], rt=CrashProne(Info(Emulated())), records=[],  # type: ignore[arg-type]
+                builds={}, seed=0, specs={}, kernel_timeout=1.0)
+    # divmod(session, 0) fails in the child with a TypeError: wgrad's failure, not the kernel's
+    with pytest.raises(ToolError) as raised:
+        isolation.run(s, "reference on one-expert", divmod, 0)
+    assert raised.value.exit_code == 5
+    text = "\n".join(raised.value.lines)
+    assert text.startswith("wgrad failed in the child process running this work: TypeError(")
+    assert "Traceback (most recent call last):" in text and 'isolation.py", line' in text
+

@@ -1,0 +1,203 @@
+"""`wgrad build`: one compile per (kernel, target, M/N/K/E define set), cached, in parallel."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wgrad_cli.backends.registry import backend
+from wgrad_cli.build.cache import Cache, Entry, sha256_text
+from wgrad_cli.build.codeobject import CodeObjectError
+from wgrad_cli.build.compilers import Compiler
+from wgrad_cli.build.resources import Resources
+from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.config.kernelspec import KernelSpec
+from wgrad_cli.config.targets import TARGETS
+from wgrad_cli.errors import CompilerUnusable, ToolchainError
+from wgrad_cli.output.atomic import write_text
+from wgrad_cli.problem.abi import Dims
+from wgrad_cli.results.records import BuildRecord, ShapeRef
+
+ERROR_LINES = 12
+
+
+@dataclass(frozen=True)
+class BuildJob:
+    kernel: KernelSpec
+    target: str
+    dims: Dims
+
+    @property
+    def label(self) -> str:
+        d = self.dims
+        return f"{self.kernel.name}-{self.target}-M{d.M}-N{d.N}-K{d.K}-E{d.E}"
+
+
+@dataclass
+class BuildResult:
+    job: BuildJob
+    ok: bool = False
+    code_object: Path | None = None
+    compile_seconds: float = 0.0
+    cache_hit: bool = False
+    compiler: str = ""
+    resources: Resources | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def limit_failures(res: Resources, limits: dict[str, int]) -> list[str]:
+    """One message per resource figure above its configured limit."""
+    out = []
+    for name, limit in sorted(limits.items()):
+        value = getattr(res, name)
+        if value is not None and value > limit:
+            out.append(f"{name} = {value} exceeds the limit {limit}")
+    return out
+
+
+def _first_errors(log: str) -> list[str]:
+    lines = [line for line in log.splitlines() if line.strip()]
+    errors = [i for i, line in enumerate(lines) if re.search(r"\berror\b", line, re.I)]
+    start = errors[0] if errors else 0
+    return lines[start:start + ERROR_LINES]
+
+
+def _parse_depfile(text: str) -> list[Path]:
+    """Files named in a make-style dependency file (the part after the first ':')."""
+    body = text.replace("\\\n", " ").split(":", 1)[1] if ":" in text else ""
+    return [Path(p.replace("\\ ", " ")) for p in re.findall(r"(?:\\ |\S)+", body)]
+
+
+def _run(command: list[str]) -> tuple[int, str]:
+    """Exit status and combined output; a program that cannot start is exit status 127."""
+    try:
+        proc = subprocess.run(command, capture_output=True)
+    except OSError as exc:
+        return 127, f"error: cannot run {command[0]}: {exc.strerror}"
+    # a compiler quotes the source in its messages, whatever its bytes
+    return proc.returncode, (proc.stdout + proc.stderr).decode(errors="replace")
+
+
+def _resources(job: BuildJob, code: bytes, log: str) -> Resources:
+    return backend(job.target).resources(code, log, job.kernel.symbol, job.kernel.block, job.kernel.dynamic_shared)
+
+
+def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str, int], isa_dir: Path | None) -> BuildResult:
+    """Compile (or find in the cache) one job, read its resources and check its limits."""
+    assert job.kernel.source is not None
+    source = job.kernel.source.resolve()
+
+    def argv(out: Path, dep: Path, isa: bool = False) -> list[str]:
+        return backend(job.target).compile_argv(compiler, source, out, dep, job.dims.defines(), job.kernel.include,
+                                                job.kernel.flags[job.target], isa)
+
+    result = BuildResult(job, compiler=f"{compiler.kind} {compiler.version}")
+    # the launch's dynamic shared memory enters the occupancy figures stored with the entry
+    base = sha256_text(compiler.identity, *argv(Path("@OUT"), Path("@DEP")),
+                       f"dynamic_shared={job.kernel.dynamic_shared}")
+    entry = cache.lookup(base)
+    result.cache_hit = entry is not None
+    if entry is None:
+        built = _compile(job, source, argv, cache, base)
+        if isinstance(built, list):
+            result.errors = built
+            return result
+        entry = built
+        result.compile_seconds = entry.meta["compile_seconds"]
+    if isa_dir is not None:
+        result.errors += _write_isa(job.target, compiler, entry.code_object, isa_dir / job.label,
+                                    lambda o: argv(o, Path(os.devnull), True))
+    result.code_object = entry.code_object
+    result.resources = Resources.from_json(entry.meta["resources"])
+    result.errors += limit_failures(result.resources, limits)
+    result.ok = not result.errors
+    return result
+
+
+def _compile(job: BuildJob, source: Path, argv: Callable[[Path, Path], list[str]], cache: Cache,
+             base: str) -> Entry | list[str]:
+    """Run the compiler in a scratch dir and commit the object to the cache; error lines if it fails."""
+    suffix = TARGETS[job.target].suffix
+    with tempfile.TemporaryDirectory(prefix="wgrad-build-") as tmp:
+        out, dep = Path(tmp) / f"kernel{suffix}", Path(tmp) / "kernel.d"
+        command = argv(out, dep)
+        start = time.perf_counter()
+        status, log = _run(command)
+        seconds = time.perf_counter() - start
+        if status != 0 or not out.exists():
+            return [*_first_errors(log), f"command: {shlex.join(command)}"]
+        code = out.read_bytes()
+        try:
+            resources = _resources(job, code, log)
+        except CodeObjectError as exc:
+            return [str(exc)]
+        deps = [p if p.is_absolute() else Path(tmp, p) for p in _parse_depfile(os.fsdecode(dep.read_bytes()))]
+        deps = [p for p in deps if p.is_file() and not p.is_relative_to(tmp)]
+        return cache.store(base, [source, *deps], code, suffix, {
+            "command": command, "compile_seconds": seconds, "resources": resources.to_json()})
+
+
+def _write_isa(target: str, compiler: Compiler, code_object: Path, dest: Path,
+               asm_argv: Callable[[Path], list[str]]) -> list[str]:
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        disassemble = backend(target).disassemble_argv(compiler, code_object)
+        command = disassemble or asm_argv(dest.with_suffix(backend(target).isa_suffix))
+        status, log = _run(command)
+        if status != 0:
+            return [*_first_errors(log), f"command: {shlex.join(command)}"]
+        if disassemble:
+            write_text(dest.with_suffix(".sass"), log)
+    except OSError as exc:
+        return [f"--isa {dest.parent}: cannot write there ({exc.strerror})"]
+    return []
+
+
+def resolve_compilers(jobs: list[BuildJob], toolchains: Toolchains) -> dict[tuple[str, bool], Compiler | ToolchainError]:
+    """The compiler of every (target, needs HIP headers) the jobs use, or why there is none."""
+    compilers: dict[tuple[str, bool], Compiler | ToolchainError] = {}
+    for job in jobs:
+        key = (job.target, job.kernel.needs_hip_headers)
+        if key not in compilers:
+            try:
+                compilers[key] = toolchains.select(*key)
+            except CompilerUnusable:
+                raise
+            except ToolchainError as exc:
+                compilers[key] = exc
+    return compilers
+
+
+def run_builds(jobs: list[BuildJob], toolchains: Toolchains, cache: Cache, limits: dict[str, int], workers: int,
+               isa_dir: Path | None = None, on_done: Callable[[BuildResult], None] = lambda r: None) -> list[BuildResult]:
+    """Build every job with `workers` compiles at once; failures are results, never exceptions
+    (except a compiler the user named that does not work: CompilerUnusable)."""
+    compilers = resolve_compilers(jobs, toolchains)
+
+    def work(job: BuildJob) -> BuildResult:
+        compiler = compilers[(job.target, job.kernel.needs_hip_headers)]
+        if isinstance(compiler, ToolchainError):
+            result = BuildResult(job, errors=compiler.lines)
+        else:
+            result = build_one(job, compiler, cache, limits, isa_dir)
+        on_done(result)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return list(pool.map(work, jobs))
+
+
+def build_record(result: BuildResult, shape: ShapeRef) -> BuildRecord:
+    """The record of one shape's build (records of shapes with the same dims share the build)."""
+    return BuildRecord(shape=shape, kernel=result.job.kernel.name, target=result.job.target, ok=result.ok,
+                       code_object=str(result.code_object) if result.code_object else None,
+                       compile_seconds=round(result.compile_seconds, 4), cache_hit=result.cache_hit,
+                       compiler=result.compiler, resources=result.resources, errors=result.errors)

@@ -1,0 +1,43 @@
+"""What the commands that read results files do (compare, speedup, plot), apart from parsing their
+options (cli.py): like show, they import no compiler, device, ELF or emulator module, so they run on
+any machine (tests/results/test_presentation.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+
+from wgrad_cli.errors import CheckFailed
+from wgrad_cli.output.console import err, out
+from wgrad_cli.output.grid import plural
+from wgrad_cli.results.compare import compare_docs, summary
+from wgrad_cli.results.plot import render
+from wgrad_cli.results.speedup import load_speedups, only
+from wgrad_cli.results.tables import compare_table, speedup_markdown, speedup_table
+
+
+def compare_command(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> None:
+    """The per-shape deltas and their verdicts; CheckFailed (exit 1) on any regression."""
+    command, deltas = compare_docs(base, new, threshold, allow)
+    out.print(compare_table(command, deltas, f"wgrad compare: {base} -> {new} (threshold {100 * threshold:g}%)"))
+    for d in deltas:
+        if d.regression:
+            err.print(f"[red]regression[/] {escape(d.label)}: {escape(d.regression)}", highlight=False, soft_wrap=True)
+    out.print(summary(deltas, threshold), highlight=False)
+    if any(d.regression for d in deltas):
+        raise CheckFailed()
+
+
+def speedup_command(files: list[Path], kernels: tuple[str, ...], markdown: bool) -> None:
+    rows = only(load_speedups(files), kernels)
+    if markdown:
+        print(speedup_markdown(rows))
+    else:
+        out.print(speedup_table(rows, f"speed-up over the baselines, {plural(len(files), 'results file')} "
+                                      "(first run of each shape)"))
+
+
+def plot_command(files: list[Path], output: Path) -> None:
+    render(files, output)
+    out.print(f"wrote {output}", highlight=False, markup=False)

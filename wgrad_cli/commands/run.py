@@ -1,0 +1,30 @@
+"""What verify and bench share: the run's header line and its results file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.markup import escape
+
+from wgrad_cli.config.options import Output, Shard
+from wgrad_cli.device.session import Session
+from wgrad_cli.output.console import err
+from wgrad_cli.results.files import default_path, save
+from wgrad_cli.results.records import Row, to_json
+
+
+def save_results(s: Session, command: str, records: Sequence[Row], output: Output, shard: Shard | None,
+          **extra: Any) -> None:
+    if output.no_save:
+        return
+    path = output.json_path or default_path(command, s.config.path, s.rt.device.arch, shard)
+    save(path, output.csv_path, command, records, **to_json(s.environment()), shard=list(shard) if shard else None, **extra)
+    err.print(escape(f"results: {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False,
+              soft_wrap=True)
+
+
+def print_header(s: Session) -> None:
+    d = s.rt.device
+    err.print(f"device {d.index}: {d.name} ({d.arch}, {d.units} units, {d.max_clock_mhz} MHz max), {d.driver}, "
+              f"{d.runtime}; target {s.target}; seed {s.seed}", highlight=False)

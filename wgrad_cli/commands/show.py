@@ -1,0 +1,45 @@
+"""`wgrad show`: results files printed as the tables the commands that wrote them (bench, verify,
+selfbench, build, info) printed, so that a committed file can be read (and its derived columns,
+such as energy, recomputed) without a device or compiler."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from wgrad_cli.errors import WgradError
+from wgrad_cli.output.console import out
+from wgrad_cli.output.grid import LAYOUT, Grid, set_layout
+from wgrad_cli.results.records import SHOWN, read_document
+from wgrad_cli.results.tables import document_table
+
+
+def show_tables(paths: list[Path]) -> list[Grid]:
+    """One table per file, in the order given; every file that is not a document of records.SHOWN
+    that wgrad wrote is one error line, and then no table is returned."""
+    tables: list[Grid] = []
+    problems: list[str] = []
+    for path in paths:
+        try:
+            doc = read_document(path, SHOWN)
+        except WgradError as exc:
+            problems += exc.lines
+            continue
+        title = f"{path}: wgrad {doc.command} on {doc.machine}, {doc.provenance.date or 'undated'}"
+        tables.append(document_table(doc, title))
+    if problems:
+        raise WgradError(problems)
+    return tables
+
+
+def show_command(paths: list[Path], form: str | None) -> None:
+    """Print the files' tables in the chosen format; JSON is one array of every file's table."""
+    tables = show_tables(paths)
+    if form == "json":
+        print(json.dumps([t.to_json() for t in tables], indent=1))
+        return
+    set_layout(form or "auto", LAYOUT.wide)  # type: ignore[arg-type]
+    for i, table in enumerate(tables):
+        if i and form == "csv":
+            out.print()
+        out.print(table)

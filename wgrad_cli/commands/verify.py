@@ -1,0 +1,64 @@
+"""`wgrad verify`: run kernels and check every output."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+
+from wgrad_cli.commands.run import print_header, save_results
+from wgrad_cli.config.options import CompilerOptions, Output, RunOptions, Selection, VerifyOptions
+from wgrad_cli.device.isolation import Crash
+from wgrad_cli.device.session import open_session
+from wgrad_cli.errors import CheckFailed, Crashed, LaunchStopped
+from wgrad_cli.measure.verify import Outcome, device_reference_possible, verify
+from wgrad_cli.output.console import err, out, progress
+from wgrad_cli.results.tables import counters_table, expert_table, verify_table
+
+
+def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
+                   checks: VerifyOptions) -> None:
+    reference = checks.reference
+    s = open_session(selection, compilers, run, checks.edge_cases,
+                     extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else [])
+    try:
+        print_header(s)
+        # the emulator forks its workers only while no other thread runs: no ticking refresh thread then
+        with progress("verifying", len(s.records), ticking=not s.rt.device.emulated) as bar:
+            def done(o: Outcome) -> None:
+                bar.update(bar.task_ids[0], advance=1, refresh=True,
+                           description=f"{o.record.job.kernel.name} {o.record.shape.name} {'ok' if o.ok else 'FAILED'}")
+
+            crashes: list[Crash] = []
+            hung: list[str] = []
+            outcomes = verify(s, reference, checks.rows, done, crashes.append, hung.append)
+    finally:
+        s.rt.close()
+    records = [o.row(s.code_object(o.record.job)) for o in outcomes]
+    out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}"))
+    if any(r.counters is not None for r in records):
+        out.print(counters_table(records, "executed on the emulator (wave-instructions by class)"))
+    for r in records:
+        beyond = r.counters.lds_out_of_range if r.counters else 0
+        if beyond:  # legal on gfx950 (reads give 0, writes are dropped), and rarely meant
+            err.print(f"note: {r.kernel} on {r.shape.name} touched {beyond:,} LDS bytes beyond its workgroup's "
+                      "allocation (read as 0, writes dropped, as gfx950 does)", highlight=False)
+    for r in records:
+        if checks.per_expert or not r.ok:
+            out.print(expert_table(r))
+    save_results(s, "verify", records, output, run.shard,
+                 **({"crashed": [c.line for c in crashes]} if crashes else {}), **({"hung": hung} if hung else {}))
+    failed = [r for r in records if not r.ok]
+    err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes) + len(hung)} shapes passed")
+    for r in failed:
+        err.print(f"[red]FAILED[/] {escape(r.kernel)} on {escape(r.shape.name)}: "
+                  f"{r.overall.mismatches} mismatches, {r.overall.unwritten} unwritten "
+                  f"({escape(r.reference)})", highlight=False)
+    for c in crashes:
+        err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
+    for line in hung:
+        err.print(f"[red]HUNG[/] {escape(line)}", highlight=False, soft_wrap=True)
+    if hung:
+        raise SystemExit(LaunchStopped.exit_code)
+    if crashes:
+        raise Crashed()
+    if failed:
+        raise CheckFailed()

@@ -1,0 +1,176 @@
+"""Kernel specs: what wgrad must know to build and launch a kernel, read from the package's kernels/*.yaml.
+
+A spec names its source, include dirs, per-target flags, the symbol (a base name, looked up in
+the code object, never a mangled string), and the launch geometry: `block` threads and
+`dynamic_shared` bytes of dynamic shared memory per 1-D workgroup, and a grid that is either one
+workgroup per `tile` of one expert's grad_w (`grid: tiles`, the ABI's: E * (N / tile_n) *
+(K / tile_k)) or one per compute unit, at most one per tile and no more than the driver says run at
+once (`grid: units`, for persistent kernels that loop over the tiles themselves: a workgroup that
+waits for a second wave takes its whole share of the tiles late). `cluster` is the workgroups per
+cluster a kernel compiles in (CUDA's __cluster_dims__): the grid is always a multiple of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from wgrad_cli.backends.registry import backend, max_shared
+from wgrad_cli.config.shipped import KERNELS_DIR
+from wgrad_cli.config.targets import TARGETS
+from wgrad_cli.config.yamlsource import Key, Problems, load
+from wgrad_cli.errors import ConfigError
+from wgrad_cli.problem.abi import ALIGN, Dims
+
+SPEC_KEYS = {"name", "description", "source", "include", "symbol", "launch", "targets", "needs_hip_headers"}
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    description: str
+    source: Path | None  # None: external kernel whose source the user must point at
+    include: tuple[Path, ...]
+    symbol: str
+    tile: tuple[int, int]  # grad_w elements (N, K) per workgroup
+    block: int  # threads per workgroup
+    dynamic_shared: int  # bytes of dynamic shared memory (LDS) per workgroup, given at launch
+    needs_hip_headers: bool
+    spec_file: Path
+    flags: dict[str, tuple[str, ...]] = field(hash=False)  # target name -> compiler flags
+    persistent: bool = False  # grid: units (one workgroup per compute unit) instead of one per tile
+    cluster: int = 1  # workgroups per cluster, compiled into the kernel
+
+    def tiles(self, d: Dims) -> int:
+        return d.E * (d.N // self.tile[0]) * (d.K // self.tile[1])
+
+    def grid(self, d: Dims, units: int) -> int:
+        """Workgroups to launch where `units` of them fill the device (its SMs or CUs, fewer if fewer run at once)."""
+        if not self.persistent:
+            return self.tiles(d)
+        return min(self.tiles(d), max(units - units % self.cluster, self.cluster))
+
+    def with_paths(self, source: Path | None, include: tuple[Path, ...] | None) -> KernelSpec:
+        """The same kernel built from a user's checkout (source and include dirs overridden)."""
+        return replace(self, source=source or self.source, include=self.include if include is None else include)
+
+
+def load_specs(directory: Path = KERNELS_DIR) -> dict[str, KernelSpec]:
+    """Every kernels/*.yaml spec by name; raises ConfigError listing every problem."""
+    specs: dict[str, KernelSpec] = {}
+    all_problems: list[str] = []
+    for file in sorted(directory.glob("*.yaml")):
+        data, problems = load(file)
+        spec = _parse(data, file, problems)
+        if spec and spec.name in specs:
+            problems.add(("name",), f"'{spec.name}' is also the name of {specs[spec.name].spec_file}", "names must be unique")
+        elif spec:
+            specs[spec.name] = spec
+        all_problems += problems.found
+    if all_problems:
+        raise ConfigError(all_problems)
+    return specs
+
+
+def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
+    if not isinstance(data, dict):
+        p.add((), "is not a mapping", f"a kernel spec is a mapping with keys {sorted(SPEC_KEYS)}")
+        return None
+    for key in data.keys() - SPEC_KEYS:
+        p.add((key,), "unknown key", f"allowed keys: {', '.join(sorted(SPEC_KEYS))}")
+    for key in ("name", "symbol", "launch", "targets"):
+        if key not in data:
+            p.add((key,), "is missing", "every kernel spec needs name, symbol, launch and targets")
+    name, symbol = data.get("name"), data.get("symbol")
+    for key, value in (("name", name), ("symbol", symbol)):
+        if value is not None and not (isinstance(value, str) and value.isidentifier()):
+            p.add((key,), f"{value!r} is not an identifier", f"{key} must be a C identifier")
+    source = data.get("source")
+    if source is not None and not isinstance(source, str):
+        p.add(("source",), f"{source!r} is not a path", "source is a path relative to the spec, or null")
+    source_path = file.parent / source if isinstance(source, str) else None
+    if source_path and not source_path.is_file():
+        p.add(("source",), f"{source_path} does not exist", "source must name an existing file")
+    include = _paths(data.get("include", []), ("include",), file.parent, p)
+    tile, block, dynamic_shared, persistent, cluster = _launch(data.get("launch"), p)
+    flags = _flags(data.get("targets"), p)
+    for target in flags or {}:
+        if dynamic_shared > backend(target).shared_limit:
+            p.add(("launch", "dynamic_shared"), f"{dynamic_shared} bytes is more than a {target} workgroup can have",
+                  f"at most {backend(target).shared_limit} for {target} (or build this kernel for other targets)")
+    needs = data.get("needs_hip_headers", False)
+    if not isinstance(needs, bool):
+        p.add(("needs_hip_headers",), f"{needs!r} is not a boolean", "true or false")
+    if p.found:
+        return None
+    assert isinstance(name, str) and isinstance(symbol, str) and tile and block and flags is not None
+    return KernelSpec(name, str(data.get("description", "")), source_path, include, symbol, tile, block,
+                      dynamic_shared, bool(needs), file, flags, persistent, cluster)
+
+
+def _paths(value: Any, path: Key, base: Path, p: Problems) -> tuple[Path, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        p.add(path, f"{value!r} is not a list of paths", "a list of directory paths")
+        return ()
+    return tuple(base / v for v in value)
+
+
+LAUNCH_KEYS = {"tile", "block", "dynamic_shared", "grid", "cluster"}
+GRIDS = {"tiles": False, "units": True}  # launch.grid -> persistent
+
+
+def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None, int, bool, int]:
+    if not isinstance(value, dict):
+        if value is not None:
+            p.add(("launch",), f"{value!r} is not a mapping", "launch: {tile: [n, k], block: threads}")
+        return None, None, 0, False, 1
+    for key in value.keys() - LAUNCH_KEYS:
+        p.add(("launch", key), "unknown key", f"launch has {', '.join(sorted(LAUNCH_KEYS))}")
+    shared = value.get("dynamic_shared", 0)
+    if type(shared) is not int or not 0 <= shared <= max_shared():
+        p.add(("launch", "dynamic_shared"), f"{shared!r} is not a byte count",
+              f"dynamic_shared is an integer in [0, {max_shared()}] (bytes per workgroup)")
+        shared = 0
+    grid = value.get("grid", "tiles")
+    if not isinstance(grid, str) or grid not in GRIDS:
+        p.add(("launch", "grid"), f"{grid!r} is not a grid", "grid is tiles (one workgroup per tile) or units "
+              "(one per compute unit, looping over tiles)")
+        grid = "tiles"
+    tile, block = value.get("tile"), value.get("block")
+    tile_nk = None
+    if isinstance(tile, list) and len(tile) == 2 and all(type(t) is int and t > 0 for t in tile):
+        if ALIGN["N"] % tile[0] == 0 and ALIGN["K"] % tile[1] == 0:
+            tile_nk = (tile[0], tile[1])
+    if tile_nk is None:
+        p.add(("launch", "tile"), f"{tile!r} is not two tile sizes dividing {ALIGN['N']} and {ALIGN['K']}",
+              "tile: [n, k] with n dividing 256 and k dividing 256, so every legal shape tiles exactly")
+    cluster = value.get("cluster", 1)
+    # Every legal shape has a multiple of (256 / tile_n) * (256 / tile_k) tiles per expert.
+    fewest = (ALIGN["N"] // tile_nk[0]) * (ALIGN["K"] // tile_nk[1]) if tile_nk else 1
+    if type(cluster) is not int or not 1 <= cluster <= 8 or (tile_nk and fewest % cluster):
+        p.add(("launch", "cluster"), f"{cluster!r} is not a cluster size for this tile",
+              f"cluster is an integer in [1, 8] dividing {fewest}, the fewest tiles of an expert")
+        cluster = 1
+    if type(block) is not int or not 1 <= block <= 1024:
+        p.add(("launch", "block"), f"{block!r} is not a thread count", "block is an integer in [1, 1024]")
+        return None, None, shared, GRIDS[grid], cluster
+    return tile_nk, block, shared, GRIDS[grid], cluster
+
+
+def _flags(value: Any, p: Problems) -> dict[str, tuple[str, ...]] | None:
+    if not isinstance(value, dict) or not value:
+        if value is not None:
+            p.add(("targets",), f"{value!r} is not a mapping of targets", f"targets: {{{', '.join(TARGETS)}: {{flags: [...]}}}}")
+        return None
+    out: dict[str, tuple[str, ...]] = {}
+    for target, body in value.items():
+        if target not in TARGETS:
+            p.add(("targets", target), "unknown target", f"targets are {', '.join(TARGETS)}")
+            continue
+        flags = body.get("flags", []) if isinstance(body, dict) else None
+        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+            p.add(("targets", target, "flags"), f"{flags!r} is not a list of strings", "flags: [-O3, ...]")
+            continue
+        out[target] = tuple(flags)
+    return out

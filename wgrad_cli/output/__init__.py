@@ -1,0 +1,1 @@
+"""How wgrad writes: its consoles, the table grid, files replaced atomically."""

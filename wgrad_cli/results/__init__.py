@@ -1,0 +1,1 @@
+"""Results files and what reads them: records, tables, compare, speed-ups, plots."""

@@ -1,0 +1,207 @@
+"""`wgrad plot`: bench results files (read through records.py) as one figure of two views.
+
+Above, per shape, the TFLOP/s of each kernel next to the baselines timed beside it (grouped bars,
+the first run of each); below, a roofline: each row at its FLOP per byte (its FLOPs over the
+minimum bytes bench records for the shape: both operands and the output, read or written once)
+against the roofs of the device's recorded peak (the matrix rate the file's `% peak` divides by,
+the dense bf16 rate, and the HBM bandwidth). compiled-dequant is left out of both: its rate is
+of values dequantized, not of the GEMM's FLOPs (`wgrad speedup` shows it in G values/s).
+
+matplotlib is the optional extra `wgrad[plot]`; it is imported only when a plot is drawn, with
+the Agg backend, and this module imports nothing of the device stack. Modelled rows (wgrad model)
+are their own series, named "(modelled)": hatched bars, hollow points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wgrad_cli.errors import WgradError
+from wgrad_cli.results.baseline_names import DEQUANT, NAMES
+from wgrad_cli.results.records import BenchRow, Document, read_document
+
+FORMATS = ("png", "svg")
+MODELLED = " (modelled)"  # modelled rows (wgrad model) are their own series, named so in the legend
+INSTALL = "pip install 'wgrad[plot]'"
+
+
+@dataclass(frozen=True)
+class Roof:
+    """A device's recorded peak, as a roofline draws it."""
+
+    device: str
+    matrix_tflops: float
+    matrix_label: str
+    bf16_tflops: float
+    hbm_gbps: float
+
+    @property
+    def ridge(self) -> float:
+        """FLOP per byte where the bandwidth roof meets the matrix roof."""
+        return self.matrix_tflops * 1e3 / self.hbm_gbps
+
+
+@dataclass(frozen=True)
+class Bars:
+    """What the figure shows: per shape (in file order), the first run of each kernel."""
+
+    shapes: list[str]  # x labels
+    kernels: list[str]  # the kernels first, then the baselines in bench's order
+    tflops: dict[tuple[int, str], float]  # (shape index, kernel) -> TFLOP/s
+    points: list[tuple[str, float, float]]  # (kernel, FLOP per byte, TFLOP/s) of every plotted row
+    roofs: list[Roof]
+    title: str
+
+
+def load(paths: list[Path]) -> list[Document]:
+    """The bench files, typed; one error line per file that is not a bench result wgrad wrote."""
+    docs: list[Document] = []
+    problems: list[str] = []
+    for path in paths:
+        try:
+            docs.append(read_document(path, ("bench",)))
+        except WgradError as exc:
+            problems += exc.lines
+    if problems:
+        raise WgradError(problems)
+    return docs
+
+
+def _plotted(doc: Document) -> list[BenchRow]:
+    return [r for r in doc.bench_rows if r.run == 1 and not r.calibration and r.kernel != DEQUANT
+            and r.flops > 0 and r.min_bytes > 0 and r.tflops > 0]
+
+
+def roof(doc: Document) -> Roof | None:
+    """The peak the file recorded (bench's peak table for its device), or None where it had none."""
+    peak = doc.provenance.peak
+    if not isinstance(peak, dict):
+        return None
+    try:
+        return Roof(doc.device_name or "an unnamed device", float(peak["matrix_tflops"]), str(peak["matrix_label"]),
+                    float(peak["bf16_tflops"]), float(peak["hbm_gbps"]))
+    except (KeyError, TypeError, ValueError):
+        raise WgradError(f"{doc.path}: its peak {peak!r} lacks a rate or bandwidth; give a results file wgrad wrote")
+
+
+def collect(docs: list[Document]) -> Bars:
+    """The figure's data: shapes across files in order (a shape met in several files is labelled
+    with its file's name), kernels in order of first appearance, baselines after them."""
+    keys: list[tuple[int, str]] = []
+    per_key: dict[tuple[int, str], dict[str, BenchRow]] = {}
+    for i, doc in enumerate(docs):
+        for r in _plotted(doc):
+            key = (i, r.shape.name)
+            if key not in per_key:
+                keys.append(key)
+                per_key[key] = {}
+            per_key[key].setdefault(r.kernel + MODELLED if r.modelled else r.kernel, r)
+    if not keys:
+        raise WgradError(f"{', '.join(str(d.path) for d in docs)}: no bench row with FLOPs and a rate to plot "
+                         "(only calibration or empty shapes); give bench results of kernels")
+    seen = [name for key in keys for name in per_key[key]]
+    ours = list(dict.fromkeys(n for n in seen if n not in NAMES))
+    kernels = ours + [n for n in NAMES if n in seen]
+    names = [name for _, name in keys]
+    shapes = [name if names.count(name) == 1 else f"{name}\n({Path(str(docs[i].path)).stem})" for i, name in keys]
+    tflops = {(j, k): r.tflops for j, key in enumerate(keys) for k, r in per_key[key].items()}
+    points = [(k, r.flops / r.min_bytes, r.tflops) for key in keys for k, r in per_key[key].items()]
+    roofs = list(dict.fromkeys(r for r in map(roof, docs) if r is not None))
+    devices = list(dict.fromkeys(d.device_name or "an unnamed device" for d in docs))
+    files = f"{len(docs)} results file{'s' * (len(docs) != 1)}"
+    modelled = any(k.endswith(MODELLED) for k in kernels)
+    what = "wgrad bench and model" if modelled else "wgrad bench"
+    return Bars(shapes, kernels, tflops, points, roofs, f"{what} on {', '.join(devices)}: {files}, "
+                                                         "first run of each shape, cold cache")
+
+
+def _matplotlib() -> Any:
+    """matplotlib on the Agg backend, or a one-line WgradError saying how to install it."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise WgradError(f"wgrad plot needs matplotlib ({exc}); {INSTALL}") from None
+    matplotlib.use("Agg")
+    return matplotlib
+
+
+def output_format(out: Path) -> str:
+    """png or svg, from the output's suffix; a one-line WgradError for any other."""
+    form = out.suffix.lower().lstrip(".")
+    if form not in FORMATS:
+        raise WgradError(f"{out}: a plot is written as .png or .svg, not {out.suffix or 'a file without a suffix'}")
+    return form
+
+
+def draw(data: Bars, out: Path) -> None:
+    """The figure, written to `out` (.png or .svg: the suffix picks the format)."""
+    form = output_format(out)
+    mpl = _matplotlib()
+    from matplotlib.figure import Figure
+
+    mpl.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "wgrad", "font.size": 9})
+    n = len(data.shapes)
+    fig = Figure(figsize=(max(8.0, 0.75 * n + 2), 10.0), layout="constrained")
+    bars, roofline = fig.subplots(2, 1, height_ratios=(1.1, 1.0))
+    cmap = mpl.colormaps["tab20" if len(data.kernels) > 10 else "tab10"]
+    color = {k: cmap(i % cmap.N) for i, k in enumerate(data.kernels)}
+
+    width = 0.84 / len(data.kernels)
+    for i, k in enumerate(data.kernels):
+        at = [j for j in range(n) if (j, k) in data.tflops]
+        bars.bar([x - 0.42 + (i + 0.5) * width for x in at], [data.tflops[(x, k)] for x in at], width,
+                 label=k, color=color[k], edgecolor="black" if k not in NAMES else "none", linewidth=0.6,
+                 hatch="//" if k.endswith(MODELLED) else None)
+    for r in data.roofs:
+        bars.axhline(r.matrix_tflops, color="grey", linestyle=":", linewidth=1)
+        bars.axhline(r.bf16_tflops, color="grey", linestyle="--", linewidth=1)
+    bars.set_xticks(range(n), data.shapes, rotation=40, ha="right", rotation_mode="anchor")
+    bars.set_xlim(-0.6, n - 0.4)
+    bars.set_ylabel("TFLOP/s")
+    bars.set_title(data.title + (" (dotted: matrix peak, dashed: bf16 peak)" if data.roofs else ""))
+    bars.grid(axis="y", alpha=0.3)
+    bars.legend(ncols=min(6, len(data.kernels)), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.32))
+
+    markers = "o^sDvP*Xh<>p"
+    for i, k in enumerate(data.kernels):
+        pts = [(x, y) for name, x, y in data.points if name == k]
+        hollow = k.endswith(MODELLED)  # modelled points are drawn hollow
+        roofline.scatter([x for x, _ in pts], [y for _, y in pts], s=28, color="none" if hollow else color[k],
+                         marker=markers[i % len(markers)], label=k, edgecolors=color[k] if hollow else "black",
+                         linewidths=1.2 if hollow else 0.4, zorder=3)
+    intensity = [x for _, x, _ in data.points]
+    lo = min([*intensity, *(r.ridge / 20 for r in data.roofs)]) / 2
+    hi = max([*intensity, *(r.ridge * 2 for r in data.roofs)]) * 2
+    for r in data.roofs:
+        for rate, style, label in ((r.matrix_tflops, "-", r.matrix_label), (r.bf16_tflops, "--", "bf16")):
+            knee = rate * 1e3 / r.hbm_gbps
+            roofline.plot([lo, knee, hi], [lo * r.hbm_gbps / 1e3, rate, rate], style, color="black", linewidth=1,
+                          zorder=2)
+            roofline.annotate(f"{r.device} {label} {rate:,.0f} TFLOP/s", (hi, rate), xytext=(-4, 3),
+                              textcoords="offset points", ha="right", fontsize=8)
+        roofline.annotate(f"HBM {r.hbm_gbps / 1e3:g} TB/s", (lo * 1.3, lo * 1.3 * r.hbm_gbps / 1e3),
+                          xytext=(6, -4), textcoords="offset points", fontsize=8)
+    roofline.set_xscale("log")
+    roofline.set_yscale("log")
+    roofline.set_xlim(lo, hi)
+    ys = [y for _, _, y in data.points]
+    roofline.set_ylim(min([*ys, *(lo * r.hbm_gbps / 1e3 for r in data.roofs)]) / 1.5,
+                      max([*ys, *(r.matrix_tflops for r in data.roofs)]) * 1.6)
+    roofline.set_xlabel("FLOP per byte (the row's FLOPs over the shape's minimum bytes)")
+    roofline.set_ylabel("TFLOP/s")
+    roofline.set_title("roofline" + ("" if data.roofs else " (no peak recorded in these files: no roofs)"))
+    roofline.grid(which="both", alpha=0.2)
+    roofline.legend(ncols=2, fontsize=8, loc="lower right")
+    try:
+        fig.savefig(out, format=form, dpi=110, metadata={"Date": None} if form == "svg" else {"Software": None})
+    except OSError as exc:
+        raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); give a writable path") from None
+
+
+def render(paths: list[Path], out: Path) -> None:
+    """The figure of these bench files, written to `out` (its suffix picks PNG or SVG)."""
+    output_format(out)
+    _matplotlib()
+    draw(collect(load(paths)), out)

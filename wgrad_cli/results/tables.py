@@ -1,0 +1,241 @@
+"""Every table the commands print about results, from typed records (records.py): bench's and
+verify's, selfbench's, the emulator's counters, per-expert figures, speed-ups and compare's deltas, with the
+footers that go under them (build's and info's are report.py's). Nothing here imports the device
+stack, so show, compare and speedup print on any machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.markup import escape
+
+from wgrad_cli.build.report import build_table, toolchain_table
+from wgrad_cli.measure.stopping import Criterion
+from wgrad_cli.output.console import cell
+from wgrad_cli.output.grid import Grid
+from wgrad_cli.results.compare import Delta
+from wgrad_cli.results.records import BenchRow, Document, Ratio, VerifyRow
+from wgrad_cli.results.speedup import Speedup, geomeans
+
+
+def _us(ms: float) -> str:
+    return f"{ms * 1e3:,.1f}"
+
+
+def _energy(r: BenchRow) -> str:
+    """Board energy per launch in mJ: the median power times the median time (where power was read)."""
+    if r.power_w is None:
+        return ""
+    mj = r.power_w * r.summary.median_ms
+    return f"{mj:,.0f}" if mj >= 10 else f"{mj:.2g}"
+
+
+def bench_table(records: Sequence[BenchRow], title: str) -> Grid:
+    """One row per measured run, the calibration row first (from result records, also merged ones).
+
+    A hot row's cache column shows its launches per sample (x24); its times are per launch; a cold
+    row's, its flush (zero, pattern or read; blank in files from before the choice). mJ is the
+    board's energy per launch, estimated as the median power times the median time; capped is the
+    share of readings during which the power limit held the clock down; overlap the share of
+    samples whose sensors were read while the timed launch ran, throttled the share whose clock was
+    then held down. On a device held at its power limit, energy per launch (not cycles) sets the time."""
+    table = Grid(title)
+    essential = ("kernel", "shape", "run", "median us", "rel stdev", "TFLOP/s", "W", "stop")
+    for name in ("kernel", "shape", "M x N x K, E", "routing", "run", "cache", "samples", "median us", "min us",
+                 "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "W", "mJ", "capped", "spin us",
+                 "overlap", "throttled", "stop"):
+        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "cache", "stop") else "right",
+                         detail=name not in essential)
+    for r in records:
+        stop = r.stop if r.stop in ("converged", "stable") else f"[yellow]{r.stop}[/]"
+        cache = r.cache + (f" x{r.batch}" if r.batch > 1 else "") + (f" {r.flush}" if r.flush else "")
+        rates = ["", ""] if r.calibration else [f"{r.tflops:,.2f}", f"{r.gbps:,.1f}"]
+        throttled = cell(r.throttled, ".0%") + (f" (-{r.discarded})" if r.discarded else "")
+        table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.run), cache, str(r.summary.samples),
+                      _us(r.summary.median_ms), _us(r.summary.min_ms), f"{_us(r.summary.p20_ms)}-{_us(r.summary.p80_ms)}", f"{100 * r.summary.rel_stdev:.2f}%",
+                      *rates, cell(r.pct_peak, ".2f"), cell(r.clock_mhz, ""), cell(r.power_w, ".0f"), _energy(r),
+                      cell(r.power_capped, ".0%"), "" if r.spin_ms is None else _us(r.spin_ms),
+                      cell(r.overlap, ".0%"), throttled, stop)
+    return table
+
+
+MODEL_CAUSES = ("mfma", "memory", "barrier", "lds", "issue", "tail", "bandwidth")
+
+
+def model_table(records: Sequence[BenchRow], title: str) -> Grid:
+    """Modelled rows (wgrad model): the time, the rate, the cause that took the most time and the
+    time by cause, which sums to the time (docs/model.md)."""
+    table = Grid(title)
+    for name in ("kernel", "shape", "M x N x K, E", "modelled us", "TFLOP/s", "% peak", "limiter",
+                 *(f"{c} us" for c in MODEL_CAUSES), "MFMA floor us", "clock GHz", "classes", "emulated"):
+        table.add_column(name, "left" if name in ("kernel", "shape", "limiter", "emulated") else "right",
+                         detail=name in ("M x N x K, E", "% peak", "MFMA floor us", "clock GHz", "classes", "emulated"))
+    for r in records:
+        m = r.model
+        if m is None:
+            continue
+        table.add_row(r.kernel, r.shape.name, r.shape.label(), _us(r.summary.median_ms), f"{r.tflops:,.2f}",
+                      cell(r.pct_peak, ".2f"), m.limiter, *(f"{m.causes_us.get(c, 0.0):,.1f}" for c in MODEL_CAUSES),
+                      f"{m.mfma_floor_us:,.1f}", f"{m.clock_ghz:g}", str(m.classes),
+                      ", ".join(map(str, m.emulated)))
+    return table
+
+
+def bench_footer(doc: Document) -> str:
+    """What a bench run's figures are of: the peak `% peak` divides by, and the stopping rule."""
+    peak = doc.provenance.peak
+    head = (f"% peak: of {peak['matrix_label']} {peak['matrix_tflops']:,.0f} TFLOP/s ({peak['source']}); "
+            if peak else "% peak: this device is not in the peak table; ")
+    c = Criterion(**doc.provenance.criterion or {})
+    return head + (f"stopping: >= {c.min_samples} samples, >= {c.min_seconds} s, rel stdev <= {100 * c.max_noise:g}% "
+                   f"or settled within {100 * c.stable_noise:g}%, timeout {c.timeout} s")
+
+
+def _g(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def verify_table(records: Sequence[VerifyRow], title: str) -> Grid:
+    """One row per (kernel, shape) from result records (also merged or loaded ones)."""
+    table = Grid(title)
+    essential = ("kernel", "shape", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status")
+    for name in ("kernel", "shape", "M x N x K, E", "routing", "seed", "max abs err", "max rel err",
+                 "rel Frobenius", "mismatches", "NaNs", "unwritten", "sampled rows", "status"):
+        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "status") else "right",
+                         detail=name not in essential)
+    for r in records:
+        c = r.overall
+        table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.seed),
+                      _g(c.max_abs_error), _g(c.max_rel_row_error), _g(c.rel_frobenius), str(c.mismatches),
+                      str(c.nans), str(c.unwritten),
+                      "" if r.sampled is None else ("ok" if r.sampled.overall.ok else "[red]FAILED[/]"),
+                      "[green]ok[/]" if r.ok else "[red]FAILED[/]")
+    return table
+
+
+COUNTED = ("salu", "valu", "mfma", "lds", "vmem", "smem", "branch", "barrier")
+
+
+def counters_table(records: Sequence[VerifyRow], title: str) -> Grid:
+    """What each kernel executed on an emulated device: wave-instructions by class, lane-instructions
+    (64 per wave-instruction) and bytes moved; the counts a timing model of the real chip starts from."""
+    table = Grid(title)
+    for name in ("kernel", "shape", "waves", *COUNTED, "M lane-instr", "MB loaded", "MB stored"):
+        table.add_column(name, "left" if name in ("kernel", "shape") else "right",
+                         detail=name in ("smem", "branch", "barrier", "MB stored"))
+    for r in records:
+        c = r.counters
+        if c is None:
+            continue
+        table.add_row(r.kernel, r.shape.name, f"{c.waves:,}", *(f"{c.instructions.get(k, 0):,}" for k in COUNTED),
+                      f"{c.lane_instructions / 1e6:,.1f}", f"{c.bytes_loaded / 1e6:,.2f}",
+                      f"{c.bytes_stored / 1e6:,.2f}")
+    return table
+
+
+def expert_table(record: VerifyRow) -> Grid:
+    """Per-expert figures of one record (printed for failures, or for all with --per-expert)."""
+    table = Grid(f"{record.kernel} on {record.shape.name}: per expert ({record.reference})")
+    for name in ("expert", "max abs err", "max rel err", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status"):
+        table.add_column(name, "right")
+    for e, c in enumerate(record.experts):
+        table.add_row(str(e), _g(c.max_abs_error), _g(c.max_rel_row_error), _g(c.rel_frobenius),
+                      str(c.mismatches), str(c.nans), str(c.unwritten), "ok" if c.ok else "[red]FAILED[/]")
+    return table
+
+
+def selfbench_table(ratios: Sequence[Ratio], title: str) -> Grid:
+    """One row per timing: measured, baseline, their ratio against its target, and what each is."""
+    table = Grid(title)
+    for col in ("benchmark", "measured", "baseline", "ratio", "target", "verdict", "what"):
+        table.add_column(col, detail=col == "what")
+    for r in ratios:
+        verdict = "[dim]info[/]" if r.informational else ("[green]met[/]" if r.ok else "[red]missed[/]")
+        table.add_row(r.name, f"{r.measured:.4g} {r.unit}", f"{r.baseline:.4g} {r.unit}", f"{r.ratio:.4g}",
+                      "" if r.informational else f"{'<=' if r.inclusive else '<'} {r.target:g}", verdict, r.what)
+    return table
+
+
+def document_table(doc: Document, title: str) -> Grid:
+    """The table the command that wrote `doc` printed for its records (wgrad model's for modelled rows)."""
+    if doc.command == "selfbench":
+        return selfbench_table(doc.ratios, title)
+    if doc.command == "build":
+        return build_table(doc.builds, title)
+    if doc.command == "info":
+        return toolchain_table(doc.compilers, title)
+    if doc.command != "bench":
+        return verify_table(doc.verify_rows, title)
+    return model_table(doc.bench_rows, f"{title} (modelled)") if doc.modelled else bench_table(doc.bench_rows, title)
+
+
+SPEEDUP_COLUMNS = ("kernel", "shape", "M x N x K, E", "TFLOP/s", "torch path", "TFLOP/s", "x torch path",
+                   "bf16 ceiling", "x ceiling", "bf16 same shape", "x same shape", "dequant Gval/s")
+SPEEDUP_DETAIL = (2, 5, 7, 9, 11)  # dims, the baselines' own rates and the dequantization's; the ratios stay
+
+
+def _speedup_cells(rows: list[Speedup]) -> list[list[str]]:
+    """The table's cells, shared by the terminal and the Markdown form: a row per Speedup, then
+    each kernel's geometric means."""
+    cells = [[r.kernel, r.shape.name, r.shape.label(), f"{r.tflops:,.1f}", r.torch_path,
+              f"{r.torch_tflops:,.1f}", f"{r.x_torch:.2f}", f"{r.ceiling_tflops:,.1f}", f"{r.x_ceiling:.2f}",
+              cell(r.same_shape_tflops, ",.1f"), cell(r.x_same_shape, ".2f"), cell(r.dequant_gvals, ",.0f")]
+             for r in rows]
+    for kernel, (x_torch, x_ceiling, x_same) in geomeans(rows).items():
+        n = sum(r.kernel == kernel for r in rows)
+        cells.append([kernel, f"geometric mean ({n} row{'s' * (n != 1)})", "", "", "", "", f"{x_torch:.2f}", "",
+                      f"{x_ceiling:.2f}", "", cell(x_same, ".2f"), ""])
+    return cells
+
+
+def speedup_table(rows: list[Speedup], title: str) -> Grid:
+    table = Grid(title)
+    for i, name in enumerate(SPEEDUP_COLUMNS):
+        table.add_column(name, "left" if name in ("kernel", "shape", "torch path") else "right",
+                         detail=i in SPEEDUP_DETAIL)
+    for cells in _speedup_cells(rows):
+        table.add_row(*map(escape, cells))
+    return table
+
+
+def speedup_markdown(rows: list[Speedup]) -> str:
+    """The same table in Markdown, every column, for a README."""
+    def line(cells: Sequence[str]) -> str:
+        return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
+
+    return "\n".join([line(SPEEDUP_COLUMNS), "|" + "---|" * len(SPEEDUP_COLUMNS), *map(line, _speedup_cells(rows))])
+
+
+def _pct(base: float, new: float) -> str:
+    return f"{100 * (new / base - 1):+.1f}%" if base else ""
+
+
+def _either(a: str, b: str) -> str:
+    return f"{a} -> {b}"
+
+
+def compare_table(command: str, deltas: Sequence[Delta], title: str) -> Grid:
+    """compare's rows: BASE -> NEW per key, the change, the noise it is judged against and the verdict."""
+    bench = command == "bench"
+    table = Grid(title)
+    columns = (["median us", "delta", "noise", "TFLOP/s"] if bench else ["rel Frobenius", "mismatches"])
+    for name in ("kernel", "shape", "routing", "cache/run", *columns, "verdict"):
+        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "cache/run", "verdict") else "right",
+                         detail=name in ("routing", "TFLOP/s"))
+    for d in deltas:
+        verdict = f"[red]{d.verdict}[/]" if d.regression else d.verdict
+        if bench:
+            old, new = (r if isinstance(r, BenchRow) else None for r in (d.base, d.new))
+            cells = [_either(*("-" if r is None else _us(r.summary.median_ms) for r in (old, new))),
+                     _pct(old.summary.median_ms, new.summary.median_ms) if old and new else "",
+                     f"{100 * min(old.summary.rel_stdev, new.summary.rel_stdev):.2f}%" if old and new else "",
+                     _either(*("-" if r is None or r.calibration else f"{r.tflops:,.2f}" for r in (old, new)))]
+            run = f"{d.key[7]}/{d.key[8]}"
+        else:
+            vold, vnew = (r if isinstance(r, VerifyRow) else None for r in (d.base, d.new))
+            cells = [_either(*("-" if r is None else _g(r.overall.rel_frobenius) for r in (vold, vnew))),
+                     _either(*("-" if r is None else str(r.overall.mismatches) for r in (vold, vnew)))]
+            run = ""
+        table.add_row(str(d.key[0]), str(d.key[1]), str(d.key[6]), run, *cells, verdict)
+    return table
