@@ -30,7 +30,7 @@
 // thread copying the whole slice after a barrier of all four took 4.0 to 5.4% more time on
 // Qwen3-30B's shapes). Warpgroups 1 and 2 (208 registers) each own 64 rows x 256
 // columns of fp32 accumulators and keep their A operand in registers (wgmma's A from registers).
-// Per stage they issue 4 wgmma m64n256k16, wait for the previous stage's (one stage stays in
+// Per stage they issue four wgmma m64n256k16, wait for the previous stage's (one stage stays in
 // flight, so the tensor cores do not drain at every stage), release that stage's slot, and, while
 // the new ones run, dequantize the next stage's A rows (which may be the next tile's first) into
 // the fragments the finished stage read; they also write the zeros of the empty experts' tiles they
