@@ -46,6 +46,14 @@ class Crashed(WgradError):
     exit_code = 4
 
 
+class StoppedLaunches(WgradError):
+    """Emulated launches ran past --kernel-timeout and were stopped (LaunchStopped); each was printed,
+    and the rows of the rest of the run are kept. The status a hung kernel gets, without KernelHang's
+    immediate exit: nothing is left running."""
+
+    exit_code = 3
+
+
 class ToolError(WgradError):
     """wgrad itself failed in a child process (a Python exception: a bug, or out of memory); the lines
     are its traceback, so that it is not taken for the kernel's fault."""

@@ -8,7 +8,7 @@ from wgrad_cli.commands.run import print_header, save_results
 from wgrad_cli.config.options import CompilerOptions, Output, RunOptions, Selection, VerifyOptions
 from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.session import open_session
-from wgrad_cli.errors import CheckFailed, Crashed, LaunchStopped
+from wgrad_cli.errors import CheckFailed, Crashed, StoppedLaunches
 from wgrad_cli.measure.verify import Outcome, device_reference_possible, verify
 from wgrad_cli.output.console import err, out, progress
 from wgrad_cli.results.tables import counters_table, expert_table, verify_table
@@ -57,7 +57,7 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     for line in hung:
         err.print(f"[red]HUNG[/] {escape(line)}", highlight=False, soft_wrap=True)
     if hung:
-        raise SystemExit(LaunchStopped.exit_code)
+        raise StoppedLaunches()
     if crashes:
         raise Crashed()
     if failed:
