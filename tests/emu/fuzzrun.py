@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import hashlib
+import multiprocessing
 import os
 import re
 import shutil
@@ -247,6 +248,31 @@ def _zero(ty: str) -> Expr:
     return Expr(ty, {"f32": "0.0f", "f64": "0.0"}.get(ty, f"({ty})0"))
 
 
+def _status_apart(p: Program, config: Config) -> str | None:
+    """The program's verdict status, checked in a forked child: a deletion can leave a loop without
+    its step or an index without its bound, and the host side then crashes or spins; such a
+    candidate (and one that does not compile) gets None."""
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            send.send(check([p], config)[0].status)
+        except subprocess.CalledProcessError:
+            send.send(None)
+
+    proc = ctx.Process(target=child, daemon=True)
+    proc.start()
+    send.close()
+    try:
+        status = receive.recv() if receive.poll(2 * HANG_SECONDS) else None
+    except EOFError:  # the child died
+        status = None
+    proc.kill()
+    proc.join()
+    return status
+
+
 def reduce(p: Program, config: Config, verdict: Verdict, seconds: float = 300.0) -> Program:
     """A smaller program with the same kind of failure: greedy deletion of stages and statements,
     then replacement of expressions by a same-typed sub-expression or zero, until nothing more
@@ -254,11 +280,7 @@ def reduce(p: Program, config: Config, verdict: Verdict, seconds: float = 300.0)
     stop = time.monotonic() + seconds
 
     def same(candidate: Program) -> bool:
-        try:
-            v = check([candidate], config)[0]
-        except subprocess.CalledProcessError:
-            return False
-        return v.status == verdict.status
+        return _status_apart(candidate, config) == verdict.status
 
     progress = True
     while progress and time.monotonic() < stop:

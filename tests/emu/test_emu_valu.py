@@ -8,6 +8,8 @@ import numpy as np
 
 from emukernels import assert_uses, compile_hip, run
 
+from wgrad_cli.emu.ops.vector import max_num, min_num
+
 SOURCE = """
 KERNEL void valu(unsigned *out, const unsigned *a, const unsigned *b, const float *f, const float *g) {
   unsigned i = gid() * 256 + tid();
@@ -85,3 +87,21 @@ def test_valu_matches_the_isa() -> None:
     for col in range(24):
         bad = np.flatnonzero(got[:, col] != want[:, col])
         assert not len(bad), f"o[{col}] lane {bad[0]}: {got[bad[0], col]:#x} != {want[bad[0], col]:#x}"
+
+
+def test_min_max_follow_the_pseudo_code_on_zeros_and_nans() -> None:
+    """V_MIN/V_MAX_F16/F32/F64: -0 below +0 in either operand order; a quiet NaN gives the other
+    operand; a signalling NaN gives that NaN quieted (IEEE mode)."""
+    for dtype, bits, snan, qbit in ((np.float16, np.uint16, 0x7C01, 0x200), (np.float32, np.uint32, 0x7F800001, 1 << 22),
+                                    (np.float64, np.uint64, 0x7FF0000000000001, 1 << 51)):
+        z, nz = dtype(0.0), dtype(-0.0)
+        a = np.array([z, nz, z, nz, np.nan, 1, 2], dtype)
+        b = np.array([nz, z, z, nz, 3, np.nan, -1], dtype)
+        lo, hi = min_num(a, b), max_num(a, b)
+        assert list(np.signbit(lo[:4])) == [True, True, False, True]
+        assert list(np.signbit(hi[:4])) == [False, False, False, True]
+        assert list(lo[4:]) == [3, 1, -1] and list(hi[4:]) == [3, 1, 2]
+        s = np.array([snan], bits).view(dtype)
+        one = np.ones(1, dtype)
+        for r in (min_num(s, one), min_num(one, s), max_num(s, one), max_num(one, s)):
+            assert int(r.view(bits)[0]) == snan | qbit

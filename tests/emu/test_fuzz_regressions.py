@@ -97,3 +97,17 @@ def test_scalar_count_of_sign_bits() -> None:
     body = """float f = (float)((i64)((u64)in[0] << 32 | in[1])), g = (float)((i64)((u64)in[2] << 32 | in[3]));
   return mix(mix(hf32(f), hf32(g)), (u64)lane);"""
     assert_matches_host("flbit", body, 1, pattern=r"s_flbit_i32 s\d+, s\d+\s")
+
+
+def test_min_and_max_order_signed_zeros() -> None:
+    """clang turns `v < -0.0f ? v : -0.0f` into v_min_f32 with -0.0 (and the `> 0` form into
+    v_max_f32 with 0), relying on V_MIN/V_MAX ordering -0 below +0 (CDNA4 pseudo-code); the
+    emulator's numpy fmin/fmax returned whichever operand came second."""
+    body = """float z = (in[lane] & 1u) ? 0.0f : -0.0f, a = bf32(in[lane + 64]);
+  double w = (in[lane + 128] & 1u) ? 0.0 : -0.0, b = bf64((u64)in[lane + 192] << 32 | in[lane + 256]);
+  float lo = z < -0.0f ? z : -0.0f, hi = z > 0.0f ? z : 0.0f, alo = a < -0.0f ? a : -0.0f;
+  double wlo = w < -0.0 ? w : -0.0, whi = w > 0.0 ? w : 0.0, bhi = b > 0.0 ? b : 0.0;
+  u64 h = mix(mix(hf32(lo), hf32(hi)), hf32(alo));
+  return mix(mix(h, mix(hf64(wlo), hf64(whi))), hf64(bhi));"""
+    for opt in (1, 3):
+        assert_matches_host("minmaxzero", body, opt, pattern=r"v_min_f32_e32 v\d+, 0x80000000")

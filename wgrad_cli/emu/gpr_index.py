@@ -8,6 +8,11 @@ it is on, each enabled VGPR operand of a VALU instruction is offset by M0[7:0]; 
 turns it off. The emulator finds those regions in address order and runs their v_mov_b32 with the
 offsets of each wave's M0; scalar instructions there run as usual, and any other vector
 instruction inside a region stops the run if reached.
+
+An index past the wave's VGPRs is defined (CDNA4 ISA 3.6.1, "Out-of-Range behavior"): a source
+reads VGPR0, a destination makes the instruction a no-op. Compilers rely on it: LLVM may hoist an
+array read whose index is out of range on a path that then discards the value (a poison
+extractelement), so such a read is not a fault.
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ import numpy as np
 
 from wgrad_cli.emu.machine import M0, Batch, EmuFault, Op, Run
 from wgrad_cli.emu.ops import operands as opd
-from wgrad_cli.emu.ops.lanes import where
 
 SRC0, DST = 1, 8
 SCALAR = {"salu", "smem", "branch", "barrier", "other"}  # op classes the mode does not touch
@@ -44,14 +48,12 @@ def _indexed_move(op: Op, vdst: int, src: int, enables: int) -> Op:
         index = (b.s[M0] & np.uint32(0xFF)).astype(np.int64)
         value = b.v[0] if scalar is None else np.broadcast_to(scalar(b)[:, None], (b.W, 64))
         for k in np.unique(index[lanes.any(axis=1)]):
-            mask = lanes & (index == k)[:, None]
             d = vdst + (int(k) if enables & DST else 0)
+            if d >= b.v.shape[0]:
+                continue  # an out-of-range destination: the move is a no-op
             s = src - 256 + (int(k) if enables & SRC0 else 0)
-            if d >= b.v.shape[0] or (vector_src and s >= b.v.shape[0]):
-                wave = int(np.flatnonzero(mask.any(axis=1))[0])
-                raise EmuFault(f"{op.name} at offset {op.pc:#x}: VGPR index {int(k)} reaches past the kernel's "
-                               f"{b.v.shape[0]} VGPRs ({where(b, wave, 0)})")
-            b.write_v(b.v, d, b.v[s] if vector_src else value, mask)
+            source = (b.v[s] if s < b.v.shape[0] else b.v[0]) if vector_src else value
+            b.write_v(b.v, d, source, lanes & (index == k)[:, None])
     return Op(op.pc, op.size, op.name, "valu", run)
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported
 from wgrad_cli.emu.ops import operands as opd
-from wgrad_cli.emu.ops.vector import fma32
+from wgrad_cli.emu.ops.vector import fma32, max_num, min_num
 
 U32, F32, F64 = np.uint32, np.float32, np.float64
 
@@ -253,8 +253,8 @@ PK_16: dict[str, tuple[str, int, Callable[..., np.ndarray]]] = {
     # fp16: the float64 result is exact for mul and add; fma rounds once more only where the float64
     # sum is inexact, which needs operands 2^29 apart (assumption: no such case matters here)
     "V_PK_FMA_F16": ("f16", 3, lambda a, b, c: a * b + c), "V_PK_ADD_F16": ("f16", 2, np.add),
-    "V_PK_MUL_F16": ("f16", 2, np.multiply), "V_PK_MIN_F16": ("f16", 2, np.fmin),
-    "V_PK_MAX_F16": ("f16", 2, np.fmax),
+    "V_PK_MUL_F16": ("f16", 2, np.multiply), "V_PK_MIN_F16": ("f16", 2, min_num),
+    "V_PK_MAX_F16": ("f16", 2, max_num),
 }
 
 

@@ -192,6 +192,34 @@ def f32_to_bf16_rne(x: np.ndarray) -> np.ndarray:
 
 
 Fn = Callable[..., np.ndarray]
+def _quiet_nans(a: np.ndarray, b: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The NaN cases V_MIN/V_MAX_F16/F32/F64 share (IEEE mode, which compute kernels run in): a
+    signalling NaN in S0, else in S1, gives that NaN quieted; a quiet NaN gives the other operand."""
+    quiet = 1 << (np.finfo(a.dtype).nmant - 1)
+    bits = np.dtype(f"u{a.dtype.itemsize}")
+    r = np.where(np.isnan(b), a, r)
+    r = np.where(np.isnan(a), b, r)
+    for x in (b, a):
+        x_bits = x.view(bits)
+        r = np.where(np.isnan(x) & ((x_bits & bits.type(quiet)) == 0), (x_bits | bits.type(quiet)).view(a.dtype), r)
+    return np.asarray(r)
+
+
+def min_num(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """V_MIN_F16/F32/F64 as the CDNA4 pseudo-code has it: -0 below +0, NaNs as _quiet_nans says
+    (numpy's fmin returns +0 for fmin(-0, +0), and passes a signalling NaN's partner through)."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    r = np.where((a == 0) & (b == 0), np.where(np.signbit(a), a, b), np.where(a < b, a, b))
+    return _quiet_nans(a, b, r)
+
+
+def max_num(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """V_MAX_F16/F32/F64: +0 above -0, otherwise S0 >= S1 ? S0 : S1, NaNs as for min_num."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    r = np.where((a == 0) & (b == 0), np.where(np.signbit(a), b, a), np.where(a >= b, a, b))
+    return _quiet_nans(a, b, r)
+
+
 # name -> (destination type, source types, function)
 VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_MOV_B32": ("b32", ("b32",), lambda a: a),
@@ -233,12 +261,12 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_ADD_F32": ("f32", ("f32", "f32"), np.add), "V_SUB_F32": ("f32", ("f32", "f32"), np.subtract),
     "V_SUBREV_F32": ("f32", ("f32", "f32"), lambda a, b: b - a), "V_MUL_F32": ("f32", ("f32", "f32"), np.multiply),
     "V_MUL_LEGACY_F32": ("f32", ("f32", "f32"), lambda a, b: np.where((a == 0) | (b == 0), F32(0), a * b)),
-    "V_MIN_F32": ("f32", ("f32", "f32"), np.fmin), "V_MAX_F32": ("f32", ("f32", "f32"), np.fmax),
+    "V_MIN_F32": ("f32", ("f32", "f32"), min_num), "V_MAX_F32": ("f32", ("f32", "f32"), max_num),
     "V_ADD_F64": ("f64", ("f64", "f64"), np.add), "V_MUL_F64": ("f64", ("f64", "f64"), np.multiply),
-    "V_MIN_F64": ("f64", ("f64", "f64"), np.fmin), "V_MAX_F64": ("f64", ("f64", "f64"), np.fmax),
+    "V_MIN_F64": ("f64", ("f64", "f64"), min_num), "V_MAX_F64": ("f64", ("f64", "f64"), max_num),
     "V_ADD_F16": ("f16", ("f16", "f16"), np.add), "V_SUB_F16": ("f16", ("f16", "f16"), np.subtract),
     "V_MUL_F16": ("f16", ("f16", "f16"), np.multiply),
-    "V_MIN_F16": ("f16", ("f16", "f16"), np.fmin), "V_MAX_F16": ("f16", ("f16", "f16"), np.fmax),
+    "V_MIN_F16": ("f16", ("f16", "f16"), min_num), "V_MAX_F16": ("f16", ("f16", "f16"), max_num),
     "V_MIN_I32": ("i32", ("i32", "i32"), np.minimum), "V_MAX_I32": ("i32", ("i32", "i32"), np.maximum),
     "V_MIN_U32": ("u32", ("u32", "u32"), np.minimum), "V_MAX_U32": ("u32", ("u32", "u32"), np.maximum),
     "V_LSHRREV_B32": ("b32", ("u32", "b32"), lambda a, b: b >> (a & U32(31))),
@@ -295,8 +323,8 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_MAX3_I32": ("i32", ("i32",) * 3, lambda a, b, c: np.maximum(np.maximum(a, b), c)),
     "V_MIN3_U32": ("u32", ("u32",) * 3, lambda a, b, c: np.minimum(np.minimum(a, b), c)),
     "V_MAX3_U32": ("u32", ("u32",) * 3, lambda a, b, c: np.maximum(np.maximum(a, b), c)),
-    "V_MIN3_F32": ("f32", ("f32",) * 3, lambda a, b, c: np.fmin(np.fmin(a, b), c)),
-    "V_MAX3_F32": ("f32", ("f32",) * 3, lambda a, b, c: np.fmax(np.fmax(a, b), c)),
+    "V_MIN3_F32": ("f32", ("f32",) * 3, lambda a, b, c: min_num(min_num(a, b), c)),
+    "V_MAX3_F32": ("f32", ("f32",) * 3, lambda a, b, c: max_num(max_num(a, b), c)),
     "V_MED3_I32": ("i32", ("i32",) * 3, lambda a, b, c: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))),
     "V_MED3_U32": ("u32", ("u32",) * 3, lambda a, b, c: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))),
     # V_MAD_LEGACY_* is gfx9's encoding of the gfx8 opcode, without op_sel: V_MAD_U16/I16's arithmetic
@@ -337,8 +365,8 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_CVT_PK_I16_I32": ("b32", ("i32", "i32"), lambda a, b: (np.clip(a, -(2**15), 2**15 - 1).astype(U32) & U32(0xFFFF)) | (np.clip(b, -(2**15), 2**15 - 1).astype(U32) << U32(16))),
     "V_FFBH_I32": ("i32", ("i32",), lambda a: _ffbh((a ^ (a >> 31)).view(U32))),
     "V_SUBREV_F16": ("f16", ("f16", "f16"), lambda a, b: b - a),
-    "V_MIN3_F16": ("f16", ("f16",) * 3, lambda a, b, c: np.fmin(np.fmin(a, b), c)),
-    "V_MAX3_F16": ("f16", ("f16",) * 3, lambda a, b, c: np.fmax(np.fmax(a, b), c)),
+    "V_MIN3_F16": ("f16", ("f16",) * 3, lambda a, b, c: min_num(min_num(a, b), c)),
+    "V_MAX3_F16": ("f16", ("f16",) * 3, lambda a, b, c: max_num(max_num(a, b), c)),
     "V_MED3_F32": ("f32", ("f32",) * 3, lambda a, b, c: _med3f(a, b, c)),
     "V_MED3_F16": ("f16", ("f16",) * 3, lambda a, b, c: _med3f(a, b, c)),
     "V_MINIMUM3_F32": ("f32", ("f32",) * 3, lambda a, b, c: _minimum(_minimum(a, b), c)),
@@ -371,9 +399,9 @@ def _ffbh(a: np.ndarray) -> np.ndarray:
 def _med3f(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """V_MED3_F32/F16: with a NaN operand the min3 of the rest; else the max of the two operands
     that are not the max3."""
-    top = np.fmax(np.fmax(a, b), c)
-    med = np.where(top == a, np.fmax(b, c), np.where(top == b, np.fmax(a, c), np.fmax(a, b)))
-    return np.asarray(np.where(np.isnan(a) | np.isnan(b) | np.isnan(c), np.fmin(np.fmin(a, b), c), med))
+    top = max_num(max_num(a, b), c)
+    med = np.where(top == a, max_num(b, c), np.where(top == b, max_num(a, c), max_num(a, b)))
+    return np.asarray(np.where(np.isnan(a) | np.isnan(b) | np.isnan(c), min_num(min_num(a, b), c), med))
 
 
 def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
