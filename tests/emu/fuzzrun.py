@@ -60,6 +60,8 @@ DEVICE = (CLANG, "-x", "hip", *COMMON, "--offload-arch=gfx950", "--offload-devic
 REFUSALS = ("is not implemented", "dynamic stack", "cannot load", "cannot decode", "does not support")
 _CACHE = Path(tempfile.gettempdir()) / "wgrad-fuzz"
 HANG_SECONDS = 60
+# a second value for the VGPRs and AGPRs a launch leaves undefined (the emulator's default is 0)
+REGISTER_FILL = 0x5A5A_A5A5
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,9 @@ class Config:
 @dataclass
 class Verdict:
     seed: int
-    status: str  # ok, wrong, fault, hang, refused, crash (the emulator's own error)
+    status: str  # ok, wrong, fault, hang, refused, crash (the emulator's own error), or undefined: a
+    # wrong result or fault that changes with the registers a launch leaves undefined (the machine
+    # code reads them, which the compiler must not do for a well-defined program)
     detail: str = ""
 
 
@@ -214,13 +218,24 @@ def check(programs: list[Program], config: Config, timeout: float = HANG_SECONDS
     text = source(programs)
     lib, image = build_host(text), build_device(text, config)
     rt = EmuRuntime(workers=1, timeout=timeout, stack_bytes=HIP_STACK_CAP)  # -O0 frames of local arrays are big
+    filled = EmuRuntime(workers=1, timeout=timeout, stack_bytes=HIP_STACK_CAP, register_fill=REGISTER_FILL)
     verdicts = []
     for p in programs:
         buffers = inputs(p.seed, p.lanes)
         host = run_host(lib, p, buffers)
         dev = run_device(image, rt, p, buffers)
-        verdicts.append(dev if isinstance(dev, Verdict) else compare(p, host, dev))
+        verdict = dev if isinstance(dev, Verdict) else compare(p, host, dev)
+        if verdict.status in ("wrong", "fault") and not _same(dev, run_device(image, filled, p, buffers)):
+            verdict = Verdict(p.seed, "undefined", f"{verdict.status} ({verdict.detail}); with the registers the launch "
+                              f"leaves undefined holding {REGISTER_FILL:#x} instead of 0 the outcome changes")
+        verdicts.append(verdict)
     return verdicts
+
+
+def _same(a: Buffers | Verdict, b: Buffers | Verdict) -> bool:
+    if isinstance(a, Verdict) or isinstance(b, Verdict):
+        return a == b
+    return all((x == y).all() for x, y in ((a.out, b.out), (a.a32, b.a32), (a.a64, b.a64)))
 
 
 # --- reduction -----------------------------------------------------------------------------------
@@ -338,11 +353,11 @@ class Tally:
 
     def table(self) -> str:
         rows = sorted({c for c, _ in self.counts})
-        kinds = ("ok", "wrong", "fault", "hang", "crash", "refused")
-        lines = [f"{'config':28} {'programs':>8}" + "".join(f" {k:>7}" for k in kinds)]
+        kinds = ("ok", "wrong", "fault", "undefined", "hang", "crash", "refused")
+        lines = [f"{'config':28} {'programs':>8}" + "".join(f" {k:>9}" for k in kinds)]
         for c in rows:
             n = [self.counts[(c, k)] for k in kinds]
-            lines.append(f"{c:28} {sum(n):8}" + "".join(f" {x:7}" for x in n))
+            lines.append(f"{c:28} {sum(n):8}" + "".join(f" {x:9}" for x in n))
         lines += [f"refused ({n}): {why}" for why, n in self.refusals.most_common()]
         return "\n".join(lines)
 
@@ -404,7 +419,7 @@ def main() -> int:
     print(tally.table())
     print(f"{sum(tally.counts.values())} programs in {time.monotonic() - t0:.0f} s")
     for config, v in tally.failures[:20]:
-        if a.reduce > 0 and v.status in ("wrong", "fault", "crash", "hang"):
+        if a.reduce > 0 and v.status in ("wrong", "fault", "undefined", "crash", "hang"):
             small = reduce(generate(v.seed, config.features), config, v, a.reduce)
             print(f"--- seed {v.seed} {config.describe()}: {v.status}, reduced:\n{source([small])}")
     return 1 if tally.failures else 0

@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 from emukernels import mnemonics
 from fuzzgen import Features, Program, generate
-from fuzzrun import Config, Verdict, build_device, check, need_clang, reduce, source
+from fuzzrun import Config, Verdict, build_device, check, handwritten, need_clang, reduce, source
 
 from wgrad_cli.emu.ops import vector as vector_ops
 
@@ -98,6 +98,20 @@ def test_a_wrong_semantic_is_caught_and_reduced(monkeypatch: pytest.MonkeyPatch)
     small = reduce(big, cfg, wrong[0], seconds=20)
     assert len(source([small])) < size * 0.7
     assert check([small], cfg)[0].status == "wrong"
+
+
+def test_a_result_that_depends_on_undefined_registers_is_told_apart() -> None:
+    """Machine code that reads a VGPR nothing wrote (here inline assembly; in the campaigns, code
+    clang miscompiled) gives a result that changes with the registers' contents: the harness
+    reruns a mismatch with them filled and calls it `undefined`, the code object's fault."""
+    need_clang()
+    body = """u32 r = 1;
+#ifdef __AMDGCN__
+  asm volatile("v_mov_b32 %0, v40" : "=v"(r) :: "v40");
+#endif
+  return r;"""
+    verdict, = check([handwritten("undefregs", body)], Config(1))
+    assert verdict.status == "undefined", verdict
 
 
 @pytest.mark.fuzz

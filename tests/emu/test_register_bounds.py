@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from emukernels import compile_hip, run
+from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.errors import DriverError
 
@@ -44,3 +45,20 @@ def test_a_register_beyond_the_allocation_stops_the_run_naming_it(case: str) -> 
     assert "\n" not in line and re.fullmatch(
         rf"regs: {mnemonic} at offset 0x[0-9a-f]+: it names {re.escape(register)}, beyond the {limit} {file} the "
         r"descriptor of regs allocates", line), line
+
+
+def test_registers_the_launch_leaves_undefined_hold_the_runtime_fill() -> None:
+    """A VGPR read before anything writes it is undefined on the hardware; the emulator gives it
+    EmuRuntime's register_fill (0 by default), so a code object whose results change with the fill
+    reads undefined registers. v0 keeps the work-item id the ABI puts there."""
+    image = compile_hip("""
+KERNEL void undef(unsigned *out) {
+  unsigned r;
+  asm volatile("v_mov_b32 %0, v40" : "=v"(r) :: "v40");
+  out[2 * tid()] = r; out[2 * tid() + 1] = tid();
+}
+""")
+    lane = np.arange(64, dtype=U32)
+    for fill in (0, 0x5A5AA5A5):
+        out = run(image, [np.zeros(128, U32)], rt=EmuRuntime(workers=1, register_fill=fill))[0].reshape(64, 2)
+        assert (out[:, 0] == fill).all() and (out[:, 1] == lane).all()

@@ -78,7 +78,7 @@ class EmuRuntime:
     crash_prone = False  # a fault is a DriverError, and the device lives in this process
 
     def __init__(self, workers: int | None = None, strict_lds: bool = False,
-                 stack_bytes: int = HIP_STACK_BYTES, timeout: float = KERNEL_TIMEOUT_S) -> None:
+                 stack_bytes: int = HIP_STACK_BYTES, timeout: float = KERNEL_TIMEOUT_S, register_fill: int = 0) -> None:
         version = importlib.metadata.version("tinygrad")
         self.device = DeviceInfo("amd", 0, "emulated gfx950 (wgrad)", "gfx950", UNITS, 0,
                                  os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 0,
@@ -88,6 +88,8 @@ class EmuRuntime:
         self.strict_lds = strict_lds
         self.stack_bytes = stack_bytes  # per work-item, for kernels with a dynamic stack
         self.timeout = timeout  # seconds of wall time a launch may take (--kernel-timeout)
+        self.register_fill = register_fill  # VGPRs/AGPRs a launch leaves undefined hold this (a code object
+        # whose results change with it reads registers the hardware leaves undefined)
         self.stats: list[Stats] = []  # one per launch, in order
         self._programs: dict[bytes, Program] = {}
 
@@ -172,7 +174,8 @@ class EmuRuntime:
             launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet,
                             deadline=time.monotonic() + self.timeout,
                             resident=self.resident(function, block, dynamic_shared, 1), strict_lds=self.strict_lds,
-                            code_base=function.module.base, stack_bytes=self.stack_bytes)
+                            code_base=function.module.base, stack_bytes=self.stack_bytes,
+                            register_fill=self.register_fill)
             self._write_packet(packet, launch)
             self._run(launch, function.module.program)
         except EmuFault as exc:

@@ -62,6 +62,7 @@ class Launch:
     strict_lds: bool = False  # an LDS access beyond the workgroup's allocation stops the run
     code_base: int = 0  # device address of the code object's image (PCs are offsets into it)
     stack_bytes: int = HIP_STACK_BYTES  # per work-item, for a kernel with a dynamic stack
+    register_fill: int = 0  # the value of every VGPR and AGPR the launch leaves undefined
 
     @property
     def private_bytes(self) -> int:
@@ -102,7 +103,8 @@ def init_batch(launch: Launch, heap: Heap, ids: np.ndarray, kernarg_words: np.nd
     k = launch.kernel
     wpg = launch.waves_per_group
     lds = k.group_segment_size + launch.dynamic_lds
-    b = Batch(len(ids) * wpg, wpg, k.vgprs, k.agprs, lds, heap, launch.private_bytes, launch.strict_lds)
+    b = Batch(len(ids) * wpg, wpg, k.vgprs, k.agprs, lds, heap, launch.private_bytes, launch.strict_lds,
+              launch.register_fill)
     b.code_base = launch.code_base
     if k.uses_dynamic_stack:
         b.private_name = "stack (the HIP runtime's size for a kernel with a dynamic stack; --emu-stack-bytes sets it)"

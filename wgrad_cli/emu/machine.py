@@ -96,10 +96,11 @@ class Batch:
     """The state of `waves` wave64s: whole workgroups of `waves_per_group` waves each."""
 
     def __init__(self, waves: int, waves_per_group: int, vgprs: int, agprs: int, lds_bytes: int,
-                 heap: Heap, private_bytes: int = 0, strict_lds: bool = False) -> None:
+                 heap: Heap, private_bytes: int = 0, strict_lds: bool = False, register_fill: int = 0) -> None:
         self.W = waves
-        self.v = np.zeros((max(vgprs, 1), waves, 64), dtype=np.uint32)
-        self.a = np.zeros((max(agprs, 1), waves, 64), dtype=np.uint32)
+        # VGPRs and AGPRs the launch does not initialise are undefined on the hardware: `register_fill`
+        self.v = np.full((max(vgprs, 1), waves, 64), register_fill, dtype=np.uint32)
+        self.a = np.full((max(agprs, 1), waves, 64), register_fill, dtype=np.uint32)
         self.s = np.zeros((SGPR_FILE, waves), dtype=np.uint32)
         self.scc = np.zeros(waves, dtype=bool)
         self.pc = np.zeros(waves, dtype=np.int64)
