@@ -12,7 +12,9 @@ mismatch persists) and printed with its seed and optimisation level.
 
 from __future__ import annotations
 
+import _ctypes
 import argparse
+import contextlib
 import ctypes
 import hashlib
 import multiprocessing
@@ -161,8 +163,20 @@ def _build(text: str, argv: tuple[str, ...], suffix: str) -> Path:
     return out
 
 
-def build_host(text: str) -> ctypes.CDLL:
-    return ctypes.CDLL(str(_build(text, HOST, ".so")))
+@contextlib.contextmanager
+def host_library(text: str) -> Iterator[ctypes.CDLL]:
+    """The host build of `text`, loaded afresh: dlopen of a path already loaded returns that library,
+    file-scope variables and all, so a second check of the same unit (another optimisation level,
+    a reducer candidate) would start from the first run's globals. A private copy is loaded and
+    closed after use."""
+    with tempfile.TemporaryDirectory() as tmp:
+        private = Path(tmp) / "host.so"
+        shutil.copyfile(_build(text, HOST, ".so"), private)
+        lib = ctypes.CDLL(str(private))
+        try:
+            yield lib
+        finally:
+            _ctypes.dlclose(lib._handle)
 
 
 def build_device(text: str, config: Config) -> bytes:
@@ -216,7 +230,11 @@ def check(programs: list[Program], config: Config, timeout: float = HANG_SECONDS
     """Build the programs as one unit for both sides and compare each; a build failure is the
     generator's bug and raises."""
     text = source(programs)
-    lib, image = build_host(text), build_device(text, config)
+    with host_library(text) as lib:
+        return _check(programs, lib, build_device(text, config), config, timeout)
+
+
+def _check(programs: list[Program], lib: ctypes.CDLL, image: bytes, config: Config, timeout: float) -> list[Verdict]:
     rt = EmuRuntime(workers=1, timeout=timeout, stack_bytes=HIP_STACK_CAP)  # -O0 frames of local arrays are big
     filled = EmuRuntime(workers=1, timeout=timeout, stack_bytes=HIP_STACK_CAP, register_fill=REGISTER_FILL)
     verdicts = []
