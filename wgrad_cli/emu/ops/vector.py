@@ -192,6 +192,8 @@ def f32_to_bf16_rne(x: np.ndarray) -> np.ndarray:
 
 
 Fn = Callable[..., np.ndarray]
+
+
 def _quiet_nans(a: np.ndarray, b: np.ndarray, r: np.ndarray) -> np.ndarray:
     """The NaN cases V_MIN/V_MAX_F16/F32/F64 share (IEEE mode, which compute kernels run in): a
     signalling NaN in S0, else in S1, gives that NaN quieted; a quiet NaN gives the other operand."""
