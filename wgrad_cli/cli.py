@@ -24,6 +24,7 @@ from wgrad_cli.config.options import (
     CompilerOptions,
     Device,
     Emulated,
+    EmulatorOptions,
     ModelOptions,
     Output,
     RunOptions,
@@ -62,6 +63,19 @@ def parse_device(_ctx: click.Context, _param: click.Parameter, value: str) -> De
     if value.isdigit():
         return int(value)
     raise click.BadParameter(f"{value!r} is neither a device index (0, 1, ...) nor {EMULATED} (the emulated gfx950)")
+
+
+def parse_register_fill(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    """--emu-register-fill: a 32-bit value, decimal or 0x hexadecimal."""
+    if value is None:
+        return None
+    try:
+        fill = int(value, 0)
+    except ValueError:
+        fill = -1
+    if not 0 <= fill < 1 << 32:
+        raise click.BadParameter(f"{value!r} is not a 32-bit value (such as 0, 0xffffffff or 0x7fc00000)")
+    return fill
 
 
 def parse_shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[int, int] | None:
@@ -224,13 +238,17 @@ def run_options(f: F) -> F:
 @click.option("--emu-stack-bytes", type=click.IntRange(min=16, max=HIP_STACK_CAP),
               help=f"With --device emu: the stack per work-item of kernels with a dynamic stack (recursion, alloca), "
                    f"as hipDeviceSetLimit(hipLimitStackSize) sets it; default {HIP_STACK_BYTES}, the HIP runtime's.")
+@click.option("--emu-register-fill", callback=parse_register_fill, metavar="VALUE",
+              help="With --device emu: the value every VGPR and AGPR a launch leaves undefined starts with (default "
+                   "0); a kernel whose results change with it reads registers it never wrote.")
 def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output, checks: VerifyOptions,
-           strict_lds: bool, emu_stack_bytes: int | None) -> None:
+           strict_lds: bool, emu_stack_bytes: int | None, emu_register_fill: int | None) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
     from wgrad_cli.backends.registry import emulated_device
     from wgrad_cli.commands.verify import verify_command
 
-    run = replace(run, device=emulated_device(run.device, strict_lds, emu_stack_bytes, run.kernel_timeout))
+    emulator = EmulatorOptions(strict_lds, emu_stack_bytes, emu_register_fill)
+    run = replace(run, device=emulated_device(run.device, emulator, run.kernel_timeout))
     verify_command(selection, compilers, run, output, checks)
 
 

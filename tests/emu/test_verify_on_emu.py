@@ -64,6 +64,30 @@ def test_emu_stack_bytes_reaches_the_emulated_device(monkeypatch: pytest.MonkeyP
     assert isinstance(runtime, EmuRuntime) and runtime.stack_bytes == kept
 
 
+def test_emu_register_fill_needs_the_emulator() -> None:
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "0", "--emu-register-fill", "0x5a"])
+    assert result.exit_code == 2 and result.stderr.strip() == (
+        "--emu-register-fill: only the emulated device's registers start with a value wgrad chooses; add --device emu")
+
+
+@pytest.mark.parametrize("value", ["0x1ffffffff", "-1", "five"])
+def test_emu_register_fill_takes_a_32_bit_value(value: str) -> None:
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", "--emu-register-fill", value])
+    assert result.exit_code == 2 and "is not a 32-bit value" in result.stderr and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("given, kept", [(["--emu-register-fill", "0x7fc00000"], 0x7FC00000),
+                                         (["--emu-register-fill", "17"], 17), ([], 0)])
+def test_emu_register_fill_reaches_the_emulated_device(monkeypatch: pytest.MonkeyPatch, given: list[str],
+                                                       kept: int) -> None:
+    seen: list[object] = []
+    monkeypatch.setattr("wgrad_cli.commands.verify.verify_command", lambda *args: seen.append(args[2].device))
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", *given])
+    assert result.exit_code == 0 and seen == [Emulated(register_fill=kept)]
+    runtime = BY_VENDOR["amd"].open_runtime(Emulated(register_fill=kept))
+    assert isinstance(runtime, EmuRuntime) and runtime.register_fill == kept
+
+
 def test_bench_refuses_the_emulator() -> None:
     result = CliRunner().invoke(cli, ["bench", "--config", str(CONFIGS_DIR / "smoke.yaml"), "--device", "emu"])
     assert result.exit_code == 2

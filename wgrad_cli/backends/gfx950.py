@@ -154,5 +154,5 @@ class Gfx950(Backend):
             from wgrad_cli.emu.device import EmuRuntime
 
             return EmuRuntime(strict_lds=device.strict_lds, stack_bytes=device.stack_bytes,
-                              timeout=device.kernel_timeout)
+                              timeout=device.kernel_timeout, register_fill=device.register_fill)
         return super().open_runtime(device)

@@ -6,7 +6,7 @@ from wgrad_cli.backends.base import Backend
 from wgrad_cli.backends.gfx950 import Gfx950
 from wgrad_cli.backends.peaks import Peak
 from wgrad_cli.backends.sm90a import Sm90a
-from wgrad_cli.config.options import EMULATED, HIP_STACK_BYTES, Device, Emulated
+from wgrad_cli.config.options import EMULATED, HIP_STACK_BYTES, Device, Emulated, EmulatorOptions
 from wgrad_cli.config.targets import Target, Vendor
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
 from wgrad_cli.errors import WgradError
@@ -37,17 +37,23 @@ def max_shared() -> int:
     return max(b.shared_limit for b in BACKENDS.values())
 
 
-def emulated_device(device: Device, strict_lds: bool, stack_bytes: int | None, kernel_timeout: float) -> Device:
-    """The device with verify's emulator options (--strict-lds, --emu-stack-bytes) applied; WgradError
-    for either one on a GPU. The emulator runs a launch itself, so it keeps --kernel-timeout itself."""
+def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: float) -> Device:
+    """The device with verify's emulator options (--strict-lds, --emu-stack-bytes, --emu-register-fill)
+    applied; WgradError for any of them on a GPU. The emulator runs a launch itself, so it keeps
+    --kernel-timeout itself."""
     if not isinstance(device, Emulated):
-        if strict_lds or stack_bytes is not None:
-            option = "--strict-lds: only the emulated device checks LDS accesses" if strict_lds else \
-                "--emu-stack-bytes: only the emulated device takes its stack size from wgrad"
-            raise WgradError(f"{option}; add --device emu")
+        given = [why for chosen, why in (
+            (options.strict_lds, "--strict-lds: only the emulated device checks LDS accesses"),
+            (options.stack_bytes is not None, "--emu-stack-bytes: only the emulated device takes its stack size "
+                                              "from wgrad"),
+            (options.register_fill is not None, "--emu-register-fill: only the emulated device's registers start "
+                                                "with a value wgrad chooses")) if chosen]
+        if given:
+            raise WgradError(f"{given[0]}; add --device emu")
         return device
-    return Emulated(strict_lds, -(-(stack_bytes or HIP_STACK_BYTES) // 16) * 16,  # rounded up as hipDeviceSetLimit does
-                    kernel_timeout)
+    return Emulated(options.strict_lds,
+                    -(-(options.stack_bytes or HIP_STACK_BYTES) // 16) * 16,  # rounded up as hipDeviceSetLimit does
+                    kernel_timeout, options.register_fill or 0)
 
 
 def check_timed(device: Device) -> None:

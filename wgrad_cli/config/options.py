@@ -28,12 +28,23 @@ class Emulated:
     strict_lds: bool = False  # stop at an LDS access beyond the workgroup's allocation (hardware: reads 0, drops writes)
     stack_bytes: int = HIP_STACK_BYTES  # per work-item, as hipDeviceSetLimit(hipLimitStackSize) sets it
     kernel_timeout: float = KERNEL_TIMEOUT_S  # seconds a launch may run before the emulator stops it as hung
+    register_fill: int = 0  # the value every VGPR and AGPR a launch leaves undefined starts with
 
     def __str__(self) -> str:
         return EMULATED
 
 
 Device = int | Emulated  # a device index, or the emulated gfx950
+
+
+@dataclass(frozen=True)
+class EmulatorOptions:
+    """verify's options for the emulated device as given (None: not given); registry.emulated_device
+    applies them, or refuses them for a GPU."""
+
+    strict_lds: bool = False
+    stack_bytes: int | None = None
+    register_fill: int | None = None
 Shard = tuple[int, int]  # slice i of n (1-based)
 
 
