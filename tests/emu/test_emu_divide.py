@@ -30,6 +30,12 @@ def operands(rng: np.random.Generator, n: int, dtype: type) -> tuple[np.ndarray,
     near = rng.integers(0, n, n // 4)  # quotients near 1 and near the limits of the normal range
     with np.errstate(over="ignore"):
         b[near] = (a[near] * rng.uniform(0.5, 2, len(near)) * np.exp2(rng.integers(-span, span, len(near)) // 8)).astype(dtype)
+    # quotients of exactly 1 or 3 halves of the smallest subnormal (ties: 0 and 2 units), and one ulp
+    # either side of them: the sequence must scale these too, though they round to 0 or 1 unit
+    ties = rng.integers(0, n, n // 8)
+    b[ties] = np.ldexp(rng.uniform(1, 2, len(ties)), rng.integers(info.nmant + 8, info.maxexp // 2, len(ties))).astype(dtype)
+    a[ties] = np.ldexp(b[ties] * rng.choice([1, 3, -1], len(ties)), info.minexp - info.nmant - 1).astype(dtype)
+    a[ties] = np.where(rng.random(len(ties)) < 0.5, a[ties], np.nextafter(a[ties], rng.choice([-np.inf, np.inf], len(ties)).astype(dtype)))
     specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -3.0, info.tiny, info.tiny / 4, info.max,
                          info.smallest_subnormal], dtype=dtype)
     pairs = np.array([(x, y) for x in specials for y in specials], dtype=dtype)

@@ -805,7 +805,10 @@ def _div_scale(ctx: Ctx, t: str) -> Run:
     v_div_fmas must scale the result back. Where both 1/den and num/den are subnormal the text
     scales den up, to infinity for den near the maximum; here it scales den down, as its case
     "1/den subnormal" does, which keeps the sequence IEEE division (only fp64 reaches the case:
-    the f32 text computes 1/den in fp64)."""
+    the f32 text computes 1/den in fp64). A quotient that rounds to zero from below the subnormal
+    range counts as subnormal too: unscaled, the Newton steps run among subnormals and a quotient
+    of exactly half the smallest subnormal comes out as that subnormal instead of 0, and the ISA
+    says the whole sequence is IEEE division."""
     s0, s1, s2 = (ctx.read(k, t) for k in range(3))
     _, _, gap, k, tiny = DIV[t]
     sdst, d = int(ctx.inst.sdst.offset), _vdst(ctx.inst)
@@ -814,10 +817,10 @@ def _div_scale(ctx: Ctx, t: str) -> Run:
         x, den, num = np.broadcast_arrays(s0(b), s1(b), s2(b))
         with np.errstate(all="ignore"):
             quotient, inverse = num / den, 1.0 / den.astype(F64)
+            small = _denormal(quotient) | ((quotient == 0) & (num != 0) & np.isfinite(num) & np.isfinite(den))
             up, down = _ldexp(x, np.asarray(k), x.dtype.type), _ldexp(x, np.asarray(-k), x.dtype.type)
             conditions = [(num == 0) | (den == 0), _exponent(num) - _exponent(den) >= gap, _denormal(den),
-                          _denormal(inverse) & _denormal(quotient), _denormal(inverse), _denormal(quotient),
-                          _exponent(num) <= tiny]
+                          _denormal(inverse) & small, _denormal(inverse), small, _exponent(num) <= tiny]
             result = np.select(conditions, [np.full_like(x, np.nan), np.where(x == den, up, x), up,
                                             np.where(x == den, down, x), down, np.where(x == num, up, x), up], x)
         vcc = conditions[1] | (~conditions[0] & ~conditions[1] & ~conditions[2] & conditions[3]) | \
