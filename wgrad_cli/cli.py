@@ -26,6 +26,7 @@ from wgrad_cli.config.options import (
     Emulated,
     EmulatorOptions,
     ModelOptions,
+    ModelViews,
     Output,
     RunOptions,
     Selection,
@@ -306,6 +307,7 @@ def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, out
 @toolchain_options(nvcc=False)
 @wide_option
 @gathered(ModelOptions, "chip")
+@gathered(ModelViews, "views")
 @gathered(Output, "output")
 @click.option("--machine", default="mi355x", show_default=True, help="Machine file of the modelled chip.")
 @click.option("--clock", type=click.FloatRange(min=0.1, max=5.0), metavar="GHZ",
@@ -313,19 +315,25 @@ def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, out
 @click.option("--figure", "figures", multiple=True, metavar="NAME=VALUE",
               help="Set one figure of the machine file, e.g. vmem_latency_cycles=1600 (repeatable; to see how much "
                    "a figure no source publishes moves the time).")
+@click.option("--profile", is_flag=True,
+              help="Also the time per instruction by cause, its top instructions and loops (saved with each row; "
+                   "wgrad show prints it again).")
+@click.option("--trace", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.json",
+              help="Write one CU's timeline (SIMDs, waves, pipes) as a trace Perfetto and chrome://tracing open; "
+                   "with several kernels or shapes, FILE-<kernel>-<shape>.json each.")
 @click.option("--seed", type=click.IntRange(min=0), help="Problem seed (default: the config's).")
 @click.option("--shard", callback=parse_shard, help="Model only slice i of n of the (kernel, shape) records.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Results file (default results/model-<config>-gfx950[-shard-i-of-n].json).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write CSV here.")
 @click.option("--no-save", is_flag=True, help="Write no results file.")
-def model(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions, seed: int | None,
-          shard: Shard | None) -> None:
+def model(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions, views: ModelViews,
+          seed: int | None, shard: Shard | None) -> None:
     """Model each gfx950 kernel's time on an MI355X from the instruction stream the emulator executes
     (docs/model.md): rows labelled modelled, with the limiter and the time by cause."""
     from wgrad_cli.model.command import model_command
 
-    model_command(selection, compilers, output, chip, seed, shard)
+    model_command(selection, compilers, output, chip, views, seed, shard)
 
 
 @cli.command()

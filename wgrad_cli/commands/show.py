@@ -11,7 +11,7 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.output.console import out
 from wgrad_cli.output.grid import LAYOUT, Grid, set_layout
 from wgrad_cli.results.records import SHOWN, read_document
-from wgrad_cli.results.tables import document_table
+from wgrad_cli.results.tables import document_table, profile_tables
 
 
 def show_tables(paths: list[Path]) -> list[Grid]:
@@ -27,6 +27,7 @@ def show_tables(paths: list[Path]) -> list[Grid]:
             continue
         title = f"{path}: wgrad {doc.command} on {doc.machine}, {doc.provenance.date or 'undated'}"
         tables.append(document_table(doc, title))
+        tables += profile_tables(doc.bench_rows)
     if problems:
         raise WgradError(problems)
     return tables

@@ -125,3 +125,12 @@ class ModelOptions:
     machine: str
     clock: float | None
     figures: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ModelViews:
+    """What wgrad model shows of each launch beyond its time: the time per instruction (saved with
+    the row) and a trace of one CU (a JSON trace-event file; several records add their names to it)."""
+
+    profile: bool = False
+    trace: Path | None = None

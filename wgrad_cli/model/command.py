@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from rich.markup import escape
 
@@ -17,6 +18,7 @@ from wgrad_cli.config.options import (
     CompilerOptions,
     Emulated,
     ModelOptions,
+    ModelViews,
     Output,
     RunOptions,
     Selection,
@@ -26,14 +28,17 @@ from wgrad_cli.device.launch import prepare, upload
 from wgrad_cli.device.session import Record, Session, open_session
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine, load
+from wgrad_cli.model.profile import disassembly, instruction_profile
 from wgrad_cli.model.runtime import ModelRuntime, Plan
 from wgrad_cli.model.schedule import Sharing
+from wgrad_cli.model.timeline import Timeline
+from wgrad_cli.model.tracefile import write_trace
 from wgrad_cli.output.console import err, out, progress
 from wgrad_cli.problem.abi import flops, min_bytes
 from wgrad_cli.problem.generate import Problem, generate
 from wgrad_cli.results.files import RESULTS_DIR, save
-from wgrad_cli.results.records import BenchRow, ModelFigures, Summary, to_json
-from wgrad_cli.results.tables import model_table
+from wgrad_cli.results.records import BenchRow, ModelFigures, Profile, Summary, to_json
+from wgrad_cli.results.tables import model_table, profile_tables
 
 SCALE_BLOCK = 32  # tokens per e8m0 scale
 
@@ -52,14 +57,16 @@ def plan_for(spec: KernelSpec, p: Problem, grid: int) -> Plan:
     return Plan([tokens[e] for e in owner], Sharing(owner, inputs))
 
 
-def _row(s: Session, rec: Record, p: Problem, m: Modelled, machine: Machine, grid: int, wall: float) -> BenchRow:
+def _row(s: Session, rec: Record, p: Problem, m: Modelled, machine: Machine, grid: int, wall: float,
+         profile: Profile | None) -> BenchRow:
     d = rec.shape.dims
     work, least = flops(d, p.offsets.tolist()), min_bytes(d)
     ms = m.seconds * 1e3
     known = peak(s.rt.device)
     tflops = work / m.seconds / 1e12
     figures = ModelFigures(machine.name, machine.clock_ghz, m.limiter, {c: v * 1e6 for c, v in m.causes.items()},
-                           m.mfma_floor_seconds * 1e6, m.workgroups, m.classes, m.emulated, m.resident, m.hbm_bytes)
+                           m.mfma_floor_seconds * 1e6, m.workgroups, m.classes, m.emulated, m.resident, m.hbm_bytes,
+                           profile)
     code = s.code_object(rec.job)
     return BenchRow(
         code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
@@ -70,38 +77,60 @@ def _row(s: Session, rec: Record, p: Problem, m: Modelled, machine: Machine, gri
         grid=grid, model=figures)
 
 
-def model_record(s: Session, rt: ModelRuntime, rec: Record) -> BenchRow:
+def model_record(s: Session, rt: ModelRuntime, rec: Record, trace: Path | None = None) -> BenchRow:
+    """One (kernel, shape) modelled; with rt.profile, its time per instruction; with `trace`, one
+    CU's timeline written there."""
     began = time.perf_counter()
     p = generate(rec.shape.dims, rec.shape.routing, s.seed, s.config.quantization)
     dev = upload(rt, p)
+    code_object = s.builds[rec.job].code_object
+    assert code_object is not None
+    rt.timeline = Timeline() if trace else None
     try:
-        code_object = s.builds[rec.job].code_object
-        assert code_object is not None
         kernel = prepare(rt, code_object, s.target, rec.job.kernel, p.dims, dev.args())
         rt.plan = plan_for(rec.job.kernel, p, kernel.grid)
         kernel()
     finally:
         dev.free()
-    return _row(s, rec, p, rt.modelled[-1], rt.machine, kernel.grid, time.perf_counter() - began)
+    modelled, program = rt.modelled[-1], rt.programs[-1]
+    text = disassembly(code_object, rt.machine.arch) if rt.profile or trace else {}
+    if trace and rt.timeline is not None:
+        names = {d.pc: text.get(d.pc, d.mnemonic) for d in program.decoded}
+        write_trace(trace, rt.timeline, names, rt.machine.issue_cycles, rt.machine.clock_ghz,
+                    f"{rec.job.kernel.name} on {rec.shape.name}: one modelled CU ({rt.device.name})")
+    profile = instruction_profile(modelled, program, text) if rt.profile else None
+    return _row(s, rec, p, modelled, rt.machine, kernel.grid, time.perf_counter() - began, profile)
+
+
+def trace_path(trace: Path | None, rec: Record, several: bool) -> Path | None:
+    """Where a record's trace goes: the file given, or with several records, one named after it."""
+    if trace is None or not several:
+        return trace
+    return trace.with_name(f"{trace.stem}-{rec.job.kernel.name}-{rec.shape.name}{trace.suffix or '.json'}")
 
 
 def model_command(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions,
-                  seed: int | None, shard: Shard | None) -> None:
+                  views: ModelViews, seed: int | None, shard: Shard | None) -> None:
     m = load(chip.machine).with_figures(chip.figures)
     m = m.at_clock(chip.clock) if chip.clock is not None else m
     run = RunOptions(Emulated(), seed, KERNEL_TIMEOUT_S, shard)
     s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [])
     s.rt.close()
-    rt = ModelRuntime(m)
+    rt = ModelRuntime(m, views.profile)
     s.rt = rt
     err.print(f"modelled device: {rt.device.name}; machine file {chip.machine}; seed {s.seed}", highlight=False)
     rows: list[BenchRow] = []
     with progress("modelling", len(s.records)) as bar:
         for rec in s.records:
             bar.update(bar.task_ids[0], description=escape(f"{rec.job.kernel.name} on {rec.shape.name}"))
-            rows.append(model_record(s, rt, rec))
+            path = trace_path(views.trace, rec, len(s.records) > 1)
+            rows.append(model_record(s, rt, rec, path))
+            if path:
+                err.print(escape(f"trace of one CU: {path}"), highlight=False)
             bar.update(bar.task_ids[0], advance=1)
     out.print(model_table(rows, f"wgrad model: {rt.device.name} ({s.target}), seed {s.seed}"))
+    for table in profile_tables(rows):
+        out.print(table)
     for r in rows:
         assert r.model is not None
         err.print(f"{escape(r.kernel)} on {escape(r.shape.name)}: {r.model.classes} class"

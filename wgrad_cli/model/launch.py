@@ -5,7 +5,7 @@ class on a CU (cu.py), then the grid over the chip (schedule.py)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.model.cu import CuTime, simulate
 from wgrad_cli.model.machine import Machine
 from wgrad_cli.model.schedule import Sharing, schedule
+from wgrad_cli.model.timeline import Timeline
 from wgrad_cli.model.trace import Recorder, Stream
 
 
@@ -35,6 +36,8 @@ class Modelled:
     resident: int  # workgroups per CU at once
     hbm_bytes: int
     rounds: int
+    clocks: dict[tuple[int, int], float] = field(default_factory=dict)  # profile: (pc, cause index) -> seconds
+    executions: dict[int, int] = field(default_factory=dict)  # profile: pc -> wave-executions over the grid
 
 
 def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: str, timeout: float) -> list[Stream]:
@@ -52,9 +55,12 @@ def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: st
 
 
 def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, classes: list[int] | None,
-                 sharing: Sharing | None, name: str, timeout: float) -> Modelled:
+                 sharing: Sharing | None, name: str, timeout: float, profile: bool = False,
+                 timeline: Timeline | None = None) -> Modelled:
     """The launch's modelled time. `classes` gives each workgroup's class (None: each its own);
-    `timeout`: seconds each emulated workgroup may run before the launch stops as hung."""
+    `timeout`: seconds each emulated workgroup may run before the launch stops as hung; `profile`:
+    with each instruction's time by cause; `timeline`: filled with the CU timeline of the first
+    workgroup's class."""
     groups = launch.groups
     keys = classes if classes is not None else list(range(groups))
     recorder = Recorder(program, program.ops_for(launch.kernel), m)
@@ -77,10 +83,12 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     occupancy = gfx950(k.vgprs, k.agprs, lds, launch.threads)
     by_lds = m.lds_bytes_per_cu // lds if lds else occupancy.groups_per_unit  # the machine file's LDS, if set lower
     resident = max(1, min(occupancy.groups_per_unit, by_lds, -(-groups // m.compute_units)))
-    per_class: dict[int, CuTime] = {key: simulate([s] * resident, recorder.static, m) for key, s in streams.items()}
+    per_class: dict[int, CuTime] = {key: simulate([s] * resident, recorder.static, m, profile,
+                                                  timeline if key == keys[0] else None) for key, s in streams.items()}
     grid = schedule(keys, per_class, resident, sharing, m)
     hz = m.clock_ghz * 1e9
     causes = {c: v / hz for c, v in grid.causes.items()}
     floor = grid.mfma_cycles / m.simds / hz
     return Modelled(grid.cycles / hz, causes, max(causes, key=lambda c: causes[c]), floor, groups, len(first),
-                    sorted(emulated), resident, grid.hbm_bytes, grid.rounds)
+                    sorted(emulated), resident, grid.hbm_bytes, grid.rounds,
+                    {k: v / hz for k, v in grid.clocks.items()}, grid.executions)

@@ -13,6 +13,7 @@ from wgrad_cli.emu.program import Program
 from wgrad_cli.model.launch import Modelled, model_launch
 from wgrad_cli.model.machine import Machine
 from wgrad_cli.model.schedule import Sharing
+from wgrad_cli.model.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -25,9 +26,11 @@ class Plan:
 
 
 class ModelRuntime(EmuRuntime):
-    def __init__(self, machine: Machine) -> None:
+    def __init__(self, machine: Machine, profile: bool = False) -> None:
         super().__init__(workers=1)
         self.machine = machine
+        self.profile = profile  # each launch's time per instruction, by cause
+        self.timeline: Timeline | None = None  # filled by the next launch with one CU's run (a trace)
         d = self.device
         self.device = DeviceInfo(d.vendor, d.index, f"modelled {machine.name} at {machine.clock_ghz:g} GHz (wgrad model)",
                                  machine.arch, machine.compute_units, round(machine.clock_ghz * 1000), d.memory_bytes,
@@ -35,7 +38,10 @@ class ModelRuntime(EmuRuntime):
                                  emulated=True)
         self.plan = Plan()
         self.modelled: list[Modelled] = []  # one per launch, in order
+        self.programs: list[Program] = []  # each launch's program, in order
 
     def _run(self, launch: Launch, program: Program) -> None:
+        self.programs.append(program)
         self.modelled.append(model_launch(launch, program, self.heap, self.machine, self.plan.classes,
-                                          self.plan.sharing, launch.kernel.name, self.timeout))
+                                          self.plan.sharing, launch.kernel.name, self.timeout, self.profile,
+                                          self.timeline))

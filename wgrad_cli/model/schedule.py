@@ -12,7 +12,8 @@ is added as bandwidth time."""
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from wgrad_cli.model.cu import CAUSES, CuTime
 from wgrad_cli.model.machine import Machine
@@ -34,6 +35,8 @@ class GridTime:
     mfma_cycles: int  # matrix pipe clocks over the whole grid
     hbm_bytes: int
     rounds: int
+    clocks: dict[tuple[int, int], float] = field(default_factory=dict)  # profile: (pc, cause index) -> clocks, as causes
+    executions: dict[int, int] = field(default_factory=dict)  # profile: pc -> wave-executions over the grid
 
 
 def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sharing: Sharing | None,
@@ -45,6 +48,8 @@ def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sh
     free = [(0.0, u) for u in range(units)]
     heapq.heapify(free)
     busy = dict.fromkeys(CAUSES, 0.0)
+    timed: Counter[int] = Counter()  # class -> sets it timed (a set's time is its slowest member's timeline)
+    ran: Counter[int] = Counter()  # class -> workgroups of it
     mfma = 0
     rounds: list[list[float]] = []  # per round: slowest set (clocks), fresh input bytes, loads, stores
     seen: set[int] = set()
@@ -56,6 +61,8 @@ def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sh
         heapq.heappush(free, (start + t.cycles, unit))
         for cause, clocks in t.causes.items():
             busy[cause] += clocks
+        timed[slowest] += 1
+        ran.update(members)
         # a class's CU timeline holds `resident` of its workgroups: a member's share is 1 / resident
         mfma += sum(per_class[c].mfma_cycles for c in members) // resident
         loads = sum(per_class[c].bytes_loaded for c in members) // resident
@@ -75,7 +82,13 @@ def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sh
     causes = {c: v / units for c, v in busy.items()}
     causes["tail"] += compute - sum(causes.values())
     causes["bandwidth"] = stretch
-    return GridTime(compute + stretch, causes, mfma, sum(hbm), len(rounds))
+    by_pc: Counter[tuple[int, int]] = Counter()
+    executions: Counter[int] = Counter()
+    for c, n in timed.items():
+        by_pc.update({k: v * n / units for k, v in per_class[c].clocks.items()})
+    for c, n in ran.items():  # a class's CU timeline holds `resident` of its workgroups
+        executions.update({pc: e * n // resident for pc, e in per_class[c].executions.items()})
+    return GridTime(compute + stretch, causes, mfma, sum(hbm), len(rounds), dict(by_pc), dict(executions))
 
 
 def _fresh(sharing: Sharing, groups: range, seen: set[int], this_round: set[int], llc: int) -> int:

@@ -25,8 +25,9 @@ from wgrad_cli.errors import WgradError
 
 # 1: files before this module (no "schema" field in the oldest); 2: every record typed, bench
 # rows with their flush kind, spin, sensor overlap and throttling, the compare gate's provenance;
-# 3: modelled bench rows (`model`), which an older wgrad must not read as measured
-SCHEMA = 3
+# 3: modelled bench rows (`model`), which an older wgrad must not read as measured; 4: a modelled
+# row's per-instruction profile (`model.profile`)
+SCHEMA = 4
 COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, speedup and plot read
 SHOWN = (*COMMANDS, "selfbench", "build", "info")  # every document show prints
 
@@ -130,6 +131,39 @@ class VerifyRow(CodeObject):
 
 
 @dataclass(frozen=True)
+class InstructionTime:
+    """One instruction of a modelled kernel's code object: its wave-executions over the grid and the
+    time it accounts for by cause (model/cu.py gives every SIMD clock one cause and one instruction)."""
+
+    pc: int  # its offset in the code object
+    text: str  # its disassembly (LLVM's where llvm-objdump was found, else the mnemonic)
+    executions: int
+    causes_us: dict[str, float]  # the causes it took time for
+
+
+@dataclass(frozen=True)
+class CodeRegion:
+    """A stretch of the code object: a loop (from a backward branch's target to the branch) or the
+    straight code before, between or after the outermost loops."""
+
+    name: str
+    first_pc: int
+    last_pc: int
+    depth: int  # loops around it: 0 for straight code and outermost loops
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A modelled row's time by instruction: the instructions' times and the time no instruction
+    took (SIMDs idle: their waves done, or the grid's tail; and the bandwidth floors) sum to the row's."""
+
+    instructions: list[InstructionTime]
+    regions: list[CodeRegion]
+    idle_us: float
+    bandwidth_us: float
+
+
+@dataclass(frozen=True)
 class ModelFigures:
     """How a modelled row's time came about (wgrad model, docs/model.md): the machine file and
     clock, the cause that took the most time, the time by cause (summing to the row's time), the
@@ -145,6 +179,7 @@ class ModelFigures:
     emulated: list[int]
     resident: int  # workgroups per CU at once
     hbm_bytes: int
+    profile: Profile | None = None  # wgrad model --profile
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ from wgrad_cli.measure.stopping import Criterion
 from wgrad_cli.output.console import cell
 from wgrad_cli.output.grid import Grid
 from wgrad_cli.results.compare import Delta
-from wgrad_cli.results.records import BenchRow, Document, Ratio, VerifyRow
+from wgrad_cli.results.records import BenchRow, Document, Profile, Ratio, VerifyRow
 from wgrad_cli.results.speedup import Speedup, geomeans
 
 
@@ -79,6 +79,65 @@ def model_table(records: Sequence[BenchRow], title: str) -> Grid:
                       cell(r.pct_peak, ".2f"), m.limiter, *(f"{m.causes_us.get(c, 0.0):,.1f}" for c in MODEL_CAUSES),
                       f"{m.mfma_floor_us:,.1f}", f"{m.clock_ghz:g}", str(m.classes),
                       ", ".join(map(str, m.emulated)))
+    return table
+
+
+PROFILE_CAUSES = ("mfma", "memory", "barrier", "lds", "issue")  # the causes an instruction takes time for
+TOP = 12  # instructions in the profile's first table
+
+
+def profile_tables(records: Sequence[BenchRow]) -> list[Grid]:
+    """Per modelled row with a profile (wgrad model --profile): the instructions that take the most
+    time, with their disassembly and time by cause, then the time by loop and straight code, which
+    with the idle and bandwidth time sums to the row's."""
+    tables: list[Grid] = []
+    for r in records:
+        if r.model is None or r.model.profile is None:
+            continue
+        total = r.summary.median_ms * 1e3
+        label = f"{r.kernel} on {r.shape.name}"
+        tables.append(_top_instructions(r.model.profile, total, f"{label}: the {TOP} instructions that take the most "
+                                                                 f"of its {total:,.1f} us (modelled)"))
+        tables.append(_regions(r.model.profile, total, f"{label}: time by loop and straight code (modelled)"))
+    return tables
+
+
+def _share(us: float, total: float) -> str:
+    return f"{100 * us / total:.1f}%" if total else ""
+
+
+def _short(text: str, width: int = 32) -> str:
+    """An instruction's text cut to `width` for the table (the results file and trace hold it whole)."""
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _top_instructions(p: Profile, total: float, title: str) -> Grid:
+    table = Grid(title)
+    for name in ("pc", "instruction", "executions", "us", "share", "mostly", *(f"{c} us" for c in PROFILE_CAUSES)):
+        table.add_column(name, "left" if name in ("instruction", "mostly") else "right", detail=name.endswith(" us"))
+    ranked = sorted(p.instructions, key=lambda i: -sum(i.causes_us.values()))[:TOP]
+    for i in ranked:
+        us = sum(i.causes_us.values())
+        main = max(i.causes_us, key=lambda c: i.causes_us[c]) if us else ""
+        table.add_row(f"{i.pc:#x}", escape(_short(i.text)), f"{i.executions:,}", f"{us:,.1f}", _share(us, total),
+                      f"{main} {100 * i.causes_us[main] / us:.0f}%" if main else "",
+                      *(f"{i.causes_us.get(c, 0.0):,.1f}" for c in PROFILE_CAUSES))
+    return table
+
+
+def _regions(p: Profile, total: float, title: str) -> Grid:
+    table = Grid(title)
+    for name in ("code", "pcs", "instructions", "us", "share", *(f"{c} us" for c in PROFILE_CAUSES)):
+        table.add_column(name, "left" if name in ("code", "pcs") else "right", detail=name in ("pcs", "instructions"))
+    for g in p.regions:
+        inside = [i for i in p.instructions if g.first_pc <= i.pc <= g.last_pc]
+        by = {c: sum(i.causes_us.get(c, 0.0) for i in inside) for c in PROFILE_CAUSES}
+        us = sum(by.values())
+        table.add_row("  " * g.depth + g.name, f"{g.first_pc:#x}-{g.last_pc:#x}", f"{len(inside):,}", f"{us:,.1f}",
+                      _share(us, total), *(f"{by[c]:,.1f}" for c in PROFILE_CAUSES))
+    blank = [""] * len(PROFILE_CAUSES)
+    table.add_row("idle", "", "", f"{p.idle_us:,.1f}", _share(p.idle_us, total), *blank)
+    table.add_row("bandwidth", "", "", f"{p.bandwidth_us:,.1f}", _share(p.bandwidth_us, total), *blank)
     return table
 
 
