@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from traceformat import simd_clocks, validated
 from wgrad_cli.cli import cli
 
 pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
@@ -30,7 +31,7 @@ def modelled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def test_rows_are_modelled_with_a_limiter_and_causes_that_sum_to_the_time(modelled: tuple[Path, str]) -> None:
     path, output = modelled
     doc = json.loads(path.read_text())
-    assert doc["schema"] == 3 and doc["modelled"]["clock_ghz"] == 2.0 and doc["device"]["max_clock_mhz"] == 2000
+    assert doc["schema"] == 4 and doc["modelled"]["clock_ghz"] == 2.0 and doc["device"]["max_clock_mhz"] == 2000
     (row,) = doc["records"]
     m = row["model"]
     assert row["stop"] == "modelled" and row["cache"] == "modelled" and row["kernel"] == "reference"
@@ -86,3 +87,24 @@ def test_a_figure_changes_the_modelled_time(modelled: tuple[Path, str], tmp_path
     slow, base = (json.loads(p.read_text()) for p in (out, modelled[0]))
     assert slow["modelled"]["figures"] == ["vmem_latency_cycles=1600"]
     assert slow["records"][0]["median_ms"] > base["records"][0]["median_ms"]  # the one-expert shape waits on memory
+
+
+def test_profile_and_trace_of_the_reference_kernel(tmp_path: Path) -> None:
+    out, trace = tmp_path / "model.json", tmp_path / "cu.json"
+    result = CliRunner().invoke(cli, ["model", "--config", "smoke", "--shape", "one-expert", "--profile", "--trace",
+                                      str(trace), "--json", str(out), "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(out.read_text())["records"]
+    p = row["model"]["profile"]
+    spent = sum(sum(i["causes_us"].values()) for i in p["instructions"])
+    total = row["median_ms"] * 1e3
+    assert spent + p["idle_us"] + p["bandwidth_us"] == pytest.approx(total, rel=1e-9)
+    assert spent == pytest.approx(total, rel=0.01)  # one round of 8 workgroups a CU: no tail to speak of
+    top = max(p["instructions"], key=lambda i: sum(i["causes_us"].values()))
+    assert top["text"].startswith("s_waitcnt vmcnt") and set(top["causes_us"]) == {"memory"}
+    assert any(r["name"] == "loop 1" for r in p["regions"])
+    assert "instructions that take the most" in result.output and "time by loop" in result.output
+    shown = CliRunner().invoke(cli, ["show", str(out)])
+    assert shown.exit_code == 0 and "s_waitcnt vmcnt" in shown.output and "loop 1" in shown.output
+    doc = validated(trace)
+    assert simd_clocks(doc) == dict.fromkeys(range(4), doc["otherData"]["cycles"])
