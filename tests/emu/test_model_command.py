@@ -4,6 +4,7 @@ apart from measured ones."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -108,3 +109,10 @@ def test_profile_and_trace_of_the_reference_kernel(tmp_path: Path) -> None:
     assert shown.exit_code == 0 and "s_waitcnt vmcnt" in shown.output and "loop 1" in shown.output
     doc = validated(trace)
     assert simd_clocks(doc) == dict.fromkeys(range(4), doc["otherData"]["cycles"])
+    if importlib.util.find_spec("matplotlib") is None:
+        return
+    picture = tmp_path / "cu.svg"
+    plotted = CliRunner().invoke(cli, ["plot", str(trace), "--output", str(picture)])
+    assert plotted.exit_code == 0, plotted.output
+    svg = picture.read_text()
+    assert "SIMD 3: every clock by cause" in svg and "waiting for memory" in svg and "wave 0 (workgroup 0" in svg

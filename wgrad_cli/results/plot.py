@@ -21,6 +21,7 @@ from typing import Any
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results.baseline_names import DEQUANT, NAMES
 from wgrad_cli.results.records import BenchRow, Document, read_document
+from wgrad_cli.results.traceplot import draw_trace, read_trace
 
 FORMATS = ("png", "svg")
 MODELLED = " (modelled)"  # modelled rows (wgrad model) are their own series, named so in the legend
@@ -201,7 +202,13 @@ def draw(data: Bars, out: Path) -> None:
 
 
 def render(paths: list[Path], out: Path) -> None:
-    """The figure of these bench files, written to `out` (its suffix picks PNG or SVG)."""
-    output_format(out)
-    _matplotlib()
+    """The figure of these bench files, or of one CU trace wgrad model wrote, written to `out` (its
+    suffix picks PNG or SVG)."""
+    form = output_format(out)
+    mpl = _matplotlib()
+    trace = read_trace(paths[0]) if len(paths) == 1 else None
+    if trace is not None:
+        mpl.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "wgrad", "font.size": 9})
+        draw_trace(trace, out, form)
+        return
     draw(collect(load(paths)), out)
