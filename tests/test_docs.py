@@ -68,6 +68,8 @@ NOT_OURS = {
     "extra/thunder/amd/gemm_mxfp8.cpp": "HipKittens' MXFP8 GEMM in tinygrad's repository (docs/model.md's calibration)",
     "extra/thunder/amd/gemm_fp8.cpp": "HipKittens' FP8 GEMM in tinygrad's repository (docs/model.md's calibration)",
     "rocclr/device/rocm/rocvirtual.cpp": "a file of ROCm/clr's repository",
+    "amd_hip_ocp_types.h": "a ROCm 7 HIP header (docs/model.md's build of the seed)",
+    "hip_fp4.h": "a ROCm 7 HIP header (docs/model.md's build of the seed)",
     "results/h200/no-such-file.json": "a test's file that must not exist",
 }
 SKIP = {".git", ".venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", "__pycache__", "build", "dist"}
