@@ -271,9 +271,10 @@ def _owned(arr: np.ndarray, owner: np.ndarray, clocks: dict[tuple[int, int], flo
     pc = np.where(idle, -1, arr[owner, 4])
     wave = np.where(idle, -1, arr[owner, 5])
     if not idle.all():
-        keys, counts = np.unique(np.stack([pc[~idle], cause[~idle]]), axis=1, return_counts=True)
-        for (p, c), n in zip(keys.T.tolist(), counts.tolist()):
-            clocks[(p, c)] = clocks.get((p, c), 0) + n
+        counts = np.bincount(pc[~idle] * len(CAUSES) + cause[~idle])  # one key per (pc, cause)
+        for key in np.flatnonzero(counts).tolist():
+            p, c = divmod(key, len(CAUSES))
+            clocks[(p, c)] = clocks.get((p, c), 0) + int(counts[key])
     change = np.flatnonzero((np.diff(cause) != 0) | (np.diff(pc) != 0) | (np.diff(wave) != 0)) + 1
     starts = np.concatenate([[0], change])
     ends = np.concatenate([change, [len(owner)]])
