@@ -35,6 +35,7 @@ from wgrad_cli.model.trace import Stream
 
 CAUSES = ("mfma", "issue", "lds", "memory", "barrier", "tail")
 MFMA, ISSUE, LDS, MEMORY, BARRIER = range(5)
+WAITED = {Kind.MFMA: MFMA, Kind.LDS: LDS, Kind.LOAD: MEMORY, Kind.STORE: MEMORY}  # what an issue waits for
 
 
 @dataclass(frozen=True)
@@ -187,9 +188,6 @@ def simulate(groups: list[list[Stream]], static: dict[int, Static], m: Machine, 
         found, counts = np.unique(every, return_counts=True)
         executions = dict(zip(found.tolist(), counts.tolist()))
     return CuTime(end, causes, mfma_total, loaded, stored, clocks if profile else {}, executions)
-
-
-WAITED = {Kind.MFMA: MFMA, Kind.LDS: LDS, Kind.LOAD: MEMORY, Kind.STORE: MEMORY}  # what an issue waits for
 
 
 class Spans:
