@@ -27,7 +27,7 @@ def show_tables(paths: list[Path]) -> list[Grid]:
             continue
         title = f"{path}: wgrad {doc.command} on {doc.machine}, {doc.provenance.date or 'undated'}"
         tables.append(document_table(doc, title))
-        tables += profile_tables(doc.bench_rows)
+        tables += profile_tables(doc.bench_rows, f"{path}: ")
     if problems:
         raise WgradError(problems)
     return tables

@@ -86,16 +86,16 @@ PROFILE_CAUSES = ("mfma", "memory", "barrier", "lds", "issue")  # the causes an 
 TOP = 12  # instructions in the profile's first table
 
 
-def profile_tables(records: Sequence[BenchRow]) -> list[Grid]:
+def profile_tables(records: Sequence[BenchRow], prefix: str = "") -> list[Grid]:
     """Per modelled row with a profile (wgrad model --profile): the instructions that take the most
     time, with their disassembly and time by cause, then the time by loop and straight code, which
-    with the idle and bandwidth time sums to the row's."""
+    with the idle and bandwidth time sums to the row's; titles start with `prefix`."""
     tables: list[Grid] = []
     for r in records:
         if r.model is None or r.model.profile is None:
             continue
         total = r.summary.median_ms * 1e3
-        label = f"{r.kernel} on {r.shape.name}"
+        label = f"{prefix}{r.kernel} on {r.shape.name}"
         tables.append(_top_instructions(r.model.profile, total, f"{label}: the {TOP} instructions that take the most "
                                                                  f"of its {total:,.1f} us (modelled)"))
         tables.append(_regions(r.model.profile, total, f"{label}: time by loop and straight code (modelled)"))
