@@ -35,6 +35,7 @@ from wgrad_cli.model.trace import Stream
 
 CAUSES = ("mfma", "issue", "lds", "memory", "barrier", "tail")
 MFMA, ISSUE, LDS, MEMORY, BARRIER = range(5)
+CHUNK = 1 << 20  # clocks assigned at once
 WAITED = {Kind.MFMA: MFMA, Kind.LDS: LDS, Kind.LOAD: MEMORY, Kind.STORE: MEMORY}  # what an issue waits for
 
 
@@ -191,9 +192,10 @@ def simulate(groups: list[list[Stream]], static: dict[int, Static], m: Machine, 
 
 
 class Spans:
-    """Clock spans (simd, cause, start, end, pc, wave), flat in an int64 array, each of the instruction
-    `who` names (pc, wave). A span that overlaps or touches the last one of its SIMD and cause (and, where
-    `detail`, of its instruction and wave) extends that one, which keeps a long run's spans few."""
+    """Clock spans (simd, cause, start, end), flat in an int64 array; where `detail`, each also with the
+    instruction `who` names (pc, wave). A span that overlaps or touches the last one of its SIMD and
+    cause (and, where `detail`, of its instruction and wave) extends that one, which keeps a long
+    run's spans few."""
 
     def __init__(self, detail: bool) -> None:
         self.flat = array("q")
@@ -210,7 +212,7 @@ class Spans:
                 self.flat[at + 3] = end
             return
         self._last[key] = len(self.flat)
-        self.flat.extend((*span, *self.who))
+        self.flat.extend((*span, *self.who) if self.detail else span)
 
 
 def _release(arrived: dict[int, list[tuple[int, int, int]]], group: int, live: list[int],
@@ -239,8 +241,7 @@ def _assign(spans: array[int], end: int, simds: int, detail: bool
     runs: list[np.ndarray] = []
     if end <= 0:
         return dict.fromkeys(CAUSES, 0.0), clocks, runs
-    arr = np.frombuffer(spans, dtype=np.int64).reshape(-1, 6)
-    at = np.arange(end)
+    arr = np.frombuffer(spans, dtype=np.int64).reshape(-1, 6 if detail else 4)
     for s in range(simds):
         mine = np.flatnonzero(arr[:, 0] == s)
         owner = np.full(end, -1, dtype=np.int64)  # the span each clock went to
@@ -249,12 +250,15 @@ def _assign(spans: array[int], end: int, simds: int, detail: bool
             if not len(rows):
                 continue
             rows = rows[np.argsort(arr[rows, 2], kind="stable")]
-            # the first span (by start) still running past a clock covers it if it began by then
-            first = np.searchsorted(np.maximum.accumulate(arr[rows, 3]), at, side="right")
-            began = np.searchsorted(arr[rows, 2], at, side="right")
-            here = (first < began) & (owner < 0)
-            totals[cause] += np.count_nonzero(here)
-            owner[here] = rows[first[here]]
+            starts, reach = arr[rows, 2], np.maximum.accumulate(arr[rows, 3])
+            for lo in range(0, end, CHUNK):  # in chunks of clocks, which bounds the memory a long run takes
+                at = np.arange(lo, min(end, lo + CHUNK))
+                # the first span (by start) still running past a clock covers it if it began by then
+                first = np.searchsorted(reach, at, side="right")
+                began = np.searchsorted(starts, at, side="right")
+                here = (first < began) & (owner[lo: lo + CHUNK] < 0)
+                totals[cause] += np.count_nonzero(here)
+                owner[lo: lo + CHUNK][here] = rows[first[here]]
         totals[-1] += np.count_nonzero(owner < 0)
         if detail:
             _owned(arr, owner, clocks, runs)
