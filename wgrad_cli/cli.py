@@ -19,6 +19,8 @@ from wgrad_cli.config.options import (
     FLUSHES,
     HIP_STACK_BYTES,
     HIP_STACK_CAP,
+    DEFAULT_MACHINE,
+    EMU_CPU_SECONDS,
     KERNEL_TIMEOUT_S,
     BenchOptions,
     CompilerOptions,
@@ -213,9 +215,11 @@ def run_options(f: F) -> F:
     f = click.option("--seed", type=click.IntRange(min=0), help="Problem seed (default: the config's).")(f)
     f = click.option("--device", callback=parse_device, default="0", show_default=True, metavar="N|emu",
                      help="Device index, or emu: the emulated gfx950 (an MI355X run on the CPU; verify only).")(f)
-    f = click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), default=KERNEL_TIMEOUT_S,
-                     show_default=True, help="Seconds any one wait for the device (on the emulator: one launch) may "
-                                             "take before the run stops as hung (a deadlocked kernel), exit status 3.")(f)
+    f = click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True),
+                     help=f"Seconds any one wait for a GPU may take before the run stops as hung (a deadlocked kernel), "
+                          f"exit status 3; default {KERNEL_TIMEOUT_S:g}. On the emulator: CPU seconds each of its "
+                          f"processes may spend on one launch, default {EMU_CPU_SECONDS:g}; its watchdog stops a "
+                          f"spinning kernel sooner, by its state.")(f)
     return f
 
 
@@ -232,6 +236,9 @@ def run_options(f: F) -> F:
 @click.option("--edge-cases", is_flag=True,
               help="Also run every shape with half its experts empty, all tokens in one expert, and skewed routing.")
 @click.option("--per-expert", is_flag=True, help="Print every shape's per-expert table (failures always get one).")
+@click.option("--model", is_flag=True,
+              help="With --device emu: also model each verified kernel's time on an MI355X at 2.4 GHz (as wgrad model "
+                   "does) and show it beside the check, labelled modelled.")
 @click.option("--strict-lds", is_flag=True,
               help="With --device emu: stop at the first LDS access beyond the workgroup's allocation (the hardware "
                    "reads 0 and drops the write; by default the emulator does the same and counts them).")
@@ -248,7 +255,9 @@ def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, ou
     from wgrad_cli.commands.verify import verify_command
 
     emulator = EmulatorOptions(strict_lds, emu_stack_bytes, emu_register_fill)
-    run = replace(run, device=emulated_device(run.device, emulator, run.kernel_timeout))
+    if checks.model and not isinstance(run.device, Emulated):
+        raise WgradError("--model: the timing model runs gfx950 code objects on the emulator; add --device emu")
+    run = replace(run, device=emulated_device(run.device, emulator, run.kernel_timeout or EMU_CPU_SECONDS))
     verify_command(selection, compilers, run, output, checks)
 
 
@@ -307,7 +316,7 @@ def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, out
 @wide_option
 @gathered(ModelOptions, "chip")
 @gathered(Output, "output")
-@click.option("--machine", default="mi355x", show_default=True, help="Machine file of the modelled chip.")
+@click.option("--machine", default=DEFAULT_MACHINE, show_default=True, help="Machine file of the modelled chip.")
 @click.option("--clock", type=click.FloatRange(min=0.1, max=5.0), metavar="GHZ",
               help="Shader clock in GHz (default: the machine file's peak, 2.4; about 2.0 is seen under matrix load).")
 @click.option("--figure", "figures", multiple=True, metavar="NAME=VALUE",

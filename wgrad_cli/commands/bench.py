@@ -8,7 +8,7 @@ from rich.markup import escape
 
 from wgrad_cli.backends.peaks import Peak, flush_bytes
 from wgrad_cli.backends.registry import backend, check_timed, peak
-from wgrad_cli.commands.run import print_header, save_results
+from wgrad_cli.commands.run import opened, print_header, save_results
 from wgrad_cli.config.options import BenchOptions, CompilerOptions, Output, RunOptions, Selection
 from wgrad_cli.device.session import open_session
 from wgrad_cli.errors import WgradError
@@ -45,7 +45,8 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     check_timed(run.device)
     if baselines or flush_kind == "read":
         require_torch()  # before any build or launch
-    s = open_session(selection, compilers, run, False, extra=lambda _: [("empty", CALIBRATION.dims)])
+    s = opened(selection, run, lambda: open_session(selection, compilers, run, False,
+                                                    extra=lambda _: [("empty", CALIBRATION.dims)]))
     if baselines and not backend(s.target).torch_baselines:
         s.rt.close()
         raise WgradError(f"--baselines on a {s.target} device: PyTorch's ROCm wheels load their own libamdhip64.so beside "

@@ -106,6 +106,10 @@ class Runtime(Protocol):
         """What the last launch executed (waves, instructions by class, bytes), where the device can
         count it (the emulator); None on a GPU."""
         ...
+    def watch(self, report: Callable[[int, int], None]) -> None:
+        """Have each later launch report (workgroups done, workgroups) while it runs, where the device
+        can see inside a launch (the emulator); a GPU cannot, and reports nothing."""
+        ...
     def abandon(self) -> None:
         """A kernel is stuck: from now on free and close make no driver call (it would block behind it)."""
         ...
@@ -152,6 +156,9 @@ class DriverRuntime(ABC):
 
     def counters(self) -> dict[str, object] | None:
         return None  # a GPU counts nothing here
+
+    def watch(self, report: Callable[[int, int], None]) -> None:
+        pass  # a GPU launch is opaque until it ends
 
     def abandon(self) -> None:
         self._abandoned = True

@@ -3,7 +3,8 @@ emulator, so verify runs a gfx950 code object on the CPU exactly as it would on 
 
 Memory is the emulator's heap; a launch runs to completion before `launch` returns (events are
 therefore done at once, and their times mean nothing: bench refuses this device), or stops as
-LaunchStopped once it has run `timeout` seconds (the session's --kernel-timeout). Each launch's
+LaunchStopped once its watchdog finds it stuck or a worker has spent `timeout` seconds of CPU time on
+it (the session's --kernel-timeout). Each launch's
 instruction statistics are kept for the results. A fault (an instruction the emulator lacks, an
 access outside every allocation or outside a lane's private segment) becomes a one-line DriverError;
 any other exception is a bug in the emulator, an EmulatorBug with its traceback.
@@ -26,11 +27,11 @@ import numpy as np
 
 from wgrad_cli.build.codeobject import CodeObjectError
 from wgrad_cli.build.occupancy import gfx950
-from wgrad_cli.config.options import HIP_STACK_BYTES, KERNEL_TIMEOUT_S
+from wgrad_cli.config.options import EMU_CPU_SECONDS, HIP_STACK_BYTES
 from wgrad_cli.device.runtime import UNREPORTED, DeviceInfo, Reading
-from wgrad_cli.emu.dispatch import Launch, run
+from wgrad_cli.emu.dispatch import Launch, Report, run
 from wgrad_cli.emu.loader import Descriptor, Image, load_image
-from wgrad_cli.emu.machine import EmuFault, Stats, TimedOut
+from wgrad_cli.emu.machine import EmuFault, Stats, Stuck, TimedOut
 from wgrad_cli.emu.memory import Heap, Name, Region
 from wgrad_cli.emu.ops.scratch import refusal
 from wgrad_cli.emu.program import Program
@@ -78,7 +79,7 @@ class EmuRuntime:
     crash_prone = False  # a fault is a DriverError, and the device lives in this process
 
     def __init__(self, workers: int | None = None, strict_lds: bool = False,
-                 stack_bytes: int = HIP_STACK_BYTES, timeout: float = KERNEL_TIMEOUT_S, register_fill: int = 0) -> None:
+                 stack_bytes: int = HIP_STACK_BYTES, timeout: float = EMU_CPU_SECONDS, register_fill: int = 0) -> None:
         version = importlib.metadata.version("tinygrad")
         self.device = DeviceInfo("amd", 0, "emulated gfx950 (wgrad)", "gfx950", UNITS, 0,
                                  os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 0,
@@ -87,7 +88,8 @@ class EmuRuntime:
         self.workers = workers or os.cpu_count() or 1
         self.strict_lds = strict_lds
         self.stack_bytes = stack_bytes  # per work-item, for kernels with a dynamic stack
-        self.timeout = timeout  # seconds of wall time a launch may take (--kernel-timeout)
+        self.timeout = timeout  # CPU seconds each worker may spend on a launch (--kernel-timeout)
+        self.report: Report | None = None  # hears each launch's progress (watch)
         self.register_fill = register_fill  # VGPRs/AGPRs a launch leaves undefined hold this (a code object
         # whose results change with it reads registers the hardware leaves undefined)
         self.stats: list[Stats] = []  # one per launch, in order
@@ -172,7 +174,7 @@ class EmuRuntime:
         try:
             self._write_kernargs(k, kernarg, grid, block, kernel_params)
             launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet,
-                            deadline=time.monotonic() + self.timeout,
+                            cpu_seconds=self.timeout,
                             resident=self.resident(function, block, dynamic_shared, 1), strict_lds=self.strict_lds,
                             code_base=function.module.base, stack_bytes=self.stack_bytes,
                             register_fill=self.register_fill)
@@ -180,9 +182,12 @@ class EmuRuntime:
             self._run(launch, function.module.program)
         except EmuFault as exc:
             raise DriverError(str(exc)) from None
+        except Stuck as exc:
+            raise LaunchStopped(f"launch of {k.name} can never finish: the emulator stopped it when none of its waves "
+                                f"could change what they read any more: {exc}") from None
         except TimedOut as exc:
-            raise LaunchStopped(f"launch of {k.name} did not finish within {self.timeout:g} s (--kernel-timeout) on the "
-                                f"emulator, which stopped it: {exc}") from None
+            raise LaunchStopped(f"launch of {k.name} did not finish within {self.timeout:g} s of CPU time per process "
+                                f"(--kernel-timeout) on the emulator, which stopped it: {exc}") from None
         except WgradError:
             raise
         except Exception:  # noqa: BLE001 - anything else is a bug in the emulator: reported whole
@@ -194,7 +199,7 @@ class EmuRuntime:
     def _run(self, launch: Launch, program: Program) -> None:
         """Run the launch, its arguments and dispatch packet in place (the timing model runs it
         its own way: model/runtime.py)."""
-        self.stats.append(run(launch, program, self.heap, launch.kernel.name, self.workers))
+        self.stats.append(run(launch, program, self.heap, launch.kernel.name, self.workers, self.report))
 
     def _write_kernargs(self, k: Descriptor, address: int, grid: int, block: int, kernel_params: int) -> None:
         """The explicit arguments from kernelParams (one pointer per argument, in order) and the
@@ -256,6 +261,9 @@ class EmuRuntime:
 
     def counters(self) -> dict[str, object] | None:
         return self.stats[-1].to_json() if self.stats else None
+
+    def watch(self, report: Report) -> None:
+        self.report = report
 
     def abandon(self) -> None:
         pass

@@ -141,23 +141,34 @@ def check_record(s: Session, job: tuple[Record, str, int]) -> Outcome:
         dev.free()
 
 
-def verify(s: Session, mode: str, rows: int, on_done: Callable[[Outcome], None],
-           on_crash: Callable[[Crash], None], on_hang: Callable[[str], None]) -> list[Outcome]:
+@dataclass(frozen=True)
+class Callbacks:
+    """What verify tells its caller as it goes: a record begins, is checked, crashed its process, or
+    was stopped as hung (its line)."""
+
+    on_start: Callable[[str], None]
+    on_done: Callable[[Outcome], None]
+    on_crash: Callable[[Crash], None]
+    on_hang: Callable[[str], None]
+
+
+def verify(s: Session, mode: str, rows: int, tell: Callbacks) -> list[Outcome]:
     """Check every record, each in a process of its own where a fault could end the process (isolation.py):
     a record whose process crashed goes to on_crash, one whose launch the emulator stopped as hung
     goes to on_hang (its line), and the others still run."""
     outcomes = []
     for rec in s.records:
         what = f"{rec.job.kernel.name} on {rec.shape.name}"
+        tell.on_start(what)
         try:
             result = isolation.run(s, what, check_record, (rec, mode, rows))
         except LaunchStopped as exc:
-            on_hang(f"{what}: {exc.lines[0]}")
+            tell.on_hang(f"{what}: {exc.lines[0]}")
             continue
         if isinstance(result, Crash):
-            on_crash(result)
+            tell.on_crash(result)
             continue
         outcomes.append(result)
-        on_done(result)
+        tell.on_done(result)
     return sorted(outcomes, key=lambda o: o.record.index)
 

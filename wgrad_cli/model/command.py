@@ -13,7 +13,6 @@ from rich.markup import escape
 from wgrad_cli.backends.registry import peak
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.options import (
-    KERNEL_TIMEOUT_S,
     CompilerOptions,
     Emulated,
     ModelOptions,
@@ -85,22 +84,35 @@ def model_record(s: Session, rt: ModelRuntime, rec: Record) -> BenchRow:
     return _row(s, rec, p, rt.modelled[-1], rt.machine, kernel.grid, time.perf_counter() - began)
 
 
-def model_command(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions,
-                  seed: int | None, shard: Shard | None) -> None:
+def machine_for(chip: ModelOptions) -> Machine:
     m = load(chip.machine).with_figures(chip.figures)
-    m = m.at_clock(chip.clock) if chip.clock is not None else m
-    run = RunOptions(Emulated(), seed, KERNEL_TIMEOUT_S, shard)
-    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [])
-    s.rt.close()
+    return m.at_clock(chip.clock) if chip.clock is not None else m
+
+
+def model_records(s: Session, m: Machine, records: list[Record]) -> tuple[Session, list[BenchRow]]:
+    """`records` of the session (its builds and problems) on the timing model of `m`: the session
+    with the model as its device, and the rows."""
     rt = ModelRuntime(m)
-    s.rt = rt
-    err.print(f"modelled device: {rt.device.name}; machine file {chip.machine}; seed {s.seed}", highlight=False)
+    s = replace(s, rt=rt)
     rows: list[BenchRow] = []
-    with progress("modelling", len(s.records)) as bar:
-        for rec in s.records:
+    with progress("modelling", len(records)) as bar:
+        for rec in records:
             bar.update(bar.task_ids[0], description=escape(f"{rec.job.kernel.name} on {rec.shape.name}"))
             rows.append(model_record(s, rt, rec))
             bar.update(bar.task_ids[0], advance=1)
+    return s, rows
+
+
+def model_command(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions,
+                  seed: int | None, shard: Shard | None) -> None:
+    m = machine_for(chip)
+    run = RunOptions(Emulated(), seed, None, shard)
+    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [])
+    err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}",
+              highlight=False)
+    s.rt.close()
+    s, rows = model_records(s, m, s.records)
+    rt = s.rt
     out.print(model_table(rows, f"wgrad model: {rt.device.name} ({s.target}), seed {s.seed}"))
     for r in rows:
         assert r.model is not None

@@ -47,7 +47,7 @@ def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: st
 
     # an EmuFault is the device's one-line DriverError, a hang its LaunchStopped (emu/device.py); the
     # time limit is per emulated workgroup, since a modelled launch runs several of them one by one
-    execute(batch, recorder.ops, describe, time.monotonic() + timeout)
+    execute(batch, recorder.ops, describe, time.thread_time() + timeout)
     return recorder.streams(batch.W)
 
 

@@ -113,6 +113,18 @@ class CodeObject:
     build_errors: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ModelledTime:
+    """A verified kernel's time on the timing model (verify --model; docs/model.md): a modelled figure,
+    never a measurement."""
+
+    machine: str
+    clock_ghz: float
+    microseconds: float
+    tflops: float
+    limiter: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class VerifyRow(CodeObject):
     index: int  # place in the unsharded run
@@ -126,6 +138,7 @@ class VerifyRow(CodeObject):
     experts: list[Errors]
     sampled: Sampled | None = None
     counters: Counters | None = None  # what the launch executed, where the device counts it (the emulator)
+    modelled: ModelledTime | None = None  # its time on the timing model, where verify --model asked for it
     shard: int | None = None  # in merged files, the shard that ran it
 
 

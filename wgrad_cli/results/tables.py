@@ -96,21 +96,28 @@ def _g(x: float) -> str:
     return f"{x:.3g}"
 
 
+MODELLED = ("modelled us", "modelled TFLOP/s")  # verify --model's columns: labelled, never a measurement
+
+
 def verify_table(records: Sequence[VerifyRow], title: str) -> Grid:
     """One row per (kernel, shape) from result records (also merged or loaded ones)."""
     table = Grid(title)
-    essential = ("kernel", "shape", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status")
+    modelled = any(r.modelled is not None for r in records)
+    essential = ("kernel", "shape", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status", *MODELLED)
     for name in ("kernel", "shape", "M x N x K, E", "routing", "seed", "max abs err", "max rel err",
-                 "rel Frobenius", "mismatches", "NaNs", "unwritten", "sampled rows", "status"):
-        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "status") else "right",
-                         detail=name not in essential)
+                 "rel Frobenius", "mismatches", "NaNs", "unwritten", "sampled rows", "status",
+                 *(("modelled at", *MODELLED, "limiter") if modelled else ())):
+        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "status", "modelled at", "limiter")
+                         else "right", detail=name not in essential)
     for r in records:
-        c = r.overall
+        c, m = r.overall, r.modelled
         table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.seed),
                       _g(c.max_abs_error), _g(c.max_rel_row_error), _g(c.rel_frobenius), str(c.mismatches),
                       str(c.nans), str(c.unwritten),
                       "" if r.sampled is None else ("ok" if r.sampled.overall.ok else "[red]FAILED[/]"),
-                      "[green]ok[/]" if r.ok else "[red]FAILED[/]")
+                      "[green]ok[/]" if r.ok else "[red]FAILED[/]",
+                      *(() if not modelled else ("", "", "", "") if m is None else (
+                          f"{m.machine} {m.clock_ghz:g} GHz", f"{m.microseconds:,.1f}", f"{m.tflops:,.2f}", m.limiter)))
     return table
 
 
