@@ -251,12 +251,12 @@ def run_options(f: F) -> F:
 def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output, checks: VerifyOptions,
            strict_lds: bool, emu_stack_bytes: int | None, emu_register_fill: int | None) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
-    from wgrad_cli.backends.registry import emulated_device
+    from wgrad_cli.backends.registry import emulated_device, emulated_only
     from wgrad_cli.commands.verify import verify_command
 
     emulator = EmulatorOptions(strict_lds, emu_stack_bytes, emu_register_fill)
-    if checks.model and not isinstance(run.device, Emulated):
-        raise WgradError("--model: the timing model runs gfx950 code objects on the emulator; add --device emu")
+    if checks.model:
+        emulated_only(run.device, "--model: the modelled launches")
     run = replace(run, device=emulated_device(run.device, emulator, run.kernel_timeout or EMU_CPU_SECONDS))
     verify_command(selection, compilers, run, output, checks)
 

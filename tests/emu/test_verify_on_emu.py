@@ -67,7 +67,7 @@ def test_reference_kernel_passes_on_the_emulator(args: list[str], tmp_path: Path
 def test_model_needs_the_emulator() -> None:
     result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--model"])
     assert result.exit_code == 2 and result.stderr.strip() == (
-        "--model: the timing model runs gfx950 code objects on the emulator; add --device emu")
+        "--model: the modelled launches run on the emulated gfx950; add --device emu (not --device 0)")
 
 
 def test_strict_lds_needs_the_emulator() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from wgrad_cli.backends.base import Backend
 from wgrad_cli.backends.gfx950 import Gfx950
 from wgrad_cli.backends.peaks import Peak
@@ -54,6 +56,22 @@ def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: fl
     return Emulated(options.strict_lds,
                     -(-(options.stack_bytes or HIP_STACK_BYTES) // 16) * 16,  # rounded up as hipDeviceSetLimit does
                     kernel_timeout, options.register_fill or 0)
+
+
+def emulated_only(device: Device, what: str) -> Emulated:
+    """The device, which must be the emulated one for `what`; WgradError otherwise."""
+    if not isinstance(device, Emulated):
+        raise WgradError(f"{what} run on the emulated {EMULATED_TARGET}; add --device emu (not --device {device})")
+    return device
+
+
+def without_gpu(device: Device, targets: Sequence[str], config: str) -> str | None:
+    """Where a run on a GPU found none: the line saying what runs here instead, for the config as the
+    user gave it; None where the emulator runs none of `targets`."""
+    if isinstance(device, Emulated) or EMULATED_TARGET not in targets:
+        return None
+    return (f"without a GPU: wgrad verify --config {config} --device {EMULATED} checks the {EMULATED_TARGET} kernels "
+            f"on the emulated MI355X; wgrad model --config {config} models their time")
 
 
 def check_timed(device: Device) -> None:

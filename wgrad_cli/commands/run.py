@@ -8,7 +8,8 @@ from typing import Any
 
 from rich.markup import escape
 
-from wgrad_cli.config.options import EMULATED_ARCH, Emulated, Output, RunOptions, Selection, Shard
+from wgrad_cli.backends.registry import without_gpu
+from wgrad_cli.config.options import Output, RunOptions, Selection, Shard
 from wgrad_cli.device.session import Session
 from wgrad_cli.errors import NoDevice
 from wgrad_cli.output.console import err
@@ -38,9 +39,7 @@ def opened(selection: Selection, run: RunOptions, open_it: Callable[[], Session]
     try:
         return open_it()
     except NoDevice as exc:
-        if isinstance(run.device, Emulated) or EMULATED_ARCH not in exc.targets:
+        hint = without_gpu(run.device, exc.targets, shlex.quote(str(selection.config_path)))
+        if hint is None:
             raise
-        config = shlex.quote(str(selection.config_path))
-        raise NoDevice([*exc.lines, f"without a GPU: wgrad verify --config {config} --device emu checks the "
-                                    f"{EMULATED_ARCH} kernels on the emulated MI355X; wgrad model --config {config} "
-                                    "models their time"], exc.targets) from None
+        raise NoDevice([*exc.lines, hint], exc.targets) from None

@@ -24,9 +24,6 @@ EMU_CPU_SECONDS = 3600.0
 DEFAULT_MACHINE = "mi355x"  # the chip wgrad model (and verify --model) times on unless --machine names another
 
 
-EMULATED_ARCH = "gfx950"  # the target whose code objects the emulator (and the timing model) runs
-
-
 @dataclass(frozen=True)
 class Emulated:
     """--device emu: gfx950's emulated device (wgrad_cli.emu), how strict its sanitizer is, the
