@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.compilers import Compiler
-from wgrad_cli.build.jobs import BuildJob, run_builds
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.compilers import Compiler
+from wgrad_cli.compile.jobs import BuildJob, run_builds
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.options import KERNEL_TIMEOUT_S
 from wgrad_cli.config.routing import Routing

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from wgrad_cli.backends.base import Backend, GridLimit
 from wgrad_cli.backends.peaks import Peak
-from wgrad_cli.build import cubin
-from wgrad_cli.build.codeobject import Param
-from wgrad_cli.build.compilers import Candidate, Compiler, run_version
-from wgrad_cli.build.resources import Resources
+from wgrad_cli.compile import cubin
+from wgrad_cli.compile.codeobject import Param
+from wgrad_cli.compile.compilers import Candidate, Compiler, run_version
+from wgrad_cli.compile.resources import Resources
 from wgrad_cli.device.runtime import DeviceInfo
 
 DATASHEET = {  # name fragment (first match wins) -> (fp8, bf16 TFLOP/s, HBM GB/s): NVIDIA datasheets, dense

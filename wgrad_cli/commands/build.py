@@ -6,11 +6,11 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.jobs import BuildJob, BuildResult, build_record, resolve_compilers, run_builds
-from wgrad_cli.build.report import build_table
-from wgrad_cli.build.selection import select, shard_jobs
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.jobs import BuildJob, BuildResult, build_record, resolve_compilers, run_builds
+from wgrad_cli.compile.report import build_table
+from wgrad_cli.compile.selection import select, shard_jobs
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import load_specs
 from wgrad_cli.config.options import CompilerOptions, Selection, Shard
 from wgrad_cli.config.shipped import config_name

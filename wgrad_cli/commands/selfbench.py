@@ -34,9 +34,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from wgrad_cli.backends.registry import EMULATED_TARGET
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.jobs import BuildJob, run_builds
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.jobs import BuildJob, run_builds
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import load_specs
 from wgrad_cli.config.loader import load_config
 from wgrad_cli.config.routing import Routing

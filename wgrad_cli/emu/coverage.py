@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from rich.markup import escape
 
 from wgrad_cli.backends.registry import EMULATED_TARGET
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.codeobject import CodeObjectError, match_symbol
-from wgrad_cli.build.jobs import run_builds
-from wgrad_cli.build.selection import select
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.codeobject import CodeObjectError, match_symbol
+from wgrad_cli.compile.jobs import run_builds
+from wgrad_cli.compile.selection import select
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import load_specs
 from wgrad_cli.config.options import CompilerOptions, Selection
 from wgrad_cli.emu.loader import load_image

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wgrad_cli.build.codeobject import CodeObjectError
-from wgrad_cli.build.occupancy import gfx950
+from wgrad_cli.compile.codeobject import CodeObjectError
+from wgrad_cli.compile.occupancy import gfx950
 from wgrad_cli.config.options import HIP_STACK_BYTES, KERNEL_TIMEOUT_S
 from wgrad_cli.device.runtime import UNREPORTED, DeviceInfo, Reading
 from wgrad_cli.emu.dispatch import Launch, run

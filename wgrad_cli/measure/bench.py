@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from wgrad_cli.backends.peaks import flush_bytes
 from wgrad_cli.backends.registry import peak
-from wgrad_cli.build.jobs import BuildJob
+from wgrad_cli.compile.jobs import BuildJob
 from wgrad_cli.config.loader import Shape
 from wgrad_cli.config.routing import Routing
 from wgrad_cli.device import isolation

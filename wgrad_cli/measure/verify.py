@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wgrad_cli.build.jobs import BuildJob
+from wgrad_cli.compile.jobs import BuildJob
 from wgrad_cli.device import isolation
 from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.launch import DeviceProblem, prepare, upload

@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
-from wgrad_cli.build.resources import Resources
+from wgrad_cli.compile.resources import Resources
 from wgrad_cli.errors import WgradError
 
 # 1: files before this module (no "schema" field in the oldest); 2: every record typed, bench

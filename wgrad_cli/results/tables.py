@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from rich.markup import escape
 
-from wgrad_cli.build.report import build_table, toolchain_table
+from wgrad_cli.compile.report import build_table, toolchain_table
 from wgrad_cli.measure.stopping import Criterion
 from wgrad_cli.output.console import cell
 from wgrad_cli.output.grid import Grid

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from rich.markup import escape
 
-from wgrad_cli.build.resources import Resources
+from wgrad_cli.compile.resources import Resources
 from wgrad_cli.output.grid import Grid, plural
 from wgrad_cli.results.records import BuildRecord, CompilerRecord
 

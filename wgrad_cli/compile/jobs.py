@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wgrad_cli.backends.registry import backend
-from wgrad_cli.build.cache import Cache, Entry, sha256_text
-from wgrad_cli.build.codeobject import CodeObjectError
-from wgrad_cli.build.compilers import Compiler
-from wgrad_cli.build.resources import Resources
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache, Entry, sha256_text
+from wgrad_cli.compile.codeobject import CodeObjectError
+from wgrad_cli.compile.compilers import Compiler
+from wgrad_cli.compile.resources import Resources
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
