@@ -15,7 +15,7 @@ from wgrad_cli.compile.jobs import BuildJob, run_builds
 from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.options import KERNEL_TIMEOUT_S
-from wgrad_cli.config.routing import Routing
+from wgrad_cli.problem.routing import Routing
 from wgrad_cli.config.targets import TARGETS, Target
 from wgrad_cli.device.launch import prepare, upload
 from wgrad_cli.device.runtime import DeviceInfo, Runtime

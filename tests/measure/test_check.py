@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from wgrad_cli.config.routing import Routing
+from wgrad_cli.problem.routing import Routing
 from wgrad_cli.measure.check import bf16_ulp, compare, gamma
 from wgrad_cli.problem.abi import Dims
 from wgrad_cli.problem.generate import Problem, generate

@@ -24,7 +24,7 @@ import pytest
 
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.options import KERNEL_TIMEOUT_S
-from wgrad_cli.config.routing import Routing
+from wgrad_cli.problem.routing import Routing
 from wgrad_cli.config.targets import Target
 from wgrad_cli.device.launch import prepare, upload
 from wgrad_cli.device.runtime import Runtime

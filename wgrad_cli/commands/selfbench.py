@@ -39,7 +39,7 @@ from wgrad_cli.compile.jobs import BuildJob, run_builds
 from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import load_specs
 from wgrad_cli.config.loader import load_config
-from wgrad_cli.config.routing import Routing
+from wgrad_cli.problem.routing import Routing
 from wgrad_cli.config.shipped import config_file, config_name
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.device.launch import prepare

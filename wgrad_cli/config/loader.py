@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from wgrad_cli.config.kernelspec import KernelSpec
-from wgrad_cli.config.routing import Routing
+from wgrad_cli.problem.routing import Routing
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.config.yamlsource import Key, Problems, load, not_text
 from wgrad_cli.problem.abi import Dims, dims_problems, offsets_problems

@@ -24,7 +24,7 @@ from wgrad_cli.backends.peaks import flush_bytes
 from wgrad_cli.backends.registry import peak
 from wgrad_cli.compile.jobs import BuildJob
 from wgrad_cli.config.loader import Shape
-from wgrad_cli.config.routing import Routing
+from wgrad_cli.problem.routing import Routing
 from wgrad_cli.device import isolation
 from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.launch import DeviceProblem, Kernel, prepare, upload

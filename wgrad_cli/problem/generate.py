@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wgrad_cli.config.routing import Routing
+from wgrad_cli.problem.routing import Routing
 from wgrad_cli.problem.abi import BLOCK, Dims
 from wgrad_cli.problem.mxfp8 import pack_scales, quantize
 
