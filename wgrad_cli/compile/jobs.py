@@ -24,7 +24,6 @@ from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
 from wgrad_cli.output.atomic import write_text
 from wgrad_cli.problem.abi import Dims
-from wgrad_cli.results.records import BuildRecord, ShapeRef
 
 ERROR_LINES = 12
 
@@ -194,10 +193,3 @@ def run_builds(jobs: list[BuildJob], toolchains: Toolchains, cache: Cache, limit
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(work, jobs))
 
-
-def build_record(result: BuildResult, shape: ShapeRef) -> BuildRecord:
-    """The record of one shape's build (records of shapes with the same dims share the build)."""
-    return BuildRecord(shape=shape, kernel=result.job.kernel.name, target=result.job.target, ok=result.ok,
-                       code_object=str(result.code_object) if result.code_object else None,
-                       compile_seconds=round(result.compile_seconds, 4), cache_hit=result.cache_hit,
-                       compiler=result.compiler, resources=result.resources, errors=result.errors)

@@ -22,13 +22,13 @@ from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec, load_specs
 from wgrad_cli.config.loader import Config, Shape
 from wgrad_cli.config.options import CompilerOptions, Device, RunOptions, Selection
-from wgrad_cli.problem.routing import edge_routings
 from wgrad_cli.config.shipped import config_name
 from wgrad_cli.config.targets import TARGETS, Target
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
 from wgrad_cli.errors import DriverError, WgradError
 from wgrad_cli.output.console import progress
 from wgrad_cli.problem.abi import Dims
+from wgrad_cli.problem.routing import edge_routings
 from wgrad_cli.results.records import CodeObject, ShapeRef
 
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 from rich.markup import escape
 
-from wgrad_cli.compile.report import build_table, toolchain_table
 from wgrad_cli.measure.stopping import Criterion
 from wgrad_cli.output.console import cell
 from wgrad_cli.output.grid import Grid
+from wgrad_cli.results.build_tables import build_table, toolchain_table
 from wgrad_cli.results.compare import Delta
 from wgrad_cli.results.records import BenchRow, Document, Ratio, VerifyRow
 from wgrad_cli.results.speedup import Speedup, geomeans
