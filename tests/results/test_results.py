@@ -62,6 +62,17 @@ def test_every_committed_results_file_loads_typed(repo: Path) -> None:
         assert doc.records and all(type(r) is kinds[doc.command] for r in doc.records)
 
 
+
+def test_committed_files_of_this_schema_write_back_byte_for_byte(repo: Path, tmp_path: Path) -> None:
+    """Read and saved again (as merge saves), a file of the current schema is the same bytes; older
+    ones are upgraded as they are read, so they are not."""
+    current = [p for p in sorted((repo / "results").rglob("*.json")) if json.loads(p.read_text()).get("schema") == SCHEMA]
+    assert len(current) >= 5
+    for path in current:
+        doc = read_document(path, SHOWN)
+        save(tmp_path / "again.json", None, doc.command, doc.records, **doc.environment)
+        assert (tmp_path / "again.json").read_bytes() == path.read_bytes(), path
+
 def test_bench_files_record_their_peak_and_stopping_rule_typed(repo: Path) -> None:
     doc = read_document(repo / "results" / "h200" / "bench-large.json")
     assert doc.provenance.peak == Peak(1979.0, "FP8", 989.0, 4800.0, 62914560, "NVIDIA H200 datasheet")
