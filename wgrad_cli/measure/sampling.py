@@ -87,6 +87,6 @@ def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], Non
             overlapping.append(reading)
         throttled.append(overlapped and _throttled(reading, rt.device.max_clock_mhz))
         running.add(times[-1], batch)
-        stop = verdict(criterion, running, time.perf_counter() - began)
-        if stop:
-            return Measurement(times, stop, overlapping, read, throttled, time.perf_counter() - began)
+        reason = verdict(criterion, running, time.perf_counter() - began)
+        if reason:
+            return Measurement(times, reason, overlapping, read, throttled, time.perf_counter() - began)
