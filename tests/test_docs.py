@@ -130,7 +130,7 @@ def test_the_peak_the_results_page_names_is_the_one_the_files_record_and_divide_
     for path in files:
         doc = read_document(path)
         peak = doc.provenance.peak
-        assert peak and (peak["matrix_label"], peak["matrix_tflops"]) == (label, tflops), path
+        assert peak and (peak.matrix_label, peak.matrix_tflops) == (label, tflops), path
         for r in doc.bench_rows:
             assert r.calibration or r.pct_peak == pytest.approx(100 * r.tflops / tflops), (path, r.kernel)
 

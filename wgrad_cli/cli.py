@@ -398,14 +398,9 @@ def show(files: tuple[Path, ...], form: str | None) -> None:
 @wide_option
 def merge(shards: tuple[Path, ...], json_path: Path) -> None:
     """Join the --shard i/n results files of one run into one file and table."""
-    from wgrad_cli.output.console import out
-    from wgrad_cli.results.compare import merge_docs
-    from wgrad_cli.results.files import save
-    from wgrad_cli.results.tables import document_table
+    from wgrad_cli.commands.files import merge_command
 
-    merged = merge_docs(list(shards))
-    out.print(document_table(merged, f"wgrad merge: {len(shards)} shards of {merged.command}"))
-    save(json_path, None, merged.command, merged.records, **merged.environment)
+    merge_command(list(shards), json_path)
 
 
 @cli.command()

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 from wgrad_cli.backends.base import Backend
 from wgrad_cli.backends.gfx950 import Gfx950
-from wgrad_cli.backends.peaks import Peak
 from wgrad_cli.backends.sm90a import Sm90a
 from wgrad_cli.config.options import EMULATED, HIP_STACK_BYTES, Device, Emulated, EmulatorOptions
 from wgrad_cli.config.targets import Target, Vendor
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
 from wgrad_cli.errors import WgradError
+from wgrad_cli.results.records import Peak
 
 BACKENDS: dict[str, Backend] = {"gfx950": Gfx950(), "sm_90a": Sm90a()}
 BY_VENDOR: dict[Vendor, Backend] = {b.vendor: b for b in BACKENDS.values()}

@@ -111,6 +111,18 @@ class VerifyOptions:
 
 
 @dataclass(frozen=True)
+class Criterion:
+    """When bench stops sampling a kernel (measure/stopping.py decides by it); bench's results record it."""
+
+    min_samples: int = 10
+    min_seconds: float = 0.5
+    max_noise: float = 0.005
+    timeout: float = 15.0
+    max_samples: int = 100_000
+    stable_noise: float = 0.05  # relative spread of the trailing noise estimates that counts as settled (0: never)
+
+
+@dataclass(frozen=True)
 class BenchOptions:
     """How bench takes its samples, when it stops, and which torch baselines it times too."""
 

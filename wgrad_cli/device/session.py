@@ -15,20 +15,20 @@ from functools import cached_property
 import numpy as np
 
 from wgrad_cli.backends.registry import open_runtime
-from wgrad_cli.build.cache import Cache, sha256_file
-from wgrad_cli.build.jobs import BuildJob, BuildResult, run_builds
-from wgrad_cli.build.selection import select, shard_jobs
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache, sha256_file
+from wgrad_cli.compile.jobs import BuildJob, BuildResult, run_builds
+from wgrad_cli.compile.selection import select, shard_jobs
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec, load_specs
 from wgrad_cli.config.loader import Config, Shape
 from wgrad_cli.config.options import CompilerOptions, Device, RunOptions, Selection
-from wgrad_cli.config.routing import edge_routings
 from wgrad_cli.config.shipped import config_name
 from wgrad_cli.config.targets import TARGETS, Target
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
 from wgrad_cli.errors import DriverError, NoDevice, WgradError
 from wgrad_cli.output.console import progress
 from wgrad_cli.problem.abi import Dims
+from wgrad_cli.problem.routing import edge_routings
 from wgrad_cli.results.records import CodeObject, ShapeRef
 
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wgrad_cli.build.codeobject import CodeObjectError
-from wgrad_cli.build.occupancy import gfx950
+from wgrad_cli.compile.codeobject import CodeObjectError
+from wgrad_cli.compile.occupancy import gfx950
 from wgrad_cli.config.options import EMU_CPU_SECONDS, HIP_STACK_BYTES
 from wgrad_cli.device.runtime import UNREPORTED, DeviceInfo, Reading
 from wgrad_cli.emu.dispatch import Launch, Report, run
@@ -36,6 +36,7 @@ from wgrad_cli.emu.memory import Heap, Name, Region
 from wgrad_cli.emu.ops.scratch import refusal
 from wgrad_cli.emu.program import Program
 from wgrad_cli.errors import DriverError, EmulatorBug, LaunchStopped, WgradError
+from wgrad_cli.results.records import Counters
 
 KERNARG_SLACK = 64  # bytes past the kernarg segment a scalar load may read (one s_load_dwordx16)
 UNITS = 256  # MI355X's compute units: persistent kernels size their grid by it
@@ -259,8 +260,8 @@ class EmuRuntime:
     def sensors(self) -> Reading:
         return UNREPORTED
 
-    def counters(self) -> dict[str, object] | None:
-        return self.stats[-1].to_json() if self.stats else None
+    def counters(self) -> Counters | None:
+        return self.stats[-1].counters() if self.stats else None
 
     def watch(self, report: Report) -> None:
         self.report = report

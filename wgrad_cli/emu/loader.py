@@ -30,8 +30,8 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationTable
 from elftools.elf.sections import SymbolTableSection
 
-from wgrad_cli.build import hsaco
-from wgrad_cli.build.codeobject import CodeObjectError
+from wgrad_cli.compile import hsaco
+from wgrad_cli.compile.codeobject import CodeObjectError
 
 EF_AMDGPU_MACH_MASK, EF_AMDGPU_MACH_GFX950 = 0xFF, 0x4F
 R_AMDGPU_NONE, R_AMDGPU_RELATIVE64 = 0, 13

@@ -28,6 +28,7 @@ from typing import TypeVar
 import numpy as np
 
 from wgrad_cli.emu.memory import Heap
+from wgrad_cli.results.records import Counters
 
 EXEC, VCC, M0 = 126, 106, 124
 SGPR_FILE = 128  # s0..s105, flat_scratch, xnack_mask, vcc, ttmp0..15, m0, null, exec: the 7-bit SGPR space
@@ -91,10 +92,9 @@ class Stats:
     def lane_instructions(self) -> int:
         return 64 * self.instructions
 
-    def to_json(self) -> dict[str, object]:
-        return {"waves": self.waves, "instructions": dict(sorted(self.by_class.items())),
-                "lane_instructions": self.lane_instructions, "bytes_loaded": self.bytes_loaded,
-                "bytes_stored": self.bytes_stored, "lds_out_of_range": self.lds_out_of_range}
+    def counters(self) -> Counters:
+        return Counters(self.waves, dict(sorted(self.by_class.items())), self.lane_instructions, self.bytes_loaded,
+                        self.bytes_stored, self.lds_out_of_range)
 
 
 class Batch:

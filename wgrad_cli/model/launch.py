@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wgrad_cli.build.occupancy import gfx950
+from wgrad_cli.compile.occupancy import gfx950
 from wgrad_cli.emu.dispatch import Launch, init_batch
 from wgrad_cli.emu.machine import Op, execute
 from wgrad_cli.emu.memory import Heap

@@ -20,7 +20,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
-from wgrad_cli.build.resources import Resources
+from wgrad_cli.compile.resources import Resources
+from wgrad_cli.config.options import Criterion
 from wgrad_cli.errors import WgradError
 
 # 1: files before this module (no "schema" field in the oldest); 2: every record typed, bench
@@ -342,6 +343,19 @@ class DeviceRef:
 
 
 @dataclass(frozen=True)
+class Peak:
+    """What a device could do at best, as bench records it: the peak rates and last-level cache its
+    backend knows, dense, no sparsity."""
+
+    matrix_tflops: float  # dense rate for the kernel's inputs: MXFP8 (gfx950) or FP8 (Hopper)
+    matrix_label: str
+    bf16_tflops: float
+    hbm_gbps: float
+    llc_bytes: int  # the last-level cache a cold run must flush (L2 plus AMD's Infinity Cache)
+    source: str
+
+
+@dataclass(frozen=True)
 class Provenance:
     """What a results file's environment says that its readers use, typed; None where the file does
     not say it (an older schema, or another command's document)."""
@@ -356,8 +370,8 @@ class Provenance:
     device: DeviceRef | None = None
     shard: list[int] | None = None  # [i, n] of a --shard i/n run
     incomplete: str | None = None  # why a run stopped early, its rows measured before it saved
-    peak: dict[str, Any] | None = None  # bench's peak table entry for the device (peaks.Peak, as written)
-    criterion: dict[str, Any] | None = None  # bench's stopping rule (stopping.Criterion, as written)
+    peak: Peak | None = None  # bench's peak table entry for the device
+    criterion: Criterion | None = None  # bench's stopping rule
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 from rich.markup import escape
 
-from wgrad_cli.build.report import build_table, toolchain_table
-from wgrad_cli.measure.stopping import Criterion
+from wgrad_cli.config.options import Criterion
 from wgrad_cli.output.console import cell
 from wgrad_cli.output.grid import Grid
+from wgrad_cli.results.build_tables import build_table, toolchain_table
 from wgrad_cli.results.compare import Delta
 from wgrad_cli.results.records import BenchRow, Document, Ratio, VerifyRow
 from wgrad_cli.results.speedup import Speedup, geomeans
@@ -85,9 +85,9 @@ def model_table(records: Sequence[BenchRow], title: str) -> Grid:
 def bench_footer(doc: Document) -> str:
     """What a bench run's figures are of: the peak `% peak` divides by, and the stopping rule."""
     peak = doc.provenance.peak
-    head = (f"% peak: of {peak['matrix_label']} {peak['matrix_tflops']:,.0f} TFLOP/s ({peak['source']}); "
+    head = (f"% peak: of {peak.matrix_label} {peak.matrix_tflops:,.0f} TFLOP/s ({peak.source}); "
             if peak else "% peak: this device is not in the peak table; ")
-    c = Criterion(**doc.provenance.criterion or {})
+    c = doc.provenance.criterion or Criterion()
     return head + (f"stopping: >= {c.min_samples} samples, >= {c.min_seconds} s, rel stdev <= {100 * c.max_noise:g}% "
                    f"or settled within {100 * c.stable_noise:g}%, timeout {c.timeout} s")
 

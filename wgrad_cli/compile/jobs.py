@@ -14,17 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wgrad_cli.backends.registry import backend
-from wgrad_cli.build.cache import Cache, Entry, sha256_text
-from wgrad_cli.build.codeobject import CodeObjectError
-from wgrad_cli.build.compilers import Compiler
-from wgrad_cli.build.resources import Resources
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache, Entry, sha256_text
+from wgrad_cli.compile.codeobject import CodeObjectError
+from wgrad_cli.compile.compilers import Compiler
+from wgrad_cli.compile.resources import Resources
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
 from wgrad_cli.output.atomic import write_text
 from wgrad_cli.problem.abi import Dims
-from wgrad_cli.results.records import BuildRecord, ShapeRef
 
 ERROR_LINES = 12
 
@@ -194,10 +193,3 @@ def run_builds(jobs: list[BuildJob], toolchains: Toolchains, cache: Cache, limit
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(work, jobs))
 
-
-def build_record(result: BuildResult, shape: ShapeRef) -> BuildRecord:
-    """The record of one shape's build (records of shapes with the same dims share the build)."""
-    return BuildRecord(shape=shape, kernel=result.job.kernel.name, target=result.job.target, ok=result.ok,
-                       code_object=str(result.code_object) if result.code_object else None,
-                       compile_seconds=round(result.compile_seconds, 4), cache_hit=result.cache_hit,
-                       compiler=result.compiler, resources=result.resources, errors=result.errors)
