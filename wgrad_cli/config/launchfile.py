@@ -308,7 +308,8 @@ def load_launch(file: Path) -> LaunchFile:
                         tuple((base / p).resolve() for p in _strings(data, "include", problems)), str(symbol),
                         grid, block, lds or 0, _args(data, problems), tuple(shape) if shape else None, str(classes),
                         _published(data, problems))
-    _check_layout(launch, problems)
+    if not problems.found:  # the layout of arguments that are each well formed
+        _check_layout(launch, problems)
     problems.raise_if_any()
     return launch
 

@@ -66,9 +66,9 @@ def model_launch_file(path: Path, compilers: CompilerOptions, output: Output, ch
     m = machine_of(chip)
     built = code_object(launch, compilers)
     rt = ModelRuntime(m)
+    placed = place(rt, launch, built.image, seed)
     err.print(f"modelled device: {rt.device.name}; machine file {chip.machine}; seed {seed}; "
               f"{launch.workgroups:,} workgroups", highlight=False)
-    placed = place(rt, launch, built.image, seed)
     try:
         rt.plan = plan_of(launch)
         placed()
