@@ -430,12 +430,14 @@ def plot(files: tuple[Path, ...], out: Path) -> None:
 @click.option("--format", "form", type=click.Choice(["table", "markdown", "csv", "json"]),
               help="table: boxed; markdown: aligned Markdown; csv and json: every column "
                    "(default: table on a terminal, markdown elsewhere).")
+@click.option("--calibration", is_flag=True,
+              help="One table of the files' modelled rows against their published times (wgrad model --launch).")
 @wide_option
-def show(files: tuple[Path, ...], form: str | None) -> None:
+def show(files: tuple[Path, ...], form: str | None, calibration: bool) -> None:
     """Print results files (verify, bench, selfbench, build, info) as the tables the commands printed."""
     from wgrad_cli.commands.show import show_command
 
-    show_command(list(files), form)
+    show_command(list(files), form, calibration)
 
 
 @cli.command()
