@@ -194,11 +194,11 @@ def chosen(cls: type[T], params: dict[str, Any]) -> T:
 
 
 def _verify_launch(launch: Path, params: dict[str, Any]) -> None:
-    from wgrad_cli.backends.registry import emulated_device
-    from wgrad_cli.commands.launchverify import refuse_gpu, verify_launch
+    from wgrad_cli.backends.registry import emulated_device, emulated_only
+    from wgrad_cli.commands.launchverify import verify_launch
 
     emulator = EmulatorOptions(params["strict_lds"], params["emu_stack_bytes"], params["emu_register_fill"])
-    device = refuse_gpu(emulated_device(params["device"], emulator, params["kernel_timeout"]))
+    device = emulated_only(emulated_device(params["device"], emulator, params["kernel_timeout"]), "--launch: launch files")
     verify_launch(launch, chosen(CompilerOptions, params), device, params["seed"] or 0)
 
 

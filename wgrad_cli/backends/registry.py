@@ -56,6 +56,13 @@ def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: fl
                     kernel_timeout, options.register_fill or 0)
 
 
+def emulated_only(device: Device, what: str) -> Emulated:
+    """The device, which must be the emulated one for `what`; WgradError otherwise."""
+    if not isinstance(device, Emulated):
+        raise WgradError(f"{what} run on the emulated {EMULATED_TARGET}; add --device emu (not --device {device})")
+    return device
+
+
 def check_timed(device: Device) -> None:
     """bench: the device must have a clock to time kernels by (the emulator has none)."""
     if isinstance(device, Emulated):

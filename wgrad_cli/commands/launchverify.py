@@ -16,7 +16,7 @@ from wgrad_cli.config.launchfile import Buffer, load_launch
 from wgrad_cli.config.options import CompilerOptions, Emulated
 from wgrad_cli.device.launchfile import TARGET, code_object, place
 from wgrad_cli.emu.device import EmuRuntime
-from wgrad_cli.errors import CheckFailed, WgradError
+from wgrad_cli.errors import CheckFailed
 from wgrad_cli.output.console import err, out
 from wgrad_cli.output.grid import Grid
 
@@ -54,9 +54,3 @@ def verify_launch(path: Path, compilers: CompilerOptions, device: Emulated, seed
     if failed:
         raise CheckFailed(f"{launch.path}: {failed} buffer{'s' * (failed != 1)} after the run differ from expect_sha256")
 
-
-def refuse_gpu(device: object) -> Emulated:
-    """Launch files run on the emulated gfx950 only."""
-    if not isinstance(device, Emulated):
-        raise WgradError(f"--launch: launch files run on the emulated gfx950; add --device emu (not --device {device})")
-    return device

@@ -1,4 +1,4 @@
-"""A launch file's kernel on the emulated gfx950: its code object (read, or built from its source),
+"""A launch file's kernel on the emulated device (gfx950): its code object (read, or built from its source),
 its buffers allocated and filled, its arguments packed where the code object's metadata says the
 kernel reads them, and one launch of its grid (config/launchfile.py says what a launch file holds)."""
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from wgrad_cli.backends.registry import EMULATED_TARGET, backend
 from wgrad_cli.build.cache import Cache
 from wgrad_cli.build.codeobject import CodeObjectError, Param, match_symbol
 from wgrad_cli.build.hsaco import arguments, metadata
@@ -21,8 +22,7 @@ from wgrad_cli.device.kernargs import Kernargs
 from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.errors import WgradError
 
-TARGET = "gfx950"
-LDS_LIMIT = 160 * 1024  # bytes of LDS a gfx950 workgroup may have
+TARGET = EMULATED_TARGET  # launch files run where the emulator does
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,10 @@ def _layout_problems(launch: LaunchFile, params: list[Param], lds: int) -> list[
         if p.kind == "pointer" and not any(s <= p.offset and p.offset + p.size <= e for s, e in held):
             problems.append(f"{launch.path}: args: the kernel's pointer argument at bytes {p.offset} to "
                             f"{p.offset + p.size} has no buffer or scalar; add one (a u64 scalar 0 for a null pointer)")
-    if lds + launch.dynamic_lds > LDS_LIMIT:
+    limit = backend(TARGET).shared_limit
+    if lds + launch.dynamic_lds > limit:
         problems.append(f"{launch.path}: dynamic_lds: {lds} bytes of static LDS plus {launch.dynamic_lds} dynamic is "
-                        f"above the {LDS_LIMIT} a gfx950 workgroup can have; lower dynamic_lds")
+                        f"above the {limit} a {TARGET} workgroup can have; lower dynamic_lds")
     return problems
 
 
