@@ -120,3 +120,22 @@ def test_arguments_the_kernel_does_not_read_there_are_one_line_each(tmp_path: Pa
 def test_launch_files_run_on_the_emulated_device_only() -> None:
     lines = assert_user_error(CliRunner().invoke(cli, ["verify", "--launch", str(DATA / "axpy.yaml")]))
     assert lines == ["--launch: launch files run on the emulated gfx950; add --device emu (not --device 0)"]
+
+
+def test_class_tolerance_lets_a_class_differ_by_a_prologue(tmp_path: Path, cache: Path) -> None:
+    (tmp_path / "tail.cu").write_text(
+        'extern "C" __attribute__((global)) void tail(unsigned *out, unsigned n) {\n'
+        "    unsigned acc = __builtin_amdgcn_workitem_id_x();\n"
+        "    if (__builtin_amdgcn_workgroup_id_x() == 3) acc = acc * 7u + n;  // the last workgroup does a little more\n"
+        "    for (unsigned i = 0; i < n; ++i) acc = acc * 3u + i;\n"
+        "    out[__builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x()] = acc;\n}\n")
+    text = "source: tail.cu\nsymbol: tail\ngrid: 4\nblock: 64\nargs:\n  - {buffer: 1024, output: true}\n  - {scalar: u32, value: 40}\n"
+    (tmp_path / "tail.yaml").write_text(text)
+    [line] = assert_user_error(CliRunner().invoke(cli, ["model", "--launch", str(tmp_path / "tail.yaml"),
+                                                         "--cache-dir", str(cache), "--no-save"]))
+    assert "workgroups 0 and 3 are of one class but ran" in line and "cannot time this kernel" in line
+    (tmp_path / "tail.yaml").write_text(text + "class_tolerance: 0.05\n")
+    result = CliRunner().invoke(cli, ["model", "--launch", str(tmp_path / "tail.yaml"), "--cache-dir", str(cache),
+                                      "--no-save"])
+    assert result.exit_code == 0, result.output
+    assert "% from its class's (class_tolerance 0.05)" in result.stderr

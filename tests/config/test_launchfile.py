@@ -111,3 +111,14 @@ def test_launch_and_config_options_exclude_each_other() -> None:
     assert result.exit_code == 2 and "give --config (a shape config) or --launch (a launch file)" in result.output
     result = CliRunner().invoke(cli, ["verify", "--device", "emu", "--launch", str(DATA / "axpy.yaml"), "--json", "x"])
     assert result.exit_code == 2 and "leave out --json" in result.output
+
+
+def test_class_tolerance_is_a_small_share(tmp_path: Path) -> None:
+    path = tmp_path / "l.yaml"
+    path.write_text("code_object: l.yaml\nsymbol: k\ngrid: 1\nblock: 64\nclass_tolerance: 0.01\n")
+    assert load_launch(path).class_tolerance == 0.01
+    path.write_text("code_object: l.yaml\nsymbol: k\ngrid: 1\nblock: 64\nclass_tolerance: 0.5\n")
+    with pytest.raises(ConfigError) as info:
+        load_launch(path)
+    assert info.value.lines == [f"{path}:5: class_tolerance: 0.5 is not allowed; a share of wave-instructions from 0 "
+                                "to 0.05 (e.g. 0.01 for 1%)"]

@@ -20,7 +20,7 @@ from typing import Any
 from wgrad_cli.config.yamlsource import Key, Problems, load
 
 KEYS = {"name", "description", "code_object", "source", "flags", "include", "symbol", "grid", "block", "dynamic_lds",
-        "args", "shape", "classes", "published"}
+        "args", "shape", "classes", "class_tolerance", "published"}
 BUFFER_KEYS = {"buffer", "fill", "type", "values", "output", "expect_sha256", "offset"}
 SCALAR_KEYS = {"scalar", "value", "offset"}
 # a scalar's type: its struct format (little-endian) and whether it holds a float
@@ -28,6 +28,7 @@ SCALARS = {"i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
            "f32": "f", "f64": "d"}
 FILLS = ("zero", "random", "values")
 CLASSES = ("one", "each")
+MAX_TOLERANCE = 0.05  # class_tolerance: more than a prologue's worth of difference is another class
 POINTER_BYTES = 8
 MAX_DIM = 2**31 - 1  # a grid or block dimension as the dispatch packet holds it
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -100,6 +101,7 @@ class LaunchFile:
     shape: tuple[int, int, int] | None  # M, N, K of a GEMM: FLOPs = 2 M N K
     classes: str  # the model: "one" (every workgroup runs one instruction stream) or "each"
     published: Published | None
+    class_tolerance: float = 0.0  # with classes: one, the share of wave-instructions the checking workgroup may differ by
 
     @property
     def threads(self) -> int:
@@ -304,10 +306,15 @@ def load_launch(file: Path) -> LaunchFile:
     if classes not in CLASSES:
         problems.add(("classes",), f"{classes!r} is not allowed",
                      "one (every workgroup runs one instruction stream; the model checks it on a second) or each")
+    tolerance = data.get("class_tolerance", 0.0)
+    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or not 0 <= tolerance <= MAX_TOLERANCE:
+        problems.add(("class_tolerance",), f"{tolerance!r} is not allowed",
+                     f"a share of wave-instructions from 0 to {MAX_TOLERANCE} (e.g. 0.01 for 1%)")
+        tolerance = 0.0
     launch = LaunchFile(file, str(name), str(description), code_object, source, _strings(data, "flags", problems),
                         tuple((base / p).resolve() for p in _strings(data, "include", problems)), str(symbol),
                         grid, block, lds or 0, _args(data, problems), tuple(shape) if shape else None, str(classes),
-                        _published(data, problems))
+                        _published(data, problems), float(tolerance))
     if not problems.found:  # the layout of arguments that are each well formed
         _check_layout(launch, problems)
     problems.raise_if_any()

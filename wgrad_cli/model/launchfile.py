@@ -37,7 +37,8 @@ ROUTING = "launch file"  # what a launch file's row says in place of the ABI's r
 def plan_of(launch: LaunchFile) -> Plan:
     groups = launch.workgroups
     inputs = sum(a.size for a in launch.args if isinstance(a, Buffer) and not a.output)
-    return Plan([0] * groups if launch.classes == "one" else None, Sharing([0] * groups, {0: inputs}))
+    return Plan([0] * groups if launch.classes == "one" else None, Sharing([0] * groups, {0: inputs}),
+                launch.class_tolerance)
 
 
 def _row(launch: LaunchFile, built: Built, m: Modelled, machine: Machine, rt: ModelRuntime, seed: int,
@@ -67,16 +68,20 @@ def model_launch_file(path: Path, compilers: CompilerOptions, output: Output, ch
     built = code_object(launch, compilers)
     rt = ModelRuntime(m)
     placed = place(rt, launch, built.image, seed)
-    err.print(f"modelled device: {rt.device.name}; machine file {chip.machine}; seed {seed}; "
-              f"{launch.workgroups:,} workgroups", highlight=False)
     try:
         rt.plan = plan_of(launch)
         placed()
     finally:
         placed.free()
-    row = _row(launch, built, rt.modelled[-1], m, rt, seed, time.perf_counter() - began)
+    err.print(f"modelled device: {rt.device.name}; machine file {chip.machine}; seed {seed}; "
+              f"{launch.workgroups:,} workgroups", highlight=False)
+    modelled = rt.modelled[-1]
+    row = _row(launch, built, modelled, m, rt, seed, time.perf_counter() - began)
     out.print(model_table([row], f"wgrad model: {rt.device.name} ({TARGET}), {launch.name}, seed {seed}"))
     say_classes([row])
+    if modelled.spread:
+        err.print(f"the checking workgroup's wave-instructions were {100 * modelled.spread:.2f}% from its class's "
+                  f"(class_tolerance {launch.class_tolerance:g})", highlight=False)
     if output.no_save:
         return
     env = RunEnvironment(config_name(path), hashlib.sha256(path.read_bytes()).hexdigest(), seed, ROUTING, TARGET,
