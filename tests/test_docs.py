@@ -71,6 +71,7 @@ NOT_OURS = {
     "csrc/py_itfs_cu/asm_gemm_a4w4.cu": "AITER's argument packing for its MXFP4 GEMM (docs/model.md's calibration)",
     "kernels/gemm/mxfp8/MXFP8_8wave/8_wave_TN.cu": "HipKittens' 8-wave MXFP8 kernel (docs/model.md's calibration)",
     "hip/hip_fp4.h": "a ROCm 7 HIP header (docs/model.md's calibration)",
+    "hip_fp4.h": "a ROCm 7 HIP header (docs/model.md's calibration)",
     "amd_hip_ocp_types.h": "a ROCm 7 HIP header (docs/model.md's calibration)",
     "results/h200/no-such-file.json": "a test's file that must not exist",
 }

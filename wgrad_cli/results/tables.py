@@ -85,14 +85,14 @@ def model_table(records: Sequence[BenchRow], title: str) -> Grid:
 def calibration_table(records: Sequence[BenchRow], title: str) -> Grid:
     """Modelled rows with a published measured time (launch files' `published`), one row per kernel
     and shape with its modelled time at each clock the files hold and the miss: modelled over
-    published time, less one (negative: the model is faster than the measured kernel). The kernel
-    cell's [n] is the published time's source, listed under the title."""
+    published time, less one (negative: the model is faster than the measured kernel). Where each
+    kernel's times are published is listed under the title."""
     rows = [r for r in records if r.model is not None and r.model.published_us]
     clocks = sorted({r.model.clock_ghz for r in rows if r.model is not None})
-    sources = list(dict.fromkeys(r.model.published_source or "" for r in rows if r.model is not None))
-    notes = "; ".join(f"[{i + 1}] {escape(s)}" for i, s in enumerate(sources))
+    sources = dict.fromkeys((r.kernel, r.model.published_source or "") for r in rows if r.model is not None)
+    notes = "; ".join(f"{escape(kernel)}: {escape(source)}" for kernel, source in sources)
     table = Grid(f"{title}\npublished: {notes}" if notes else title)
-    for name in ("kernel", "M x N x K", "published us", *(f"{c:g} GHz {what}" for c in clocks for what in ("us", "miss"))):
+    for name in ("kernel", "M x N x K", "measured us", *(f"{c:g} GHz {what}" for c in clocks for what in ("us", "miss"))):
         table.add_column(name, "left" if name in ("kernel", "M x N x K") else "right")
     by_key: dict[tuple[str, int, int, int], dict[float, BenchRow]] = {}
     for r in rows:
@@ -105,8 +105,7 @@ def calibration_table(records: Sequence[BenchRow], title: str) -> Grid:
         for c in clocks:
             us = at[c].summary.median_ms * 1e3 if c in at else None
             cells += [f"{us:,.1f}", f"{100 * (us / first.published_us - 1):+.1f}%"] if us else ["-", "-"]
-        source = sources.index(first.published_source or "") + 1
-        table.add_row(f"{escape(kernel)} \\[{source}]", f"{M} x {N} x {K}", f"{first.published_us:,.1f}", *cells)
+        table.add_row(escape(kernel), f"{M}x{N}x{K}", f"{first.published_us:,.1f}", *cells)
     return table
 
 
