@@ -38,6 +38,7 @@ from wgrad_cli.config.shipped import CONFIGS_DIR
 from wgrad_cli.errors import KernelHang, WgradError
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 class Group(click.Group):
@@ -138,7 +139,7 @@ def toolchain_options(nvcc: bool = True) -> Callable[[F], F]:
 
 def selection_options(targets: bool = True, kernel_help: str = "Build these kernels instead of the config's.",
                       source_help: str = "Source file for the one --kernel (e.g. your checkout of the upstream "
-                                         "kernel).") -> Callable[[F], F]:
+                                         "kernel).", config_required: bool = True) -> Callable[[F], F]:
     """--config, --kernel, --target (where the command has a choice of targets), --shape, --kernel-source
     and --include, as `selection`."""
     def add(f: F) -> F:
@@ -150,11 +151,64 @@ def selection_options(targets: bool = True, kernel_help: str = "Build these kern
         if targets:
             f = click.option("--target", "targets", multiple=True, help="Only these targets (repeatable).")(f)
         f = click.option("--kernel", "kernels", multiple=True, help=kernel_help)(f)
-        f = click.option("--config", "config_path", required=True, type=click.Path(path_type=Path),
+        f = click.option("--config", "config_path", required=config_required, type=click.Path(path_type=Path),
                          help="YAML shape config: a file, or a shipped config's name (`wgrad configs` lists them).")(f)
         return f
 
     return add
+
+
+# options of a config run that a launch file (which is one launch, with its own seed-free setup) leaves out
+NOT_WITH_LAUNCH = (("--config", "config_path"), ("--kernel", "kernels"), ("--shape", "shapes"),
+                   ("--kernel-source", "kernel_source"), ("--include", "includes"), ("--shard", "shard"),
+                   ("--edge-cases", "edge_cases"), ("--per-expert", "per_expert"))
+
+
+def launch_option(run_launch: Callable[[Path, dict[str, Any]], None], leaves_out: tuple[tuple[str, str], ...] = ()
+                  ) -> Callable[[F], F]:
+    """--launch FILE: the command runs that launch file (`run_launch` gets it and the other options)
+    instead of a config; without it, --config is required."""
+    def wrap(f: F) -> F:
+        f = click.option("--launch", type=click.Path(dir_okay=False, path_type=Path),
+                         help="A launch file: one launch of a code object whose arguments are not wgrad's ABI "
+                              "(docs/launch-files.md); in place of --config.")(f)
+
+        @functools.wraps(f)
+        def command(**params: Any) -> Any:
+            launch = params.pop("launch")
+            if launch is None:
+                if params.get("config_path") is None:
+                    raise click.UsageError("give --config (a shape config) or --launch (a launch file)")
+                return f(**params)
+            given = [flag for flag, name in (*NOT_WITH_LAUNCH, *leaves_out) if params.get(name)]
+            if given:
+                raise click.UsageError(f"--launch runs one launch file; leave out {', '.join(given)}")
+            return run_launch(launch, params)
+
+        return command  # type: ignore[return-value]
+
+    return wrap
+
+
+def chosen(cls: type[T], params: dict[str, Any]) -> T:
+    """The `cls` options object from a command's raw options (fields without one take their defaults)."""
+    return cls(**{f.name: params[f.name] for f in fields(cls) if f.name in params})  # type: ignore[arg-type]
+
+
+def _verify_launch(launch: Path, params: dict[str, Any]) -> None:
+    from wgrad_cli.backends.registry import emulated_device, emulated_only
+    from wgrad_cli.commands.launchverify import verify_launch
+
+    emulator = EmulatorOptions(params["strict_lds"], params["emu_stack_bytes"], params["emu_register_fill"])
+    device = emulated_only(emulated_device(params["device"], emulator, params["kernel_timeout"]), "--launch: launch files")
+    verify_launch(launch, chosen(CompilerOptions, params), device, params["seed"] or 0)
+
+
+def _model_launch(launch: Path, params: dict[str, Any]) -> None:
+    from wgrad_cli.model.launchfile import model_launch_file
+
+    model_launch_file(launch, chosen(CompilerOptions, params), chosen(Output, params), chosen(ModelOptions, params),
+                      params["seed"] or 0)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -224,7 +278,8 @@ def run_options(f: F) -> F:
 
 
 @cli.command()
-@selection_options()
+@launch_option(_verify_launch, (("--json", "json_path"), ("--csv", "csv_path")))
+@selection_options(config_required=False)
 @toolchain_options()
 @run_options
 @gathered(VerifyOptions, "checks")
@@ -257,7 +312,7 @@ def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, ou
     emulator = EmulatorOptions(strict_lds, emu_stack_bytes, emu_register_fill)
     if checks.model:
         emulated_only(run.device, "--model: the modelled launches")
-    run = replace(run, device=emulated_device(run.device, emulator, run.kernel_timeout or EMU_CPU_SECONDS))
+    run = replace(run, device=emulated_device(run.device, emulator, run.kernel_timeout))
     verify_command(selection, compilers, run, output, checks)
 
 
@@ -311,7 +366,8 @@ def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, out
 
 
 @cli.command()
-@selection_options(targets=False)
+@launch_option(_model_launch)
+@selection_options(targets=False, config_required=False)
 @toolchain_options(nvcc=False)
 @wide_option
 @gathered(ModelOptions, "chip")
@@ -383,12 +439,14 @@ def plot(files: tuple[Path, ...], out: Path) -> None:
 @click.option("--format", "form", type=click.Choice(["table", "markdown", "csv", "json"]),
               help="table: boxed; markdown: aligned Markdown; csv and json: every column "
                    "(default: table on a terminal, markdown elsewhere).")
+@click.option("--calibration", is_flag=True,
+              help="One table of the files' modelled rows against their published times (wgrad model --launch).")
 @wide_option
-def show(files: tuple[Path, ...], form: str | None) -> None:
+def show(files: tuple[Path, ...], form: str | None, calibration: bool) -> None:
     """Print results files (verify, bench, selfbench, build, info) as the tables the commands printed."""
     from wgrad_cli.commands.show import show_command
 
-    show_command(list(files), form)
+    show_command(list(files), form, calibration)
 
 
 @cli.command()

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from wgrad_cli.backends.base import Backend
 from wgrad_cli.backends.gfx950 import Gfx950
 from wgrad_cli.backends.sm90a import Sm90a
-from wgrad_cli.config.options import EMULATED, HIP_STACK_BYTES, Device, Emulated, EmulatorOptions
+from wgrad_cli.config.options import EMU_CPU_SECONDS, EMULATED, HIP_STACK_BYTES, Device, Emulated, EmulatorOptions
 from wgrad_cli.config.targets import Target, Vendor
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
 from wgrad_cli.errors import WgradError
@@ -39,10 +39,10 @@ def max_shared() -> int:
     return max(b.shared_limit for b in BACKENDS.values())
 
 
-def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: float) -> Device:
+def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: float | None) -> Device:
     """The device with verify's emulator options (--strict-lds, --emu-stack-bytes, --emu-register-fill)
     applied; WgradError for any of them on a GPU. The emulator runs a launch itself, so it keeps
-    --kernel-timeout itself."""
+    --kernel-timeout itself (None: EMU_CPU_SECONDS of CPU time)."""
     if not isinstance(device, Emulated):
         given = [why for chosen, why in (
             (options.strict_lds, "--strict-lds: only the emulated device checks LDS accesses"),
@@ -55,7 +55,7 @@ def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: fl
         return device
     return Emulated(options.strict_lds,
                     -(-(options.stack_bytes or HIP_STACK_BYTES) // 16) * 16,  # rounded up as hipDeviceSetLimit does
-                    kernel_timeout, options.register_fill or 0)
+                    kernel_timeout or EMU_CPU_SECONDS, options.register_fill or 0)
 
 
 def emulated_only(device: Device, what: str) -> Emulated:

@@ -74,6 +74,11 @@ def regions(image: Image) -> list[Region]:
             for i, seg in enumerate(image.segments)]
 
 
+def _dimensions(grid: tuple[int, int, int], block: tuple[int, int, int]) -> int:
+    """The launch's dimensions as HIP counts them: up to the last one above 1."""
+    return 3 if grid[2] > 1 or block[2] > 1 else 2 if grid[1] > 1 or block[1] > 1 else 1
+
+
 class EmuRuntime:
     """An emulated gfx950 (MI355X-like) device; `workers` processes run each launch."""
 
@@ -161,10 +166,17 @@ class EmuRuntime:
         return Global(name, module.base + symbol.offset, symbol.size)
 
     def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
+        self.dispatch(function, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernel_params)
+
+    def dispatch(self, function: object, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared: int,
+                 kernel_params: int) -> None:
+        """A launch of `grid` workgroups of `block` work-items in up to three dimensions
+        (hipModuleLaunchKernel's), run to completion."""
         assert isinstance(function, Function)
         k = function.kernel
-        if block > k.max_flat_workgroup_size:
-            raise DriverError(f"launch of {k.name}: {block} threads per workgroup, beyond its "
+        threads = block[0] * block[1] * block[2]
+        if threads > k.max_flat_workgroup_size:
+            raise DriverError(f"launch of {k.name}: {threads} threads per workgroup, beyond its "
                               f".max_flat_workgroup_size of {k.max_flat_workgroup_size}")
         if (why := refusal(k)) is not None:
             raise DriverError(f"launch of {k.name}: {why}")
@@ -174,9 +186,9 @@ class EmuRuntime:
         packet = self.heap.alloc(64)
         try:
             self._write_kernargs(k, kernarg, grid, block, kernel_params)
-            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet,
+            launch = Launch(k, grid, block, dynamic_shared, kernarg, packet,
                             cpu_seconds=self.timeout,
-                            resident=self.resident(function, block, dynamic_shared, 1), strict_lds=self.strict_lds,
+                            resident=self.resident(function, threads, dynamic_shared, 1), strict_lds=self.strict_lds,
                             code_base=function.module.base, stack_bytes=self.stack_bytes,
                             register_fill=self.register_fill)
             self._write_packet(packet, launch)
@@ -202,7 +214,8 @@ class EmuRuntime:
         its own way: model/runtime.py)."""
         self.stats.append(run(launch, program, self.heap, launch.kernel.name, self.workers, self.report))
 
-    def _write_kernargs(self, k: Descriptor, address: int, grid: int, block: int, kernel_params: int) -> None:
+    def _write_kernargs(self, k: Descriptor, address: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+                        kernel_params: int) -> None:
         """The explicit arguments from kernelParams (one pointer per argument, in order) and the
         hidden ones the HIP runtime fills (grid and block sizes; the rest zero)."""
         segment = self.heap.span(address, max(k.kernarg_size, 4))
@@ -214,9 +227,10 @@ class EmuRuntime:
             if source is None:
                 raise DriverError(f"launch of {k.name}: kernelParams holds no pointer for argument {i}")
             ctypes.memmove(segment.ctypes.data + arg.offset, source, arg.size)
-        hidden = {"hidden_block_count_x": grid, "hidden_block_count_y": 1, "hidden_block_count_z": 1,
-                  "hidden_group_size_x": block, "hidden_group_size_y": 1, "hidden_group_size_z": 1,
-                  "hidden_remainder_x": 0, "hidden_remainder_y": 0, "hidden_remainder_z": 0, "hidden_grid_dims": 1}
+        dims = _dimensions(grid, block)
+        hidden = {"hidden_block_count_x": grid[0], "hidden_block_count_y": grid[1], "hidden_block_count_z": grid[2],
+                  "hidden_group_size_x": block[0], "hidden_group_size_y": block[1], "hidden_group_size_z": block[2],
+                  "hidden_remainder_x": 0, "hidden_remainder_y": 0, "hidden_remainder_z": 0, "hidden_grid_dims": dims}
         for arg in k.args:
             if arg.kind in hidden and arg.offset + arg.size <= len(segment):
                 segment[arg.offset: arg.offset + arg.size] = np.frombuffer(
@@ -224,13 +238,14 @@ class EmuRuntime:
 
     def _write_packet(self, address: int, launch: Launch) -> None:
         """An hsa_kernel_dispatch_packet_t for the kernel's dispatch pointer (sizes in work-items)."""
-        k, grid, block = launch.kernel, launch.grid[0], launch.block[0]
+        k, grid, block = launch.kernel, launch.grid, launch.block
         packet = self.heap.span(address, 64)
         packet[:] = 0
         fields = np.zeros(64, dtype=np.uint8)
-        fields[2:4] = np.frombuffer((1).to_bytes(2, "little"), dtype=np.uint8)  # setup: 1 dimension
-        fields[4:10] = np.frombuffer(b"".join(v.to_bytes(2, "little") for v in (block, 1, 1)), dtype=np.uint8)
-        fields[12:24] = np.frombuffer(b"".join(v.to_bytes(4, "little") for v in (grid * block, 1, 1)), dtype=np.uint8)
+        dims = _dimensions(grid, block)
+        fields[2:4] = np.frombuffer(dims.to_bytes(2, "little"), dtype=np.uint8)  # setup: dimensions
+        fields[4:10] = np.frombuffer(b"".join(v.to_bytes(2, "little") for v in block), dtype=np.uint8)
+        fields[12:24] = np.frombuffer(b"".join((g * b).to_bytes(4, "little") for g, b in zip(grid, block)), dtype=np.uint8)
         fields[24:28] = np.frombuffer(launch.private_bytes.to_bytes(4, "little"), dtype=np.uint8)
         fields[28:32] = np.frombuffer((k.group_segment_size + launch.dynamic_lds).to_bytes(4, "little"), dtype=np.uint8)
         fields[40:48] = np.frombuffer(launch.kernarg.to_bytes(8, "little"), dtype=np.uint8)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from rich.markup import escape
 
@@ -22,7 +23,7 @@ from wgrad_cli.config.options import (
     Shard,
 )
 from wgrad_cli.device.launch import prepare, upload
-from wgrad_cli.device.session import Record, Session, open_session
+from wgrad_cli.device.session import Record, RunEnvironment, Session, open_session
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine, load
 from wgrad_cli.model.runtime import ModelRuntime, Plan
@@ -84,7 +85,7 @@ def model_record(s: Session, rt: ModelRuntime, rec: Record) -> BenchRow:
     return _row(s, rec, p, rt.modelled[-1], rt.machine, kernel.grid, time.perf_counter() - began)
 
 
-def machine_for(chip: ModelOptions) -> Machine:
+def machine_of(chip: ModelOptions) -> Machine:
     m = load(chip.machine).with_figures(chip.figures)
     return m.at_clock(chip.clock) if chip.clock is not None else m
 
@@ -105,7 +106,7 @@ def model_records(s: Session, m: Machine, records: list[Record]) -> tuple[Sessio
 
 def model_command(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions,
                   seed: int | None, shard: Shard | None) -> None:
-    m = machine_for(chip)
+    m = machine_of(chip)
     run = RunOptions(Emulated(), seed, None, shard)
     s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [])
     err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}",
@@ -114,17 +115,26 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
     s, rows = model_records(s, m, s.records)
     rt = s.rt
     out.print(model_table(rows, f"wgrad model: {rt.device.name} ({s.target}), seed {s.seed}"))
+    say_classes(rows)
+    if output.no_save:
+        return
+    stem = selection.config_path.stem
+    path = output.json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
+    save_modelled(path, output, rows, s.environment(), chip, m, shard)
+
+
+def say_classes(rows: list[BenchRow]) -> None:
     for r in rows:
         assert r.model is not None
         err.print(f"{escape(r.kernel)} on {escape(r.shape.name)}: {r.model.classes} class"
                   f"{'es' * (r.model.classes != 1)} of {r.model.workgroups:,} workgroups; emulated workgroups "
                   f"{', '.join(map(str, r.model.emulated))}", highlight=False)
-    if output.no_save:
-        return
-    stem = selection.config_path.stem
-    path = output.json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
-    known = peak(rt.device)
-    save(path, output.csv_path, "bench", rows, **to_json(s.environment()), shard=list(shard) if shard else None,
+
+
+def save_modelled(path: Path, output: Output, rows: list[BenchRow], env: RunEnvironment, chip: ModelOptions,
+                  m: Machine, shard: Shard | None) -> None:
+    known = peak(env.device)
+    save(path, output.csv_path, "bench", rows, **to_json(env), shard=list(shard) if shard else None,
          modelled={"machine": chip.machine, "clock_ghz": m.clock_ghz, "figures": list(chip.figures), "sources": m.sources},
          peak={**known.__dict__, "source": f"modelled: {known.source}"} if known else None)
     err.print(escape(f"results (modelled): {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False)

@@ -35,6 +35,7 @@ class Modelled:
     resident: int  # workgroups per CU at once
     hbm_bytes: int
     rounds: int
+    spread: float = 0.0  # how far the checking workgroup's wave-instructions were from its class's, as a share
 
 
 def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: str, timeout: float) -> list[Stream]:
@@ -52,9 +53,11 @@ def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: st
 
 
 def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, classes: list[int] | None,
-                 sharing: Sharing | None, name: str, timeout: float) -> Modelled:
+                 sharing: Sharing | None, name: str, timeout: float, tolerance: float = 0.0) -> Modelled:
     """The launch's modelled time. `classes` gives each workgroup's class (None: each its own);
-    `timeout`: seconds each emulated workgroup may run before the launch stops as hung."""
+    `timeout`: seconds each emulated workgroup may run before the launch stops as hung; `tolerance`:
+    the share of wave-instructions by which the workgroup that checks the first class may differ from
+    it (0: none; a launch file's class_tolerance)."""
     groups = launch.groups
     keys = classes if classes is not None else list(range(groups))
     recorder = Recorder(program, program.ops_for(launch.kernel), m)
@@ -64,13 +67,16 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     streams = {key: _record(recorder, launch, heap, g, name, timeout) for key, g in first.items()}
     emulated = list(first.values())
     check = next((g for g in range(groups - 1, -1, -1) if keys[g] == keys[0] and g != first[keys[0]]), None)
+    spread = 0.0
     if check is not None:  # the sampling rests on one stream per class: test it on one more workgroup
         other = _record(recorder, launch, heap, check, name, timeout)
         mine = streams[keys[0]]
-        if [len(s.pcs) for s in other] != [len(s.pcs) for s in mine]:
-            raise WgradError(f"{name}: workgroups {first[keys[0]]} and {check} are of one class but ran "
-                             f"{sum(len(s.pcs) for s in mine):,} and {sum(len(s.pcs) for s in other):,} "
-                             "wave-instructions; the model samples one workgroup per class and cannot time this kernel")
+        ran, ran_too = sum(len(s.pcs) for s in mine), sum(len(s.pcs) for s in other)
+        spread = sum(abs(len(a.pcs) - len(b.pcs)) for a, b in zip(mine, other)) / max(ran, 1)
+        if spread > tolerance:
+            raise WgradError(f"{name}: workgroups {first[keys[0]]} and {check} are of one class but ran {ran:,} and "
+                             f"{ran_too:,} wave-instructions; the model samples one workgroup per class and cannot time "
+                             "this kernel")
         emulated.append(check)
     k = launch.kernel
     lds = k.group_segment_size + launch.dynamic_lds
@@ -83,4 +89,4 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     causes = {c: v / hz for c, v in grid.causes.items()}
     floor = grid.mfma_cycles / m.simds / hz
     return Modelled(grid.cycles / hz, causes, max(causes, key=lambda c: causes[c]), floor, groups, len(first),
-                    sorted(emulated), resident, grid.hbm_bytes, grid.rounds)
+                    sorted(emulated), resident, grid.hbm_bytes, grid.rounds, spread)

@@ -159,6 +159,8 @@ class ModelFigures:
     emulated: list[int]
     resident: int  # workgroups per CU at once
     hbm_bytes: int
+    published_us: float | None = None  # a launch file's published measured time (the model's calibration)
+    published_source: str | None = None  # where that time is published
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -82,6 +82,33 @@ def model_table(records: Sequence[BenchRow], title: str) -> Grid:
     return table
 
 
+def calibration_table(records: Sequence[BenchRow], title: str) -> Grid:
+    """Modelled rows with a published measured time (launch files' `published`), one row per kernel
+    and shape with its modelled time at each clock the files hold and the miss: modelled over
+    published time, less one (negative: the model is faster than the measured kernel). Where each
+    kernel's times are published is listed under the title."""
+    rows = [r for r in records if r.model is not None and r.model.published_us]
+    clocks = sorted({r.model.clock_ghz for r in rows if r.model is not None})
+    sources = dict.fromkeys((r.kernel, r.model.published_source or "") for r in rows if r.model is not None)
+    notes = "; ".join(f"{escape(kernel)}: {escape(source)}" for kernel, source in sources)
+    table = Grid(f"{title}\npublished: {notes}" if notes else title)
+    for name in ("kernel", "M x N x K", "measured us", *(f"{c:g} GHz {what}" for c in clocks for what in ("us", "miss"))):
+        table.add_column(name, "left" if name in ("kernel", "M x N x K") else "right")
+    by_key: dict[tuple[str, int, int, int], dict[float, BenchRow]] = {}
+    for r in rows:
+        assert r.model is not None
+        by_key.setdefault((r.kernel, r.shape.M, r.shape.N, r.shape.K), {})[r.model.clock_ghz] = r
+    for (kernel, M, N, K), at in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] * kv[0][2] * kv[0][3])):
+        first = next(iter(at.values())).model
+        assert first is not None and first.published_us is not None
+        cells = []
+        for c in clocks:
+            us = at[c].summary.median_ms * 1e3 if c in at else None
+            cells += [f"{us:,.1f}", f"{100 * (us / first.published_us - 1):+.1f}%"] if us else ["-", "-"]
+        table.add_row(escape(kernel), f"{M}x{N}x{K}", f"{first.published_us:,.1f}", *cells)
+    return table
+
+
 def bench_footer(doc: Document) -> str:
     """What a bench run's figures are of: the peak `% peak` divides by, and the stopping rule."""
     peak = doc.provenance.peak
