@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from wgrad_cli.backends.registry import open_runtime
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.compilers import Compiler
-from wgrad_cli.build.jobs import BuildJob, run_builds
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.compilers import Compiler
+from wgrad_cli.compile.jobs import BuildJob, run_builds
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec, load_specs
 from wgrad_cli.config.targets import TARGETS, Target
 from wgrad_cli.device.runtime import Runtime

@@ -13,6 +13,7 @@ process.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import ctypes
 import math
 import time
@@ -25,6 +26,7 @@ from wgrad_cli.errors import DriverError
 from wgrad_cli.problem.abi import Dims
 from wgrad_cli.problem.generate import Problem
 from wgrad_cli.problem.reference import grad_w
+from wgrad_cli.results.records import Counters
 
 
 class HostDevice:
@@ -109,8 +111,11 @@ class HostDevice:
         assert isinstance(start, list) and isinstance(stop, list)
         return 1e3 * (stop[0] - start[0])
 
-    def counters(self) -> dict[str, object] | None:
+    def counters(self) -> Counters | None:
         return None
+
+    def watch(self, report: Callable[[int, int], None]) -> None:
+        pass  # a launch here finishes at once
 
     def abandon(self) -> None:
         self.abandoned = True

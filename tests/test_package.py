@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from wgrad_cli.build.compilers import Compiler
+from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.results.document import source_files
 
 REPO = Path(__file__).resolve().parent.parent

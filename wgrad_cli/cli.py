@@ -19,6 +19,8 @@ from wgrad_cli.config.options import (
     FLUSHES,
     HIP_STACK_BYTES,
     HIP_STACK_CAP,
+    DEFAULT_MACHINE,
+    EMU_CPU_SECONDS,
     KERNEL_TIMEOUT_S,
     BenchOptions,
     CompilerOptions,
@@ -37,6 +39,7 @@ from wgrad_cli.config.shipped import CONFIGS_DIR
 from wgrad_cli.errors import KernelHang, WgradError
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 class Group(click.Group):
@@ -137,7 +140,7 @@ def toolchain_options(nvcc: bool = True) -> Callable[[F], F]:
 
 def selection_options(targets: bool = True, kernel_help: str = "Build these kernels instead of the config's.",
                       source_help: str = "Source file for the one --kernel (e.g. your checkout of the upstream "
-                                         "kernel).") -> Callable[[F], F]:
+                                         "kernel).", config_required: bool = True) -> Callable[[F], F]:
     """--config, --kernel, --target (where the command has a choice of targets), --shape, --kernel-source
     and --include, as `selection`."""
     def add(f: F) -> F:
@@ -149,11 +152,64 @@ def selection_options(targets: bool = True, kernel_help: str = "Build these kern
         if targets:
             f = click.option("--target", "targets", multiple=True, help="Only these targets (repeatable).")(f)
         f = click.option("--kernel", "kernels", multiple=True, help=kernel_help)(f)
-        f = click.option("--config", "config_path", required=True, type=click.Path(path_type=Path),
+        f = click.option("--config", "config_path", required=config_required, type=click.Path(path_type=Path),
                          help="YAML shape config: a file, or a shipped config's name (`wgrad configs` lists them).")(f)
         return f
 
     return add
+
+
+# options of a config run that a launch file (which is one launch, with its own seed-free setup) leaves out
+NOT_WITH_LAUNCH = (("--config", "config_path"), ("--kernel", "kernels"), ("--shape", "shapes"),
+                   ("--kernel-source", "kernel_source"), ("--include", "includes"), ("--shard", "shard"),
+                   ("--edge-cases", "edge_cases"), ("--per-expert", "per_expert"))
+
+
+def launch_option(run_launch: Callable[[Path, dict[str, Any]], None], leaves_out: tuple[tuple[str, str], ...] = ()
+                  ) -> Callable[[F], F]:
+    """--launch FILE: the command runs that launch file (`run_launch` gets it and the other options)
+    instead of a config; without it, --config is required."""
+    def wrap(f: F) -> F:
+        f = click.option("--launch", type=click.Path(dir_okay=False, path_type=Path),
+                         help="A launch file: one launch of a code object whose arguments are not wgrad's ABI "
+                              "(docs/launch-files.md); in place of --config.")(f)
+
+        @functools.wraps(f)
+        def command(**params: Any) -> Any:
+            launch = params.pop("launch")
+            if launch is None:
+                if params.get("config_path") is None:
+                    raise click.UsageError("give --config (a shape config) or --launch (a launch file)")
+                return f(**params)
+            given = [flag for flag, name in (*NOT_WITH_LAUNCH, *leaves_out) if params.get(name)]
+            if given:
+                raise click.UsageError(f"--launch runs one launch file; leave out {', '.join(given)}")
+            return run_launch(launch, params)
+
+        return command  # type: ignore[return-value]
+
+    return wrap
+
+
+def chosen(cls: type[T], params: dict[str, Any]) -> T:
+    """The `cls` options object from a command's raw options (fields without one take their defaults)."""
+    return cls(**{f.name: params[f.name] for f in fields(cls) if f.name in params})  # type: ignore[arg-type]
+
+
+def _verify_launch(launch: Path, params: dict[str, Any]) -> None:
+    from wgrad_cli.backends.registry import emulated_device, emulated_only
+    from wgrad_cli.commands.launchverify import verify_launch
+
+    emulator = EmulatorOptions(params["strict_lds"], params["emu_stack_bytes"], params["emu_register_fill"])
+    device = emulated_only(emulated_device(params["device"], emulator, params["kernel_timeout"]), "--launch: launch files")
+    verify_launch(launch, chosen(CompilerOptions, params), device, params["seed"] or 0)
+
+
+def _model_launch(launch: Path, params: dict[str, Any]) -> None:
+    from wgrad_cli.model.launchfile import model_launch_file
+
+    model_launch_file(launch, chosen(CompilerOptions, params), chosen(Output, params), chosen(ModelOptions, params),
+                      params["seed"] or 0)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -214,14 +270,17 @@ def run_options(f: F) -> F:
     f = click.option("--seed", type=click.IntRange(min=0), help="Problem seed (default: the config's).")(f)
     f = click.option("--device", callback=parse_device, default="0", show_default=True, metavar="N|emu",
                      help="Device index, or emu: the emulated gfx950 (an MI355X run on the CPU; verify only).")(f)
-    f = click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), default=KERNEL_TIMEOUT_S,
-                     show_default=True, help="Seconds any one wait for the device (on the emulator: one launch) may "
-                                             "take before the run stops as hung (a deadlocked kernel), exit status 3.")(f)
+    f = click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True),
+                     help=f"Seconds any one wait for a GPU may take before the run stops as hung (a deadlocked kernel), "
+                          f"exit status 3; default {KERNEL_TIMEOUT_S:g}. On the emulator: CPU seconds each of its "
+                          f"processes may spend on one launch, default {EMU_CPU_SECONDS:g}; its watchdog stops a "
+                          f"spinning kernel sooner, by its state.")(f)
     return f
 
 
 @cli.command()
-@selection_options()
+@launch_option(_verify_launch, (("--json", "json_path"), ("--csv", "csv_path")))
+@selection_options(config_required=False)
 @toolchain_options()
 @run_options
 @gathered(VerifyOptions, "checks")
@@ -233,6 +292,9 @@ def run_options(f: F) -> F:
 @click.option("--edge-cases", is_flag=True,
               help="Also run every shape with half its experts empty, all tokens in one expert, and skewed routing.")
 @click.option("--per-expert", is_flag=True, help="Print every shape's per-expert table (failures always get one).")
+@click.option("--model", is_flag=True,
+              help="With --device emu: also model each verified kernel's time on an MI355X at 2.4 GHz (as wgrad model "
+                   "does) and show it beside the check, labelled modelled.")
 @click.option("--strict-lds", is_flag=True,
               help="With --device emu: stop at the first LDS access beyond the workgroup's allocation (the hardware "
                    "reads 0 and drops the write; by default the emulator does the same and counts them).")
@@ -245,10 +307,12 @@ def run_options(f: F) -> F:
 def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output, checks: VerifyOptions,
            strict_lds: bool, emu_stack_bytes: int | None, emu_register_fill: int | None) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
-    from wgrad_cli.backends.registry import emulated_device
+    from wgrad_cli.backends.registry import emulated_device, emulated_only
     from wgrad_cli.commands.verify import verify_command
 
     emulator = EmulatorOptions(strict_lds, emu_stack_bytes, emu_register_fill)
+    if checks.model:
+        emulated_only(run.device, "--model: the modelled launches")
     run = replace(run, device=emulated_device(run.device, emulator, run.kernel_timeout))
     verify_command(selection, compilers, run, output, checks)
 
@@ -303,13 +367,14 @@ def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, out
 
 
 @cli.command()
-@selection_options(targets=False)
+@launch_option(_model_launch)
+@selection_options(targets=False, config_required=False)
 @toolchain_options(nvcc=False)
 @wide_option
 @gathered(ModelOptions, "chip")
 @gathered(ModelViews, "views")
 @gathered(Output, "output")
-@click.option("--machine", default="mi355x", show_default=True, help="Machine file of the modelled chip.")
+@click.option("--machine", default=DEFAULT_MACHINE, show_default=True, help="Machine file of the modelled chip.")
 @click.option("--clock", type=click.FloatRange(min=0.1, max=5.0), metavar="GHZ",
               help="Shader clock in GHz (default: the machine file's peak, 2.4; about 2.0 is seen under matrix load).")
 @click.option("--figure", "figures", multiple=True, metavar="NAME=VALUE",
@@ -382,12 +447,14 @@ def plot(files: tuple[Path, ...], out: Path) -> None:
 @click.option("--format", "form", type=click.Choice(["table", "markdown", "csv", "json"]),
               help="table: boxed; markdown: aligned Markdown; csv and json: every column "
                    "(default: table on a terminal, markdown elsewhere).")
+@click.option("--calibration", is_flag=True,
+              help="One table of the files' modelled rows against their published times (wgrad model --launch).")
 @wide_option
-def show(files: tuple[Path, ...], form: str | None) -> None:
+def show(files: tuple[Path, ...], form: str | None, calibration: bool) -> None:
     """Print results files (verify, bench, selfbench, build, info) as the tables the commands printed."""
     from wgrad_cli.commands.show import show_command
 
-    show_command(list(files), form)
+    show_command(list(files), form, calibration)
 
 
 @cli.command()
@@ -397,14 +464,9 @@ def show(files: tuple[Path, ...], form: str | None) -> None:
 @wide_option
 def merge(shards: tuple[Path, ...], json_path: Path) -> None:
     """Join the --shard i/n results files of one run into one file and table."""
-    from wgrad_cli.output.console import out
-    from wgrad_cli.results.compare import merge_docs
-    from wgrad_cli.results.files import save
-    from wgrad_cli.results.tables import document_table
+    from wgrad_cli.commands.files import merge_command
 
-    merged = merge_docs(list(shards))
-    out.print(document_table(merged, f"wgrad merge: {len(shards)} shards of {merged.command}"))
-    save(json_path, None, merged.command, merged.records, **merged.environment)
+    merge_command(list(shards), json_path)
 
 
 @cli.command()

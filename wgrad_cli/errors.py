@@ -40,6 +40,14 @@ class DriverError(WgradError):
     """A driver call failed, or no driver or device is there to call."""
 
 
+class NoDevice(DriverError):
+    """No target with work found a driver with a device to run on; `targets` are the ones tried."""
+
+    def __init__(self, lines: Sequence[str], targets: Sequence[str]) -> None:
+        super().__init__(lines)
+        self.targets = tuple(targets)
+
+
 class Crashed(WgradError):
     """Work on the device killed the process that ran it; the rows of the rest of the run are kept."""
 

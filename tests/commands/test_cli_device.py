@@ -26,12 +26,17 @@ def run(*args: str | Path) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args])
 
 
-def user_error(result: Result) -> str:
-    """Status 2, nothing on stdout, no traceback, one line on stderr; returns it."""
+def user_errors(result: Result) -> list[str]:
+    """Status 2, nothing on stdout, no traceback; returns the lines on stderr."""
     assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
     assert isinstance(result.exception, SystemExit)
     assert result.stdout == "" and "Traceback" not in result.output
-    [line] = result.stderr.splitlines()
+    return result.stderr.splitlines()
+
+
+def user_error(result: Result) -> str:
+    """Status 2, nothing on stdout, no traceback, one line on stderr; returns it."""
+    [line] = user_errors(result)
     return line
 
 
@@ -123,6 +128,9 @@ def test_merge_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     assert user_error(run("merge", s1, missing, "--json", out)).startswith(f"{missing}: cannot read it")
     assert not out.exists()
 
+NO_GPU = ("without a GPU: wgrad verify --config {config} --device emu checks the gfx950 kernels on the emulated MI355X; "
+          "wgrad model --config {config} models their time")
+
 
 def driver_missing(target: str) -> None:
     """Skips unless this machine's driver for `target` fails to load its library, as on a GPU-less host."""
@@ -140,8 +148,12 @@ def driver_missing(target: str) -> None:
 def test_no_driver_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, target: str) -> None:
     driver_missing(target)
     monkeypatch.chdir(tmp_path)
-    line = user_error(run(command, "--config", CONFIGS_DIR / "smoke.yaml", "--target", target, "--no-save",
-                          "--cache-dir", tmp_path / "cache"))
+    result = run(command, "--config", CONFIGS_DIR / "smoke.yaml", "--target", target, "--no-save",
+                 "--cache-dir", tmp_path / "cache")
+    # the emulator and the model run gfx950 code objects here: a second line says how
+    hint = [NO_GPU.format(config=CONFIGS_DIR / "smoke.yaml")] if target == "gfx950" else []
+    [line, *rest] = user_errors(result)
+    assert rest == hint
     assert line.startswith(f"{target}: no ") and f" found no {LIBRARY[target]}; install " in line
     assert list(tmp_path.iterdir()) == []  # no results/, no cache
 
@@ -150,11 +162,12 @@ def test_no_driver_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, comm
 def test_no_driver_one_line_per_target(command: str) -> None:
     for target in LIBRARY:
         driver_missing(target)
-    result = run(command, "--config", CONFIGS_DIR / "smoke.yaml", "--no-save")
+    result = run(command, "--config", "smoke", "--no-save")
     assert result.exit_code == 2 and result.stdout == "" and "Traceback" not in result.output
-    lines = result.stderr.splitlines()
+    *lines, hint = result.stderr.splitlines()
     assert [line.split(":")[0] for line in lines] == ["gfx950", "sm_90a"]  # the config's order
     assert all(LIBRARY[target] in line for target, line in zip(["gfx950", "sm_90a"], lines))
+    assert hint == NO_GPU.format(config="smoke")  # the config as given
 
 
 def test_only_targets_with_work_are_probed(repo: Path) -> None:

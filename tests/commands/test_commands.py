@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from wgrad_cli.backends import sm90a
-from wgrad_cli.build.compilers import Candidate
-from wgrad_cli.build.selection import shard_jobs
+from wgrad_cli.compile.compilers import Candidate
+from wgrad_cli.compile.selection import shard_jobs
 from wgrad_cli.cli import cli
 from wgrad_cli.config.shipped import CONFIGS_DIR
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 from hostdevice import HostDevice
 
-from wgrad_cli.build.compilers import Compiler
+from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.cli import cli
 from wgrad_cli.commands.bench import bench_command
 from wgrad_cli.config.kernelspec import KernelSpec

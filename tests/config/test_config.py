@@ -9,10 +9,10 @@ import pytest
 
 from wgrad_cli.config.kernelspec import load_specs
 from wgrad_cli.config.loader import Config, Shape, load_config
-from wgrad_cli.config.routing import Routing
 from wgrad_cli.config.shipped import CONFIGS_DIR
 from wgrad_cli.errors import ConfigError
 from wgrad_cli.problem.abi import Dims
+from wgrad_cli.problem.routing import Routing
 
 SPECS = load_specs()
 CONFIGS = sorted(CONFIGS_DIR.glob("*.yaml"))

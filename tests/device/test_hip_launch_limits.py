@@ -10,11 +10,11 @@ import pytest
 from hostdevice import HostDevice
 
 from wgrad_cli.backends import gfx950
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.compilers import Compiler
-from wgrad_cli.build.hsaco import metadata as amd_metadata
-from wgrad_cli.build.jobs import BuildJob, run_builds
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.compilers import Compiler
+from wgrad_cli.compile.hsaco import metadata as amd_metadata
+from wgrad_cli.compile.jobs import BuildJob, run_builds
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec, load_specs
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.device.launch import prepare

@@ -6,7 +6,7 @@ import ctypes
 
 import pytest
 
-from wgrad_cli.build.codeobject import Param
+from wgrad_cli.compile.codeobject import Param
 from wgrad_cli.device.kernargs import pack
 
 # The ABI's six arguments (C, A, B, scale_A, scale_B, expert_off): device pointers, 8 bytes each.

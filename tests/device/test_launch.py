@@ -9,13 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.compilers import Compiler
-from wgrad_cli.build.jobs import BuildJob, run_builds
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.compilers import Compiler
+from wgrad_cli.compile.jobs import BuildJob, run_builds
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.options import KERNEL_TIMEOUT_S
-from wgrad_cli.config.routing import Routing
 from wgrad_cli.config.targets import TARGETS, Target
 from wgrad_cli.device.launch import prepare, upload
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
@@ -25,6 +24,7 @@ from wgrad_cli.measure.check import POISON, compare
 from wgrad_cli.problem.abi import Dims
 from wgrad_cli.problem.generate import generate
 from wgrad_cli.problem.reference import grad_w, row_norms
+from wgrad_cli.problem.routing import Routing
 
 SMALL = Dims(256, 256, 512, 2)
 

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from wgrad_cli.backends.registry import backend
-from wgrad_cli.build.compilers import Compiler
-from wgrad_cli.build.hsaco import arguments as amd_params
-from wgrad_cli.build.hsaco import metadata as amd_metadata
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.compilers import Compiler
+from wgrad_cli.compile.hsaco import arguments as amd_params
+from wgrad_cli.compile.hsaco import metadata as amd_metadata
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.device.kernargs import pack
 from wgrad_cli.emu.device import EmuRuntime, Function
 from wgrad_cli.errors import ToolchainError

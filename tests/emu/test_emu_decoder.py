@@ -17,9 +17,9 @@ import test_emu_scalar_exec
 import test_emu_valu
 from emukernels import CLANG, UNSUPPORTED, UNSUPPORTED_MNEMONIC, compile_hip, disassemble, need, run
 
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.jobs import BuildJob, run_builds
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.jobs import BuildJob, run_builds
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import load_specs
 from wgrad_cli.config.loader import load_config
 from wgrad_cli.config.shipped import CONFIGS_DIR

@@ -8,7 +8,7 @@ import numpy as np
 
 from emukernels import assert_uses, compile_hip, run
 
-from wgrad_cli.emu.ops.vector import max_num, min_num
+from wgrad_cli.emu.ops.vector_math import max_num, min_num
 
 SOURCE = """
 KERNEL void valu(unsigned *out, const unsigned *a, const unsigned *b, const float *f, const float *g) {

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from wgrad_cli.emu.ops.vector import fma64
+from wgrad_cli.emu.ops.vector_math import fma64
 
 
 def exact(a: float, b: float, c: float, k: int) -> float:

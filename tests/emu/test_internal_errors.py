@@ -45,7 +45,7 @@ def test_a_bug_in_an_op_is_an_emulator_bug_in_process(monkeypatch: pytest.Monkey
     image = compile_hip(ADD)
     out, _ = run(image, [np.zeros(64, np.uint32), np.arange(64, dtype=np.uint32)])
     assert (out == np.arange(64) + 3).all()
-    monkeypatch.setattr(vector_ops, "_write_dest", broken)
+    monkeypatch.setattr(vector_ops, "write_dest", broken)
     with pytest.raises(EmulatorBug) as caught:
         run(image, [np.zeros(64, np.uint32), np.arange(64, dtype=np.uint32)])
     assert caught.value.lines[0].startswith("launch of add: internal error of the emulator")
@@ -55,7 +55,7 @@ def test_a_bug_in_an_op_is_an_emulator_bug_in_process(monkeypatch: pytest.Monkey
 @pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
 def test_verify_reports_a_bug_in_a_worker_with_its_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The tiny shape's 2048 waves run in forked workers, which inherit the broken op."""
-    monkeypatch.setattr(vector_ops, "_write_dest", broken)
+    monkeypatch.setattr(vector_ops, "write_dest", broken)
     result = CliRunner().invoke(cli, ["verify", "--config", str(tiny_config(tmp_path)), "--device", "emu",
                                       "--cache-dir", str(tmp_path / "cache"), "--no-save"])
     assert result.exit_code == EmulatorBug.exit_code == 5, result.output

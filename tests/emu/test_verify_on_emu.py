@@ -8,7 +8,12 @@ nothing emu.yaml's shapes lack (zipf routing, several experts, empty ones)."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
+
+import numpy as np
+import yaml
 
 import pytest
 from click.testing import CliRunner
@@ -22,22 +27,47 @@ from wgrad_cli.emu.device import EmuRuntime
 pytestmark = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 
 
-@pytest.mark.parametrize("config, shapes", [("smoke.yaml", ("one-expert", "gaps")), ("emu.yaml", ())])
-def test_reference_kernel_passes_on_the_emulator(config: str, shapes: tuple[str, ...], tmp_path: Path) -> None:
+def main_job() -> list[str]:
+    """The README's main job: its set-up line's wgrad command, as arguments."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    [command] = re.findall(r"^bash \.ci/setup && \.venv/bin/wgrad (.+?) +# the main job", readme, re.M)
+    return shlex.split(command)
+
+
+@pytest.mark.parametrize("args", [["verify", "--config", str(CONFIGS_DIR / "smoke.yaml"), "--device", "emu",
+                                   "--shape=one-expert", "--shape=gaps"], main_job()], ids=["smoke", "main job"])
+def test_reference_kernel_passes_on_the_emulator(args: list[str], tmp_path: Path) -> None:
     out = tmp_path / "verify.json"
-    result = CliRunner().invoke(cli, ["verify", "--config", str(CONFIGS_DIR / config), "--device", "emu", "--strict-lds",
-                                      *(f"--shape={s}" for s in shapes), "--json", str(out),
-                                      "--cache-dir", str(tmp_path / "cache")])
+    result = CliRunner().invoke(cli, [*args, "--strict-lds", "--json", str(out), "--cache-dir", str(tmp_path / "cache")])
     assert result.exit_code == 0, result.output
+    config = Path(args[args.index("--config") + 1]).name.removesuffix(".yaml")
     doc = json.loads(out.read_text())
     assert doc["device"]["emulated"] and doc["device"]["arch"] == "gfx950"
-    assert doc["config"] == config.removesuffix(".yaml")  # a shipped config by its name, not this machine's path
+    assert doc["config"] == config  # a shipped config by its name, not this machine's path
     assert doc["records"] and all(r["ok"] for r in doc["records"])
     for r in doc["records"]:
         assert r["reference"] == "numpy float64, every element"
         counters = r["counters"]
         assert counters["waves"] > 0 and counters["instructions"]["valu"] > 0 and counters["bytes_stored"] > 0
     assert "executed on the emulator" in result.output
+    modelled = [r["modelled"] for r in doc["records"] if r.get("modelled")]
+    if "--model" in args:  # the check and the modelled time in one table, labelled so
+        assert len(modelled) == len(doc["records"])
+        assert all(m["machine"] == "MI355X" and m["tflops"] > 0 and m["microseconds"] > 0 for m in modelled)
+        assert re.search(r"^\| kernel .*\| status \| modelled us \| modelled TFLOP/s \|$", result.stdout, re.M)
+        assert "times modelled on an MI355X, not measured" in result.stdout
+        routed = [s["offsets"] for s in yaml.safe_load((CONFIGS_DIR / f"{config}.yaml").read_text())["shapes"]
+                  if "offsets" in s]
+        assert any(o[0] > 0 for o in routed)  # tokens before the first expert
+        assert any(0 in np.diff(o) for o in routed)  # an empty expert
+    else:
+        assert modelled == []
+
+
+def test_model_needs_the_emulator() -> None:
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--model"])
+    assert result.exit_code == 2 and result.stderr.strip() == (
+        "--model: the modelled launches run on the emulated gfx950; add --device emu (not --device 0)")
 
 
 def test_strict_lds_needs_the_emulator() -> None:

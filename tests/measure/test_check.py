@@ -9,12 +9,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from wgrad_cli.config.routing import Routing
 from wgrad_cli.measure.check import bf16_ulp, compare, gamma
 from wgrad_cli.problem.abi import Dims
 from wgrad_cli.problem.generate import Problem, generate
 from wgrad_cli.problem.mxfp8 import dequantize, unpack_scales
 from wgrad_cli.problem.reference import grad_w, row_norms
+from wgrad_cli.problem.routing import Routing
 from wgrad_cli.results.records import Errors
 
 BF16 = ml_dtypes.bfloat16

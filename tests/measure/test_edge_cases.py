@@ -24,7 +24,6 @@ import pytest
 
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.options import KERNEL_TIMEOUT_S
-from wgrad_cli.config.routing import Routing
 from wgrad_cli.config.targets import Target
 from wgrad_cli.device.launch import prepare, upload
 from wgrad_cli.device.runtime import Runtime
@@ -33,6 +32,7 @@ from wgrad_cli.measure.check import compare
 from wgrad_cli.problem.abi import Dims
 from wgrad_cli.problem.generate import Problem, generate
 from wgrad_cli.problem.reference import grad_w, row_norms
+from wgrad_cli.problem.routing import Routing
 
 pytestmark = pytest.mark.gpu
 DIMS = Dims(512, 256, 256, 2)

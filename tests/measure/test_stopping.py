@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from wgrad_cli.measure.stopping import Criterion, Running
+from wgrad_cli.config.options import Criterion
+from wgrad_cli.measure.stopping import Running, verdict
 
 CRITERION = Criterion(min_samples=10, min_seconds=0.5, max_noise=0.01, timeout=15.0, max_samples=1000)
 
@@ -22,7 +23,7 @@ def running(samples: list[float]) -> Running:
 def test_converges_once_all_three_conditions_hold() -> None:
     steady = running([100.0] * 10)  # 10 samples, 1 s of device time, no spread
     assert steady.rel_stdev() == 0.0
-    assert CRITERION.verdict(steady, 1.0) == "converged"
+    assert verdict(CRITERION, steady, 1.0) == "converged"
 
 
 @pytest.mark.parametrize("samples, missing", [
@@ -31,24 +32,24 @@ def test_converges_once_all_three_conditions_hold() -> None:
     ([90.0, 110.0] * 10, "max_noise"),  # rel stdev about 10 %
 ])
 def test_goes_on_while_one_condition_fails(samples: list[float], missing: str) -> None:
-    assert CRITERION.verdict(running(samples), 1.0) is None, missing
+    assert verdict(CRITERION, running(samples), 1.0) is None, missing
 
 
 def test_timeout_once_wall_time_exceeds_it() -> None:
     noisy = running([90.0, 110.0] * 10)
-    assert CRITERION.verdict(noisy, 14.9) is None
-    assert CRITERION.verdict(noisy, 15.1) == "timeout"
+    assert verdict(CRITERION, noisy, 14.9) is None
+    assert verdict(CRITERION, noisy, 15.1) == "timeout"
 
 
 def test_converged_wins_over_timeout() -> None:
-    assert CRITERION.verdict(running([100.0] * 10), 20.0) == "converged"
+    assert verdict(CRITERION, running([100.0] * 10), 20.0) == "converged"
 
 
 def test_max_samples() -> None:
     noisy = running([0.1, 0.3] * 500)  # 1000 samples, 0.2 s, rel stdev about 50 %
     assert noisy.n == 1000
-    assert CRITERION.verdict(noisy, 1.0) == "max-samples"
-    assert CRITERION.verdict(running([0.1, 0.3] * 499), 1.0) is None
+    assert verdict(CRITERION, noisy, 1.0) == "max-samples"
+    assert verdict(CRITERION, running([0.1, 0.3] * 499), 1.0) is None
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -69,7 +70,7 @@ def test_rel_stdev_welford_keeps_precision_on_a_large_offset() -> None:
 @pytest.mark.parametrize("samples", [[], [3.0]])
 def test_rel_stdev_is_inf_below_two_samples(samples: list[float]) -> None:
     assert math.isinf(running(samples).rel_stdev())
-    assert Criterion(min_samples=1, min_seconds=0.0).verdict(running(samples), 0.0) is None
+    assert verdict(Criterion(min_samples=1, min_seconds=0.0), running(samples), 0.0) is None
 
 
 def test_batched_samples_count_every_launch_toward_min_time() -> None:
@@ -78,7 +79,7 @@ def test_batched_samples_count_every_launch_toward_min_time() -> None:
     for _ in range(10):
         running.add(0.04, launches=24)
     assert running.total_ms == pytest.approx(9.6)
-    assert Criterion(min_samples=10, min_seconds=0.009, max_noise=1.0).verdict(running, 0.0) == "converged"
+    assert verdict(Criterion(min_samples=10, min_seconds=0.009, max_noise=1.0), running, 0.0) == "converged"
 
 
 def first_stop(criterion: Criterion, samples: list[float]) -> tuple[str | None, int]:
@@ -86,9 +87,9 @@ def first_stop(criterion: Criterion, samples: list[float]) -> tuple[str | None, 
     r = Running()
     for ms in samples:
         r.add(ms)
-        verdict = criterion.verdict(r, 0.0)
-        if verdict:
-            return verdict, r.n
+        stop = verdict(criterion, r, 0.0)
+        if stop:
+            return stop, r.n
     return None, r.n
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wgrad_cli.config.routing import Routing
 from wgrad_cli.measure import verify
 from wgrad_cli.measure.check import compare
 from wgrad_cli.problem.abi import Dims
 from wgrad_cli.problem.generate import generate
 from wgrad_cli.problem.reference import grad_w, row_norms
+from wgrad_cli.problem.routing import Routing
 
 
 @pytest.mark.parametrize("block", [1, 3 * 256 + 5, 2**20])  # one element (one row per block), rows split unevenly, one block

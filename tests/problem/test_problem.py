@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wgrad_cli.config.routing import Routing
 from wgrad_cli.problem.abi import ARGS, Dims
 from wgrad_cli.problem.generate import Problem, generate
 from wgrad_cli.problem.mxfp8 import unpack_scales
 from wgrad_cli.problem.reference import grad_w
+from wgrad_cli.problem.routing import Routing
 
 DIMS = [Dims(128, 256, 256, 1), Dims(512, 256, 512, 3), Dims(1024, 512, 256, 8)]
 

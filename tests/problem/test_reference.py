@@ -12,10 +12,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from wgrad_cli.config.routing import Routing
 from wgrad_cli.problem.abi import Dims
 from wgrad_cli.problem.generate import Problem, generate
 from wgrad_cli.problem.reference import grad_w, row_norms, sample_rows
+from wgrad_cli.problem.routing import Routing
 
 E4M3 = ml_dtypes.float8_e4m3fn
 

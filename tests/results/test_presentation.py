@@ -11,8 +11,8 @@ import pytest
 from clirun import run_wgrad
 
 HEAVY = ("elftools", "msgpack", "tinygrad", "hip", "cuda", "pynvml", "torch", "triton", "wgrad_cli.emu",
-         "wgrad_cli.device.runtime", "wgrad_cli.backends", "wgrad_cli.build.compilers", "wgrad_cli.build.toolchain", "wgrad_cli.build.jobs",
-         "wgrad_cli.build.codeobject", "wgrad_cli.device.launch", "wgrad_cli.device.session", "wgrad_cli.device.isolation", "wgrad_cli.measure.sampling",
+         "wgrad_cli.device.runtime", "wgrad_cli.backends", "wgrad_cli.compile.compilers", "wgrad_cli.compile.toolchain", "wgrad_cli.compile.jobs",
+         "wgrad_cli.compile.codeobject", "wgrad_cli.device.launch", "wgrad_cli.device.session", "wgrad_cli.device.isolation", "wgrad_cli.measure.sampling",
          "wgrad_cli.measure.baselines")
 RESULTS = Path(__file__).resolve().parent.parent.parent / "results" / "h200"
 # runs the CLI in this process, then prints every module it loaded
@@ -51,12 +51,12 @@ def test_showing_build_and_info_files_loads_no_compiler(tmp_path: Path, amd_comp
     for argv in (["build", "--config", "smoke", "--target", "gfx950", "--json", "build.json"], ["info", "--json", "info.json"]):
         assert run_wgrad(tmp_path, *argv, "--cache-dir", "cache", terminal=False).returncode == 0
     loaded = loaded_by(["show", "build.json", "info.json"], tmp_path)
-    assert "wgrad_cli.build.report" in loaded and heavy(loaded) == []
+    assert "wgrad_cli.results.build_tables" in loaded and heavy(loaded) == []
 
 
 def test_results_modules_import_no_device_stack() -> None:
     code = ("import sys, wgrad_cli.commands.show, wgrad_cli.results.compare, wgrad_cli.results.speedup, wgrad_cli.results.tables, wgrad_cli.results.records, "
-            "wgrad_cli.build.report, wgrad_cli.build.resources, wgrad_cli.results.plot, wgrad_cli.commands.files; "
+            "wgrad_cli.results.build_tables, wgrad_cli.compile.resources, wgrad_cli.results.plot, wgrad_cli.commands.files; "
             "print('\\n'.join(sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert heavy(loaded) == []

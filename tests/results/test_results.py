@@ -13,10 +13,11 @@ from click.testing import CliRunner
 from rows import bench_row, verify_row, write
 
 from wgrad_cli.cli import cli
+from wgrad_cli.config.options import Criterion
 from wgrad_cli.config.shipped import CONFIGS_DIR, config_name
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results.files import default_path, save
-from wgrad_cli.results.records import SCHEMA, SHOWN, BenchRow, Ratio, VerifyRow, read_document, to_json
+from wgrad_cli.results.records import SCHEMA, SHOWN, BenchRow, Peak, Ratio, VerifyRow, read_document, to_json
 
 RECORDS = [verify_row(0, "a", True), verify_row(1, "b", False)]
 
@@ -59,6 +60,32 @@ def test_every_committed_results_file_loads_typed(repo: Path) -> None:
     for path in files:
         doc = read_document(path, SHOWN)
         assert doc.records and all(type(r) is kinds[doc.command] for r in doc.records)
+
+
+
+def test_committed_files_of_this_schema_write_back_byte_for_byte(repo: Path, tmp_path: Path) -> None:
+    """Read and saved again (as merge saves), a file of the current schema is the same bytes; older
+    ones are upgraded as they are read, so they are not."""
+    current = [p for p in sorted((repo / "results").rglob("*.json")) if json.loads(p.read_text()).get("schema") == SCHEMA]
+    assert current  # a schema bump leaves few files of the new one (4: the seed's profile)
+    for path in current:
+        doc = read_document(path, SHOWN)
+        save(tmp_path / "again.json", None, doc.command, doc.records, **doc.environment)
+        assert (tmp_path / "again.json").read_bytes() == path.read_bytes(), path
+
+def test_bench_files_record_their_peak_and_stopping_rule_typed(repo: Path) -> None:
+    doc = read_document(repo / "results" / "h200" / "bench-large.json")
+    assert doc.provenance.peak == Peak(1979.0, "FP8", 989.0, 4800.0, 62914560, "NVIDIA H200 datasheet")
+    assert doc.provenance.criterion == Criterion(10, 0.5, 0.005, 2.0, 100_000, 0.05)
+    older = read_document(repo / "results" / "h200" / "bench-large-reference.json")  # written before stable_noise
+    assert older.provenance.criterion == Criterion(timeout=15.0)
+
+
+def test_a_peak_that_lacks_a_rate_is_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "bad.json", "bench", [bench_row(0, "a", 1.0)], peak={"matrix_label": "FP8"})
+    with pytest.raises(WgradError) as exc:
+        read_document(path)
+    assert one_line_error(exc) == f"{path}: environment.peak lacks matrix_tflops; give a results file wgrad wrote"
 
 
 def test_schema_1_files_upgrade_and_newer_ones_are_refused(tmp_path: Path) -> None:

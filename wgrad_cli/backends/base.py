@@ -15,11 +15,11 @@ from wgrad_cli.config.targets import Vendor
 from wgrad_cli.errors import DriverError
 
 if TYPE_CHECKING:
-    from wgrad_cli.backends.peaks import Peak
-    from wgrad_cli.build.codeobject import Param
-    from wgrad_cli.build.compilers import Candidate, Compiler
-    from wgrad_cli.build.resources import Resources
+    from wgrad_cli.compile.codeobject import Param
+    from wgrad_cli.compile.compilers import Candidate, Compiler
+    from wgrad_cli.compile.resources import Resources
     from wgrad_cli.device.runtime import DeviceInfo, Runtime
+    from wgrad_cli.results.records import Peak
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from wgrad_cli.backends.base import Backend, GridLimit
-from wgrad_cli.backends.peaks import MiB, Peak
-from wgrad_cli.build import hsaco
-from wgrad_cli.build.codeobject import Param
-from wgrad_cli.build.compilers import Candidate, Compiler, clang_version
-from wgrad_cli.build.resources import Resources
+from wgrad_cli.backends.peaks import MiB
+from wgrad_cli.compile import hsaco
+from wgrad_cli.compile.codeobject import Param
+from wgrad_cli.compile.compilers import Candidate, Compiler, clang_version
+from wgrad_cli.compile.resources import Resources
 from wgrad_cli.config.options import Device, Emulated
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
+from wgrad_cli.results.records import Peak
 
 MIN_CLANG = 20
 DEFAULT_ROCM = "/opt/rocm"  # where ROCm installs when nothing says otherwise

@@ -1,25 +1,12 @@
-"""What a device could do at best: the peak rates and cache sizes bench reports against (each
-target's backend knows its devices' peaks), and the flush that evicts the last-level cache.
-Dense rates, no sparsity.
-"""
+"""The flush that evicts a device's last-level cache between cold runs, from what the driver reports
+and the peaks its backend knows (results.records.Peak)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from wgrad_cli.device.runtime import DeviceInfo
+from wgrad_cli.results.records import Peak
 
 MiB = 1 << 20
-
-
-@dataclass(frozen=True)
-class Peak:
-    matrix_tflops: float  # dense rate for the kernel's inputs: MXFP8 (gfx950) or FP8 (Hopper)
-    matrix_label: str
-    bf16_tflops: float
-    hbm_gbps: float
-    llc_bytes: int  # the last-level cache a cold run must flush (L2 plus AMD's Infinity Cache)
-    source: str
 
 
 def flush_bytes(device: DeviceInfo, known: Peak | None) -> int:

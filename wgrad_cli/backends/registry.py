@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from wgrad_cli.backends.base import Backend
 from wgrad_cli.backends.gfx950 import Gfx950
-from wgrad_cli.backends.peaks import Peak
 from wgrad_cli.backends.sm90a import Sm90a
-from wgrad_cli.config.options import EMULATED, HIP_STACK_BYTES, Device, Emulated, EmulatorOptions
+from wgrad_cli.config.options import EMU_CPU_SECONDS, EMULATED, HIP_STACK_BYTES, Device, Emulated, EmulatorOptions
 from wgrad_cli.config.targets import Target, Vendor
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
 from wgrad_cli.errors import WgradError
+from wgrad_cli.results.records import Peak
 
 BACKENDS: dict[str, Backend] = {"gfx950": Gfx950(), "sm_90a": Sm90a()}
 BY_VENDOR: dict[Vendor, Backend] = {b.vendor: b for b in BACKENDS.values()}
@@ -37,10 +39,10 @@ def max_shared() -> int:
     return max(b.shared_limit for b in BACKENDS.values())
 
 
-def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: float) -> Device:
+def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: float | None) -> Device:
     """The device with verify's emulator options (--strict-lds, --emu-stack-bytes, --emu-register-fill)
     applied; WgradError for any of them on a GPU. The emulator runs a launch itself, so it keeps
-    --kernel-timeout itself."""
+    --kernel-timeout itself (None: EMU_CPU_SECONDS of CPU time)."""
     if not isinstance(device, Emulated):
         given = [why for chosen, why in (
             (options.strict_lds, "--strict-lds: only the emulated device checks LDS accesses"),
@@ -53,7 +55,23 @@ def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: fl
         return device
     return Emulated(options.strict_lds,
                     -(-(options.stack_bytes or HIP_STACK_BYTES) // 16) * 16,  # rounded up as hipDeviceSetLimit does
-                    kernel_timeout, options.register_fill or 0)
+                    kernel_timeout or EMU_CPU_SECONDS, options.register_fill or 0)
+
+
+def emulated_only(device: Device, what: str) -> Emulated:
+    """The device, which must be the emulated one for `what`; WgradError otherwise."""
+    if not isinstance(device, Emulated):
+        raise WgradError(f"{what} run on the emulated {EMULATED_TARGET}; add --device emu (not --device {device})")
+    return device
+
+
+def without_gpu(device: Device, targets: Sequence[str], config: str) -> str | None:
+    """Where a run on a GPU found none: the line saying what runs here instead, for the config as the
+    user gave it; None where the emulator runs none of `targets`."""
+    if isinstance(device, Emulated) or EMULATED_TARGET not in targets:
+        return None
+    return (f"without a GPU: wgrad verify --config {config} --device {EMULATED} checks the {EMULATED_TARGET} kernels "
+            f"on the emulated MI355X; wgrad model --config {config} models their time")
 
 
 def check_timed(device: Device) -> None:

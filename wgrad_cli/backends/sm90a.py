@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from wgrad_cli.backends.base import Backend, GridLimit
-from wgrad_cli.backends.peaks import Peak
-from wgrad_cli.build import cubin
-from wgrad_cli.build.codeobject import Param
-from wgrad_cli.build.compilers import Candidate, Compiler, run_version
-from wgrad_cli.build.resources import Resources
+from wgrad_cli.compile import cubin
+from wgrad_cli.compile.codeobject import Param
+from wgrad_cli.compile.compilers import Candidate, Compiler, run_version
+from wgrad_cli.compile.resources import Resources
 from wgrad_cli.device.runtime import DeviceInfo
+from wgrad_cli.results.records import Peak
 
 DATASHEET = {  # name fragment (first match wins) -> (fp8, bf16 TFLOP/s, HBM GB/s): NVIDIA datasheets, dense
     "H200 NVL": (1671.0, 835.0, 4800.0),

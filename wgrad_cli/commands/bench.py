@@ -6,19 +6,18 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
-from wgrad_cli.backends.peaks import Peak, flush_bytes
+from wgrad_cli.backends.peaks import flush_bytes
 from wgrad_cli.backends.registry import backend, check_timed, peak
-from wgrad_cli.commands.run import print_header, save_results
-from wgrad_cli.config.options import BenchOptions, CompilerOptions, Output, RunOptions, Selection
+from wgrad_cli.commands.run import opened, print_header, save_results
+from wgrad_cli.config.options import BenchOptions, CompilerOptions, Criterion, Output, RunOptions, Selection
 from wgrad_cli.device.session import open_session
 from wgrad_cli.errors import WgradError
 from wgrad_cli.measure.baselines import require_torch, unknown
 from wgrad_cli.measure.bench import CALIBRATION, Plan, bench
-from wgrad_cli.measure.stopping import Criterion
 from wgrad_cli.output.console import out, progress
 from wgrad_cli.results.baseline_names import NAMES as BASELINES
 from wgrad_cli.results.files import order
-from wgrad_cli.results.records import SCHEMA, BenchRow, Document, to_json
+from wgrad_cli.results.records import SCHEMA, BenchRow, Document, Peak, to_json
 from wgrad_cli.results.speedup import speedups
 from wgrad_cli.results.tables import bench_footer, bench_table, speedup_table
 
@@ -45,7 +44,8 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     check_timed(run.device)
     if baselines or flush_kind == "read":
         require_torch()  # before any build or launch
-    s = open_session(selection, compilers, run, False, extra=lambda _: [("empty", CALIBRATION.dims)])
+    s = opened(selection, run, lambda: open_session(selection, compilers, run, False,
+                                                    extra=lambda _: [("empty", CALIBRATION.dims)]))
     if baselines and not backend(s.target).torch_baselines:
         s.rt.close()
         raise WgradError(f"--baselines on a {s.target} device: PyTorch's ROCm wheels load their own libamdhip64.so beside "

@@ -6,21 +6,29 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.jobs import BuildJob, BuildResult, build_record, resolve_compilers, run_builds
-from wgrad_cli.build.report import build_table
-from wgrad_cli.build.selection import select, shard_jobs
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.jobs import BuildJob, BuildResult, resolve_compilers, run_builds
+from wgrad_cli.compile.selection import select, shard_jobs
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import load_specs
 from wgrad_cli.config.options import CompilerOptions, Selection, Shard
 from wgrad_cli.config.shipped import config_name
 from wgrad_cli.errors import CheckFailed, ToolchainError
 from wgrad_cli.output.console import err, out, progress
 from wgrad_cli.output.grid import plural
+from wgrad_cli.results.build_tables import build_table
 from wgrad_cli.results.document import write_json
-from wgrad_cli.results.records import ShapeRef, to_json
+from wgrad_cli.results.records import BuildRecord, ShapeRef, to_json
 
 Skipped = dict[tuple[str, bool], tuple[ToolchainError, list[BuildJob]]]
+
+
+def build_record(result: BuildResult, shape: ShapeRef) -> BuildRecord:
+    """The record of one shape's build (records of shapes with the same dims share the build)."""
+    return BuildRecord(shape=shape, kernel=result.job.kernel.name, target=result.job.target, ok=result.ok,
+                       code_object=str(result.code_object) if result.code_object else None,
+                       compile_seconds=round(result.compile_seconds, 4), cache_hit=result.cache_hit,
+                       compiler=result.compiler, resources=result.resources, errors=result.errors)
 
 
 def skipped_lines(skipped: Skipped, targets: tuple[str, ...]) -> list[str]:

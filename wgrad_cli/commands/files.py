@@ -1,4 +1,4 @@
-"""What the commands that read results files do (compare, speedup, plot), apart from parsing their
+"""What the commands that read results files do (compare, speedup, plot, merge), apart from parsing their
 options (cli.py): like show, they import no compiler, device, ELF or emulator module, so they run on
 any machine (tests/results/test_presentation.py)."""
 
@@ -11,10 +11,11 @@ from rich.markup import escape
 from wgrad_cli.errors import CheckFailed
 from wgrad_cli.output.console import err, out
 from wgrad_cli.output.grid import plural
-from wgrad_cli.results.compare import compare_docs, summary
+from wgrad_cli.results.compare import compare_docs, merge_docs, summary
+from wgrad_cli.results.files import save
 from wgrad_cli.results.plot import render
 from wgrad_cli.results.speedup import load_speedups, only
-from wgrad_cli.results.tables import compare_table, speedup_markdown, speedup_table
+from wgrad_cli.results.tables import compare_table, document_table, speedup_markdown, speedup_table
 
 
 def compare_command(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> None:
@@ -41,3 +42,10 @@ def speedup_command(files: list[Path], kernels: tuple[str, ...], markdown: bool)
 def plot_command(files: list[Path], output: Path) -> None:
     render(files, output)
     out.print(f"wrote {output}", highlight=False, markup=False)
+
+
+def merge_command(shards: list[Path], output: Path) -> None:
+    """The --shard i/n results files of one run joined: its table printed and one file written."""
+    merged = merge_docs(shards)
+    out.print(document_table(merged, f"wgrad merge: {len(shards)} shards of {merged.command}"))
+    save(output, None, merged.command, merged.records, **merged.environment)

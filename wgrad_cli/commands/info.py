@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wgrad_cli.build.cache import default_root
-from wgrad_cli.build.report import toolchain_table
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import default_root
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.options import CompilerOptions
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.output.console import out
+from wgrad_cli.results.build_tables import toolchain_table
 from wgrad_cli.results.document import write_json
 from wgrad_cli.results.records import CompilerRecord, to_json
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wgrad_cli.build.selection import select
+from wgrad_cli.compile.selection import select
 from wgrad_cli.config.kernelspec import load_specs
 from wgrad_cli.config.options import Selection
 

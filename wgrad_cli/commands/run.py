@@ -1,14 +1,17 @@
-"""What verify and bench share: the run's header line and its results file."""
+"""What verify and bench share: opening the session, the run's header line and its results file."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import shlex
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.markup import escape
 
-from wgrad_cli.config.options import Output, Shard
+from wgrad_cli.backends.registry import without_gpu
+from wgrad_cli.config.options import Output, RunOptions, Selection, Shard
 from wgrad_cli.device.session import Session
+from wgrad_cli.errors import NoDevice
 from wgrad_cli.output.console import err
 from wgrad_cli.results.files import default_path, save
 from wgrad_cli.results.records import Row, to_json
@@ -28,3 +31,15 @@ def print_header(s: Session) -> None:
     d = s.rt.device
     err.print(f"device {d.index}: {d.name} ({d.arch}, {d.units} units, {d.max_clock_mhz} MHz max), {d.driver}, "
               f"{d.runtime}; target {s.target}; seed {s.seed}", highlight=False)
+
+
+def opened(selection: Selection, run: RunOptions, open_it: Callable[[], Session]) -> Session:
+    """open_it(), where a run finds no GPU also saying in one line what runs without one: the
+    emulator and the timing model, as commands for the config given."""
+    try:
+        return open_it()
+    except NoDevice as exc:
+        hint = without_gpu(run.device, exc.targets, shlex.quote(str(selection.config_path)))
+        if hint is None:
+            raise
+        raise NoDevice([*exc.lines, hint], exc.targets) from None

@@ -34,12 +34,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from wgrad_cli.backends.registry import EMULATED_TARGET
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.jobs import BuildJob, run_builds
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.jobs import BuildJob, run_builds
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import load_specs
 from wgrad_cli.config.loader import load_config
-from wgrad_cli.config.routing import Routing
 from wgrad_cli.config.shipped import config_file, config_name
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.device.launch import prepare
@@ -52,6 +51,7 @@ from wgrad_cli.problem.abi import Dims
 from wgrad_cli.problem.generate import generate
 from wgrad_cli.problem.mxfp8 import E4M3
 from wgrad_cli.problem.reference import PRECISIONS, grad_w
+from wgrad_cli.problem.routing import Routing
 from wgrad_cli.results.document import write_json
 from wgrad_cli.results.records import Ratio
 from wgrad_cli.results.tables import selfbench_table

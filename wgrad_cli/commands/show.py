@@ -10,8 +10,8 @@ from pathlib import Path
 from wgrad_cli.errors import WgradError
 from wgrad_cli.output.console import out
 from wgrad_cli.output.grid import LAYOUT, Grid, set_layout
-from wgrad_cli.results.records import SHOWN, read_document
-from wgrad_cli.results.tables import document_table, profile_tables
+from wgrad_cli.results.records import SHOWN, BenchRow, read_document
+from wgrad_cli.results.tables import calibration_table, document_table, profile_tables
 
 
 def show_tables(paths: list[Path]) -> list[Grid]:
@@ -33,9 +33,23 @@ def show_tables(paths: list[Path]) -> list[Grid]:
     return tables
 
 
-def show_command(paths: list[Path], form: str | None) -> None:
+def calibration(paths: list[Path]) -> Grid:
+    """One table of every modelled row with a published time in the files (docs/model.md's calibration)."""
+    rows: list[BenchRow] = []
+    problems: list[str] = []
+    for path in paths:
+        try:
+            rows += [r for r in read_document(path, ("bench",)).records if isinstance(r, BenchRow)]
+        except WgradError as exc:
+            problems += exc.lines
+    if problems:
+        raise WgradError(problems)
+    return calibration_table(rows, f"wgrad model against published times ({len(paths)} files)")
+
+
+def show_command(paths: list[Path], form: str | None, calibrated: bool = False) -> None:
     """Print the files' tables in the chosen format; JSON is one array of every file's table."""
-    tables = show_tables(paths)
+    tables = [calibration(paths)] if calibrated else show_tables(paths)
     if form == "json":
         print(json.dumps([t.to_json() for t in tables], indent=1))
         return

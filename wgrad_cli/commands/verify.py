@@ -2,38 +2,61 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.markup import escape
 
-from wgrad_cli.commands.run import print_header, save_results
-from wgrad_cli.config.options import CompilerOptions, Output, RunOptions, Selection, VerifyOptions
+from wgrad_cli.commands.run import opened, print_header, save_results
+from wgrad_cli.config.options import DEFAULT_MACHINE, CompilerOptions, Output, RunOptions, Selection, VerifyOptions
 from wgrad_cli.device.isolation import Crash
-from wgrad_cli.device.session import open_session
+from wgrad_cli.device.session import Session, open_session
 from wgrad_cli.errors import CheckFailed, Crashed, StoppedLaunches
-from wgrad_cli.measure.verify import Outcome, device_reference_possible, verify
-from wgrad_cli.output.console import err, out, progress
+from wgrad_cli.measure.verify import Callbacks, Outcome, device_reference_possible, verify
+from wgrad_cli.model.command import model_records
+from wgrad_cli.model.machine import load
+from wgrad_cli.output.console import LaunchProgress, err, out, progress
+from wgrad_cli.results.records import ModelledTime, VerifyRow
 from wgrad_cli.results.tables import counters_table, expert_table, verify_table
+
+
+def with_model(s: Session, outcomes: list[Outcome], records: list[VerifyRow]) -> list[VerifyRow]:
+    """The rows with each verified kernel's time on the shipped MI355X model at its peak clock."""
+    machine = load(DEFAULT_MACHINE)
+    on_model, modelled = model_records(s, machine, [o.record for o in outcomes])
+    on_model.rt.close()
+    rows = {r.index: r for r in modelled}
+    return [replace(r, modelled=ModelledTime(machine.name, machine.clock_ghz, m.summary.median_ms * 1e3, m.tflops,
+                                             m.model.limiter if m.model else ""))
+            for r in records for m in [rows[r.index]]]
 
 
 def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
                    checks: VerifyOptions) -> None:
     reference = checks.reference
-    s = open_session(selection, compilers, run, checks.edge_cases,
-                     extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else [])
+    s = opened(selection, run, lambda: open_session(
+        selection, compilers, run, checks.edge_cases,
+        extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else []))
     try:
         print_header(s)
         # the emulator forks its workers only while no other thread runs: no ticking refresh thread then
         with progress("verifying", len(s.records), ticking=not s.rt.device.emulated) as bar:
+            launches = LaunchProgress(bar)
+            s.rt.watch(launches)
+
             def done(o: Outcome) -> None:
                 bar.update(bar.task_ids[0], advance=1, refresh=True,
                            description=f"{o.record.job.kernel.name} {o.record.shape.name} {'ok' if o.ok else 'FAILED'}")
 
             crashes: list[Crash] = []
             hung: list[str] = []
-            outcomes = verify(s, reference, checks.rows, done, crashes.append, hung.append)
+            outcomes = verify(s, reference, checks.rows, Callbacks(launches.start, done, crashes.append, hung.append))
     finally:
         s.rt.close()
     records = [o.row(s.code_object(o.record.job)) for o in outcomes]
-    out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}"))
+    if checks.model:
+        records = with_model(s, outcomes, records)
+    times = "; times modelled on an MI355X, not measured" if checks.model else ""
+    out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}{times}"))
     if any(r.counters is not None for r in records):
         out.print(counters_table(records, "executed on the emulator (wave-instructions by class)"))
     for r in records:

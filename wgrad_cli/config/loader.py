@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from wgrad_cli.config.kernelspec import KernelSpec
-from wgrad_cli.config.routing import Routing
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.config.yamlsource import Key, Problems, load, not_text
 from wgrad_cli.problem.abi import Dims, dims_problems, offsets_problems
+from wgrad_cli.problem.routing import Routing
 
 TOP_KEYS = {"description", "seed", "quantization", "kernels", "targets", "limits", "routing", "shapes"}
 SHAPE_KEYS = {"name", "M", "N", "K", "E", "routing", "offsets", "note"}

@@ -18,6 +18,10 @@ FLUSHES = ("zero", "pattern", "read")
 # private segment) capped at 16 KiB (rocclr/device/rocm/rocvirtual.cpp).
 HIP_STACK_BYTES, HIP_STACK_CAP = 1024, 16 * 1024
 KERNEL_TIMEOUT_S = 60.0  # launches here take seconds at most: the reference kernel, 2.1 s at 8k on the H200
+# The emulator's limit is CPU time per worker and only backs up its watchdog, which stops a spin by
+# its state (docs/emulator.md): generous, so that no kernel that finishes is stopped on a slow machine.
+EMU_CPU_SECONDS = 3600.0
+DEFAULT_MACHINE = "mi355x"  # the chip wgrad model (and verify --model) times on unless --machine names another
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,7 @@ class Emulated:
 
     strict_lds: bool = False  # stop at an LDS access beyond the workgroup's allocation (hardware: reads 0, drops writes)
     stack_bytes: int = HIP_STACK_BYTES  # per work-item, as hipDeviceSetLimit(hipLimitStackSize) sets it
-    kernel_timeout: float = KERNEL_TIMEOUT_S  # seconds a launch may run before the emulator stops it as hung
+    kernel_timeout: float = EMU_CPU_SECONDS  # CPU seconds a worker may spend on a launch before it stops as hung
     register_fill: int = 0  # the value every VGPR and AGPR a launch leaves undefined starts with
 
     def __str__(self) -> str:
@@ -77,8 +81,13 @@ class RunOptions:
 
     device: Device
     seed: int | None  # None: the config's
-    kernel_timeout: float
+    kernel_timeout: float | None  # None: KERNEL_TIMEOUT_S on a GPU, EMU_CPU_SECONDS on the emulator
     shard: Shard | None
+
+    @property
+    def wait_seconds(self) -> float:
+        """How long one wait for a GPU may take."""
+        return KERNEL_TIMEOUT_S if self.kernel_timeout is None else self.kernel_timeout
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,19 @@ class VerifyOptions:
     rows: int  # rows per expert numpy checks when the reference is the device's
     per_expert: bool
     edge_cases: bool
+    model: bool  # also each verified kernel's time on the timing model (with the emulator)
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """When bench stops sampling a kernel (measure/stopping.py decides by it); bench's results record it."""
+
+    min_samples: int = 10
+    min_seconds: float = 0.5
+    max_noise: float = 0.005
+    timeout: float = 15.0
+    max_samples: int = 100_000
+    stable_noise: float = 0.05  # relative spread of the trailing noise estimates that counts as settled (0: never)
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,17 @@ class Target:
     vendor: Vendor
     suffix: str  # code object file suffix
     device_arch: str  # what the device reports when it can run this target's code objects
+    # how its build tables speak of a kernel's resources (results.records' field, then the word after it):
+    registers: tuple[tuple[str, str], ...]  # AMD: VGPRs, AGPRs and SGPRs; NVIDIA: registers per thread
+    occupancy: tuple[tuple[str, str, str], ...]  # Occupancy's field, what it counts and per what
 
     def __str__(self) -> str:
         return self.name
 
 
 TARGETS: dict[str, Target] = {
-    "gfx950": Target("gfx950", "amd", ".hsaco", "gfx950"),
-    "sm_90a": Target("sm_90a", "nvidia", ".cubin", "sm_90"),  # arch-specific: compute capability 9.0 only
+    "gfx950": Target("gfx950", "amd", ".hsaco", "gfx950", (("registers", "v"), ("agprs", "a"), ("sgprs", "s")),
+                     (("groups_per_unit", "WG", "CU"), ("waves_per_simd", "wave", "SIMD"))),
+    "sm_90a": Target("sm_90a", "nvidia", ".cubin", "sm_90", (("registers", ""),),  # compute capability 9.0 only
+                     (("groups_per_unit", "block", "SM"), ("warps_per_sm", "warp", "SM"))),
 }

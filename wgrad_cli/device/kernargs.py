@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-from wgrad_cli.build.codeobject import Param
+from wgrad_cli.compile.codeobject import Param
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from wgrad_cli.backends.registry import backend
-from wgrad_cli.build.codeobject import CodeObjectError
+from wgrad_cli.compile.codeobject import CodeObjectError
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.targets import Target
 from wgrad_cli.device.kernargs import Kernargs, pack

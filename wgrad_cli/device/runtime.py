@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from wgrad_cli.config.targets import Vendor
 from wgrad_cli.errors import DriverError
+from wgrad_cli.results.records import Counters
 
 
 def c_text(value: object) -> str:
@@ -102,9 +103,13 @@ class Runtime(Protocol):
         """The clock, the board's power and whether its power limit holds the clock down, now: a kernel
         held at the limit is bound by power (its energy per launch), not by its instructions."""
         ...
-    def counters(self) -> dict[str, object] | None:
+    def counters(self) -> Counters | None:
         """What the last launch executed (waves, instructions by class, bytes), where the device can
         count it (the emulator); None on a GPU."""
+        ...
+    def watch(self, report: Callable[[int, int], None]) -> None:
+        """Have each later launch report (workgroups done, workgroups) while it runs, where the device
+        can see inside a launch (the emulator); a GPU cannot, and reports nothing."""
         ...
     def abandon(self) -> None:
         """A kernel is stuck: from now on free and close make no driver call (it would block behind it)."""
@@ -150,8 +155,11 @@ class DriverRuntime(ABC):
     def sensors(self) -> Reading:
         return self._sensors()
 
-    def counters(self) -> dict[str, object] | None:
+    def counters(self) -> Counters | None:
         return None  # a GPU counts nothing here
+
+    def watch(self, report: Callable[[int, int], None]) -> None:
+        pass  # a GPU launch is opaque until it ends
 
     def abandon(self) -> None:
         self._abandoned = True

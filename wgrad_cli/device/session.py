@@ -15,20 +15,20 @@ from functools import cached_property
 import numpy as np
 
 from wgrad_cli.backends.registry import open_runtime
-from wgrad_cli.build.cache import Cache, sha256_file
-from wgrad_cli.build.jobs import BuildJob, BuildResult, run_builds
-from wgrad_cli.build.selection import select, shard_jobs
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache, sha256_file
+from wgrad_cli.compile.jobs import BuildJob, BuildResult, run_builds
+from wgrad_cli.compile.selection import select, shard_jobs
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec, load_specs
 from wgrad_cli.config.loader import Config, Shape
 from wgrad_cli.config.options import CompilerOptions, Device, RunOptions, Selection
-from wgrad_cli.config.routing import edge_routings
 from wgrad_cli.config.shipped import config_name
 from wgrad_cli.config.targets import TARGETS, Target
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
-from wgrad_cli.errors import DriverError, WgradError
+from wgrad_cli.errors import DriverError, NoDevice, WgradError
 from wgrad_cli.output.console import progress
 from wgrad_cli.problem.abi import Dims
+from wgrad_cli.problem.routing import edge_routings
 from wgrad_cli.results.records import CodeObject, ShapeRef
 
 
@@ -95,8 +95,9 @@ class Session:
 
 
 def probe(targets: list[str], device: Device) -> tuple[Target, Runtime]:
-    """The first target whose vendor's driver opens device `device` with a matching architecture."""
-    failures = []
+    """The first target whose vendor's driver opens device `device` with a matching architecture;
+    NoDevice where no driver opens one, DriverError where only devices of other architectures are."""
+    failures, found = [], False
     for name in targets:
         target = TARGETS[name]
         try:
@@ -109,7 +110,10 @@ def probe(targets: list[str], device: Device) -> tuple[Target, Runtime]:
         failures.append(f"{name}: device {device} is {rt.device.name} ({rt.device.arch}); {name} code needs "
                         f"{target.device_arch}")
         rt.close()
-    raise DriverError(failures or ["no target to run: the config and --target leave none"])
+        found = True
+    if found:
+        raise DriverError(failures)
+    raise NoDevice(failures or ["no target to run: the config and --target leave none"], targets)
 
 
 def open_session(selection: Selection, compilers: CompilerOptions, run: RunOptions, edge_cases: bool,
@@ -145,4 +149,4 @@ def open_session(selection: Selection, compilers: CompilerOptions, run: RunOptio
         rt.close()
         raise WgradError(["builds failed (see wgrad build for the table):", *failed])
     return Session(config, target, rt, records, {r.job: r for r in results},
-                   config.seed if run.seed is None else run.seed, specs, run.kernel_timeout)
+                   config.seed if run.seed is None else run.seed, specs, run.wait_seconds)

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from rich.markup import escape
 
 from wgrad_cli.backends.registry import EMULATED_TARGET
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.codeobject import CodeObjectError, match_symbol
-from wgrad_cli.build.jobs import run_builds
-from wgrad_cli.build.selection import select
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.codeobject import CodeObjectError, match_symbol
+from wgrad_cli.compile.jobs import run_builds
+from wgrad_cli.compile.selection import select
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import load_specs
 from wgrad_cli.config.options import CompilerOptions, Selection
 from wgrad_cli.emu.loader import load_image
@@ -24,6 +24,7 @@ from wgrad_cli.emu.ops import lds_atomic as lds_atomic_ops
 from wgrad_cli.emu.ops import matrix as matrix_ops
 from wgrad_cli.emu.ops import scalar as scalar_ops
 from wgrad_cli.emu.ops import vector as vector_ops
+from wgrad_cli.emu.ops import vector_special
 from wgrad_cli.emu.ops import vmem as memory_ops
 from wgrad_cli.emu.program import Program
 from wgrad_cli.emu.registers import beyond
@@ -53,10 +54,10 @@ def coverage(image: bytes, kernel: str) -> Coverage:
 
 
 def table_opcodes() -> list[str]:
-    """The opcodes held in the emulator's tables, lower case: most of what it implements. The
-    rest (compares, carries, moves, lane and exec ops, division steps, branches, MFMA families,
-    buffer and LDS-DMA forms) are cases in code; `wgrad emu-check` names what a code object lacks."""
-    names = [*vector_ops.VOPS, *scalar_ops.SOP2, *scalar_ops.SOP1_32, *scalar_ops.SOP1_64, *scalar_ops.SAVEEXEC,
+    """The opcodes held in the emulator's tables by name, lower case: most of what it implements. The
+    rest (compares, the scaled conversions' families, exec ops, branches, MFMA families, buffer and
+    LDS-DMA forms) are cases in code; `wgrad emu-check` names what a code object lacks."""
+    names = [*vector_ops.VOPS, *vector_special.SPECIAL, *scalar_ops.SOP2, *scalar_ops.SOP1_32, *scalar_ops.SOP1_64, *scalar_ops.SAVEEXEC,
              *scalar_ops.WREXEC, *lds_ops.READS, *lds_ops.WRITES, *lds_ops.READ2, *lds_ops.WRITE2, *lds_ops.TRANSPOSE,
              *matrix_ops.PK_F32, *matrix_ops.PK_16, *(f"GLOBAL_LOAD_{k}" for k in memory_ops.LOADS),
              *(f"GLOBAL_STORE_{k}" for k in memory_ops.STORES), *(f"GLOBAL_ATOMIC_{k}" for k in atomic_ops.ATOMICS),

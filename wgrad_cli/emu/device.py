@@ -3,7 +3,8 @@ emulator, so verify runs a gfx950 code object on the CPU exactly as it would on 
 
 Memory is the emulator's heap; a launch runs to completion before `launch` returns (events are
 therefore done at once, and their times mean nothing: bench refuses this device), or stops as
-LaunchStopped once it has run `timeout` seconds (the session's --kernel-timeout). Each launch's
+LaunchStopped once its watchdog finds it stuck or a worker has spent `timeout` seconds of CPU time on
+it (the session's --kernel-timeout). Each launch's
 instruction statistics are kept for the results. A fault (an instruction the emulator lacks, an
 access outside every allocation or outside a lane's private segment) becomes a one-line DriverError;
 any other exception is a bug in the emulator, an EmulatorBug with its traceback.
@@ -24,17 +25,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wgrad_cli.build.codeobject import CodeObjectError
-from wgrad_cli.build.occupancy import gfx950
-from wgrad_cli.config.options import HIP_STACK_BYTES, KERNEL_TIMEOUT_S
+from wgrad_cli.compile.codeobject import CodeObjectError
+from wgrad_cli.compile.occupancy import gfx950
+from wgrad_cli.config.options import EMU_CPU_SECONDS, HIP_STACK_BYTES
 from wgrad_cli.device.runtime import UNREPORTED, DeviceInfo, Reading
-from wgrad_cli.emu.dispatch import Launch, run
+from wgrad_cli.emu.dispatch import Launch, Report, run
 from wgrad_cli.emu.loader import Descriptor, Image, load_image
-from wgrad_cli.emu.machine import EmuFault, Stats, TimedOut
+from wgrad_cli.emu.machine import EmuFault, Stats, Stuck, TimedOut
 from wgrad_cli.emu.memory import Heap, Name, Region
 from wgrad_cli.emu.ops.scratch import refusal
 from wgrad_cli.emu.program import Program
 from wgrad_cli.errors import DriverError, EmulatorBug, LaunchStopped, WgradError
+from wgrad_cli.results.records import Counters
 
 KERNARG_SLACK = 64  # bytes past the kernarg segment a scalar load may read (one s_load_dwordx16)
 UNITS = 256  # MI355X's compute units: persistent kernels size their grid by it
@@ -72,13 +74,18 @@ def regions(image: Image) -> list[Region]:
             for i, seg in enumerate(image.segments)]
 
 
+def _dimensions(grid: tuple[int, int, int], block: tuple[int, int, int]) -> int:
+    """The launch's dimensions as HIP counts them: up to the last one above 1."""
+    return 3 if grid[2] > 1 or block[2] > 1 else 2 if grid[1] > 1 or block[1] > 1 else 1
+
+
 class EmuRuntime:
     """An emulated gfx950 (MI355X-like) device; `workers` processes run each launch."""
 
     crash_prone = False  # a fault is a DriverError, and the device lives in this process
 
     def __init__(self, workers: int | None = None, strict_lds: bool = False,
-                 stack_bytes: int = HIP_STACK_BYTES, timeout: float = KERNEL_TIMEOUT_S, register_fill: int = 0) -> None:
+                 stack_bytes: int = HIP_STACK_BYTES, timeout: float = EMU_CPU_SECONDS, register_fill: int = 0) -> None:
         version = importlib.metadata.version("tinygrad")
         self.device = DeviceInfo("amd", 0, "emulated gfx950 (wgrad)", "gfx950", UNITS, 0,
                                  os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 0,
@@ -87,7 +94,8 @@ class EmuRuntime:
         self.workers = workers or os.cpu_count() or 1
         self.strict_lds = strict_lds
         self.stack_bytes = stack_bytes  # per work-item, for kernels with a dynamic stack
-        self.timeout = timeout  # seconds of wall time a launch may take (--kernel-timeout)
+        self.timeout = timeout  # CPU seconds each worker may spend on a launch (--kernel-timeout)
+        self.report: Report | None = None  # hears each launch's progress (watch)
         self.register_fill = register_fill  # VGPRs/AGPRs a launch leaves undefined hold this (a code object
         # whose results change with it reads registers the hardware leaves undefined)
         self.stats: list[Stats] = []  # one per launch, in order
@@ -158,10 +166,17 @@ class EmuRuntime:
         return Global(name, module.base + symbol.offset, symbol.size)
 
     def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
+        self.dispatch(function, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernel_params)
+
+    def dispatch(self, function: object, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared: int,
+                 kernel_params: int) -> None:
+        """A launch of `grid` workgroups of `block` work-items in up to three dimensions
+        (hipModuleLaunchKernel's), run to completion."""
         assert isinstance(function, Function)
         k = function.kernel
-        if block > k.max_flat_workgroup_size:
-            raise DriverError(f"launch of {k.name}: {block} threads per workgroup, beyond its "
+        threads = block[0] * block[1] * block[2]
+        if threads > k.max_flat_workgroup_size:
+            raise DriverError(f"launch of {k.name}: {threads} threads per workgroup, beyond its "
                               f".max_flat_workgroup_size of {k.max_flat_workgroup_size}")
         if (why := refusal(k)) is not None:
             raise DriverError(f"launch of {k.name}: {why}")
@@ -171,18 +186,21 @@ class EmuRuntime:
         packet = self.heap.alloc(64)
         try:
             self._write_kernargs(k, kernarg, grid, block, kernel_params)
-            launch = Launch(k, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernarg, packet,
-                            deadline=time.monotonic() + self.timeout,
-                            resident=self.resident(function, block, dynamic_shared, 1), strict_lds=self.strict_lds,
+            launch = Launch(k, grid, block, dynamic_shared, kernarg, packet,
+                            cpu_seconds=self.timeout,
+                            resident=self.resident(function, threads, dynamic_shared, 1), strict_lds=self.strict_lds,
                             code_base=function.module.base, stack_bytes=self.stack_bytes,
                             register_fill=self.register_fill)
             self._write_packet(packet, launch)
             self._run(launch, function.module.program)
         except EmuFault as exc:
             raise DriverError(str(exc)) from None
+        except Stuck as exc:
+            raise LaunchStopped(f"launch of {k.name} can never finish: the emulator stopped it when none of its waves "
+                                f"could change what they read any more: {exc}") from None
         except TimedOut as exc:
-            raise LaunchStopped(f"launch of {k.name} did not finish within {self.timeout:g} s (--kernel-timeout) on the "
-                                f"emulator, which stopped it: {exc}") from None
+            raise LaunchStopped(f"launch of {k.name} did not finish within {self.timeout:g} s of CPU time per process "
+                                f"(--kernel-timeout) on the emulator, which stopped it: {exc}") from None
         except WgradError:
             raise
         except Exception:  # noqa: BLE001 - anything else is a bug in the emulator: reported whole
@@ -194,9 +212,10 @@ class EmuRuntime:
     def _run(self, launch: Launch, program: Program) -> None:
         """Run the launch, its arguments and dispatch packet in place (the timing model runs it
         its own way: model/runtime.py)."""
-        self.stats.append(run(launch, program, self.heap, launch.kernel.name, self.workers))
+        self.stats.append(run(launch, program, self.heap, launch.kernel.name, self.workers, self.report))
 
-    def _write_kernargs(self, k: Descriptor, address: int, grid: int, block: int, kernel_params: int) -> None:
+    def _write_kernargs(self, k: Descriptor, address: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+                        kernel_params: int) -> None:
         """The explicit arguments from kernelParams (one pointer per argument, in order) and the
         hidden ones the HIP runtime fills (grid and block sizes; the rest zero)."""
         segment = self.heap.span(address, max(k.kernarg_size, 4))
@@ -208,9 +227,10 @@ class EmuRuntime:
             if source is None:
                 raise DriverError(f"launch of {k.name}: kernelParams holds no pointer for argument {i}")
             ctypes.memmove(segment.ctypes.data + arg.offset, source, arg.size)
-        hidden = {"hidden_block_count_x": grid, "hidden_block_count_y": 1, "hidden_block_count_z": 1,
-                  "hidden_group_size_x": block, "hidden_group_size_y": 1, "hidden_group_size_z": 1,
-                  "hidden_remainder_x": 0, "hidden_remainder_y": 0, "hidden_remainder_z": 0, "hidden_grid_dims": 1}
+        dims = _dimensions(grid, block)
+        hidden = {"hidden_block_count_x": grid[0], "hidden_block_count_y": grid[1], "hidden_block_count_z": grid[2],
+                  "hidden_group_size_x": block[0], "hidden_group_size_y": block[1], "hidden_group_size_z": block[2],
+                  "hidden_remainder_x": 0, "hidden_remainder_y": 0, "hidden_remainder_z": 0, "hidden_grid_dims": dims}
         for arg in k.args:
             if arg.kind in hidden and arg.offset + arg.size <= len(segment):
                 segment[arg.offset: arg.offset + arg.size] = np.frombuffer(
@@ -218,13 +238,14 @@ class EmuRuntime:
 
     def _write_packet(self, address: int, launch: Launch) -> None:
         """An hsa_kernel_dispatch_packet_t for the kernel's dispatch pointer (sizes in work-items)."""
-        k, grid, block = launch.kernel, launch.grid[0], launch.block[0]
+        k, grid, block = launch.kernel, launch.grid, launch.block
         packet = self.heap.span(address, 64)
         packet[:] = 0
         fields = np.zeros(64, dtype=np.uint8)
-        fields[2:4] = np.frombuffer((1).to_bytes(2, "little"), dtype=np.uint8)  # setup: 1 dimension
-        fields[4:10] = np.frombuffer(b"".join(v.to_bytes(2, "little") for v in (block, 1, 1)), dtype=np.uint8)
-        fields[12:24] = np.frombuffer(b"".join(v.to_bytes(4, "little") for v in (grid * block, 1, 1)), dtype=np.uint8)
+        dims = _dimensions(grid, block)
+        fields[2:4] = np.frombuffer(dims.to_bytes(2, "little"), dtype=np.uint8)  # setup: dimensions
+        fields[4:10] = np.frombuffer(b"".join(v.to_bytes(2, "little") for v in block), dtype=np.uint8)
+        fields[12:24] = np.frombuffer(b"".join((g * b).to_bytes(4, "little") for g, b in zip(grid, block)), dtype=np.uint8)
         fields[24:28] = np.frombuffer(launch.private_bytes.to_bytes(4, "little"), dtype=np.uint8)
         fields[28:32] = np.frombuffer((k.group_segment_size + launch.dynamic_lds).to_bytes(4, "little"), dtype=np.uint8)
         fields[40:48] = np.frombuffer(launch.kernarg.to_bytes(8, "little"), dtype=np.uint8)
@@ -254,8 +275,11 @@ class EmuRuntime:
     def sensors(self) -> Reading:
         return UNREPORTED
 
-    def counters(self) -> dict[str, object] | None:
-        return self.stats[-1].to_json() if self.stats else None
+    def counters(self) -> Counters | None:
+        return self.stats[-1].counters() if self.stats else None
+
+    def watch(self, report: Report) -> None:
+        self.report = report
 
     def abandon(self) -> None:
         pass

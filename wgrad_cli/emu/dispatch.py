@@ -23,13 +23,16 @@ worker asks Linux to kill it when its parent ends (PR_SET_PDEATHSIG), however th
 from __future__ import annotations
 
 import ctypes
+import math
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
 import threading
+import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -37,16 +40,19 @@ import numpy as np
 
 from wgrad_cli.config.options import HIP_STACK_BYTES
 from wgrad_cli.emu.loader import Descriptor
-from wgrad_cli.emu.machine import EXEC, Batch, EmuFault, Op, Stats, TimedOut, execute
+from wgrad_cli.emu.machine import EXEC, Batch, EmuFault, Op, Stats, Stuck, TimedOut, execute
 from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.ops import atomic as atomic_ops
 from wgrad_cli.emu.ops.scratch import segment_bytes
 from wgrad_cli.emu.program import Program
+from wgrad_cli.emu.watchdog import DONE_GROUPS, Watch, board
 from wgrad_cli.errors import EmulatorBug
 
 MAX_BATCH_WAVES = 2048  # waves run in lock-step at once: bounds the register arrays (~64 KiB per VGPR)
 MAX_BATCH_PRIVATE = 1 << 27  # bytes of private memory a batch holds at once (one batch per worker process)
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+REPORT_SECONDS = 1.0  # how often a launch run by workers reports its progress
+Report = Callable[[int, int], None]  # (workgroups done, workgroups of the launch)
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ class Launch:
     dynamic_lds: int
     kernarg: int  # device address of the kernarg segment
     dispatch_packet: int  # device address of an AQL dispatch packet describing this launch
-    deadline: float  # time.monotonic() past which the launch stops as hung (one clock for every process)
+    cpu_seconds: float  # CPU time each process running the launch may spend on it before it stops as hung
     resident: int  # workgroups the device would hold at once: so many at least run concurrently
     strict_lds: bool = False  # an LDS access beyond the workgroup's allocation stops the run
     code_base: int = 0  # device address of the code object's image (PCs are offsets into it)
@@ -131,13 +137,17 @@ def init_batch(launch: Launch, heap: Heap, ids: np.ndarray, kernarg_words: np.nd
     return b
 
 
-def run_groups(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, name: str, resident: int) -> Stats:
+def run_groups(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, name: str, resident: int,
+               watch: Watch, report: Report | None = None) -> Stats:
     """Run workgroups `ids` in batches, more batches at once (up to `resident` workgroups) while the
-    live ones are stalled; their statistics."""
+    live ones are stalled; their statistics. TimedOut once this process has spent the launch's CPU
+    time, Stuck once the watchdog finds that no wave can ever change what it reads."""
     stats = Stats()
     kernarg = heap.span(launch.kernarg, -(-max(launch.kernel.kernarg_size, 4) // 4) * 4).view(np.uint32)
     waves = min(MAX_BATCH_WAVES, MAX_BATCH_PRIVATE // max(1, 64 * launch.private_bytes))
     per_batch = max(1, waves // launch.waves_per_group)
+    ops = program.ops_for(launch.kernel)
+    deadline = time.thread_time() + launch.cpu_seconds
     live: deque[Batch] = deque()
     start = 0
 
@@ -148,17 +158,29 @@ def run_groups(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, na
         nonlocal start
         live.append(init_batch(launch, heap, ids[start: start + count], kernarg))
         start += count
+        watch.changed()
 
     while start < len(ids) or live:
         if not live:
             begin(min(per_batch, len(ids) - start))
         room = min(per_batch, resident - sum(b.groups for b in live), len(ids) - start)
-        if execute(live[0], program.ops_for(launch.kernel), describe, launch.deadline, may_yield=room > 0 or len(live) > 1):
-            stats.add(live.popleft().stats)
+        if execute(live[0], ops, describe, deadline, may_yield=True):
+            done = live.popleft()
+            stats.add(done.stats)
+            watch.finished(done)
+            if report is not None:
+                report(int(watch.board[:, DONE_GROUPS].sum()), launch.groups)
             continue
         if room > 0:  # every live wave spins: bring in the next workgroups, as the hardware would
             begin(room)
+        elif watch.stalled(live[0], list(live), can_start=False):
+            try:  # run on a little to name the loop the waves are in
+                execute(live[0], ops, describe, -math.inf, may_yield=True)
+            except TimedOut as exc:
+                raise Stuck(str(exc)) from None
+            raise Stuck("its waves stopped changing")
         live.rotate(-1)
+    watch.retire()
     return stats
 
 
@@ -172,12 +194,14 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _worker(conn: multiprocessing.connection.Connection, launch: Launch, program: Program, heap: Heap, ids: np.ndarray,
-            name: str, resident: int, parent: int) -> None:
+            name: str, resident: int, watch: Watch, parent: int) -> None:
     _die_with_parent(parent)
     try:
-        conn.send(("ok", run_groups(launch, program, heap, ids, name, resident)))
+        conn.send(("ok", run_groups(launch, program, heap, ids, name, resident, watch)))
     except EmuFault as exc:
         conn.send(("fault", str(exc)))
+    except Stuck as exc:
+        conn.send(("stuck", str(exc)))
     except TimedOut as exc:
         conn.send(("timeout", str(exc)))
     except BaseException:  # noqa: BLE001 - anything else is a bug in the emulator: report it whole
@@ -186,13 +210,15 @@ def _worker(conn: multiprocessing.connection.Connection, launch: Launch, program
         conn.close()
 
 
-def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int) -> Stats:
+def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int, report: Report | None = None) -> Stats:
     """Run a whole launch, over up to `workers` processes; EmuFault on the first fault, TimedOut past
-    the deadline, EmulatorBug on anything else."""
+    its CPU time, Stuck where no wave can make progress, EmulatorBug on anything else. `report`
+    hears (workgroups done, workgroups) as the launch goes on."""
     groups = launch.groups
     workers = max(1, min(workers, groups, os.cpu_count() or 1))
     if workers == 1 or groups * launch.waves_per_group < 2 * 64 or threading.active_count() > 1:
-        return run_groups(launch, program, heap, np.arange(groups), name, launch.resident)
+        return run_groups(launch, program, heap, np.arange(groups), name, launch.resident, Watch(board(1), 0), report)
+    shared = board(workers)
     ctx = multiprocessing.get_context("fork")
     procs: dict[multiprocessing.connection.Connection, multiprocessing.process.BaseProcess] = {}
     try:
@@ -201,14 +227,18 @@ def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int) -
                 recv, send = ctx.Pipe(duplex=False)
                 share = np.arange(w, groups, workers)
                 proc = ctx.Process(target=_worker, daemon=True, args=(send, launch, program, heap, share, name,
-                                                                     -(-launch.resident // workers), os.getpid()))
+                                                                     -(-launch.resident // workers), Watch(shared, w),
+                                                                     os.getpid()))
                 proc.start()
                 send.close()
                 procs[recv] = proc
         stats = Stats()
         waiting = dict(procs)
         while waiting:
-            for ready in multiprocessing.connection.wait(list(waiting)):
+            ready_now = multiprocessing.connection.wait(list(waiting), timeout=REPORT_SECONDS)
+            if report is not None:
+                report(int(shared[:, DONE_GROUPS].sum()), groups)
+            for ready in ready_now:
                 pipe = cast(multiprocessing.connection.Connection, ready)
                 worker = waiting.pop(pipe)
                 try:
@@ -221,6 +251,8 @@ def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int) -
                     stats.add(payload)
                 elif kind == "fault":
                     raise EmuFault(payload)
+                elif kind == "stuck":
+                    raise Stuck(payload)
                 elif kind == "timeout":
                     raise TimedOut(payload)
                 else:

@@ -30,8 +30,8 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationTable
 from elftools.elf.sections import SymbolTableSection
 
-from wgrad_cli.build import hsaco
-from wgrad_cli.build.codeobject import CodeObjectError
+from wgrad_cli.compile import hsaco
+from wgrad_cli.compile.codeobject import CodeObjectError
 
 EF_AMDGPU_MACH_MASK, EF_AMDGPU_MACH_GFX950 = 0xFF, 0x4F
 R_AMDGPU_NONE, R_AMDGPU_RELATIVE64 = 0, 13
@@ -149,7 +149,9 @@ def parse_descriptor(name: str, kd: bytes, address: int, meta: dict[str, Any]) -
     unified = (_bits(rsrc1, 0, 6) + 1) * 8  # granule of 8 on gfx90a and later
     return Descriptor(
         name=name, entry=address + entry_offset, group_segment_size=group, private_segment_size=private,
-        kernarg_size=kernarg, vgprs=min(accum_offset, unified), agprs=max(unified - accum_offset, 0),
+        # the HIP runtime sizes the segment from the metadata; hand-written code objects leave the
+        # descriptor's field 0
+        kernarg_size=max(kernarg, int(meta.get(".kernarg_segment_size", 0))), vgprs=min(accum_offset, unified), agprs=max(unified - accum_offset, 0),
         accum_offset=accum_offset, sgprs=(_bits(rsrc1, 6, 4) + 1) * 8, user_sgprs=_bits(rsrc2, 1, 5),
         private_segment_buffer=bool(props & 1), dispatch_ptr=bool(props & 2), queue_ptr=bool(props & 4),
         kernarg_segment_ptr=bool(props & 8), dispatch_id=bool(props & 16), flat_scratch_init=bool(props & 32),

@@ -28,6 +28,7 @@ from typing import TypeVar
 import numpy as np
 
 from wgrad_cli.emu.memory import Heap
+from wgrad_cli.results.records import Counters
 
 EXEC, VCC, M0 = 126, 106, 124
 SGPR_FILE = 128  # s0..s105, flat_scratch, xnack_mask, vcc, ttmp0..15, m0, null, exec: the 7-bit SGPR space
@@ -43,7 +44,12 @@ class EmuFault(Exception):
 
 
 class TimedOut(Exception):
-    """The launch ran past its deadline; the message names the workgroups looping and their branch."""
+    """The launch ran past its CPU time; the message names the workgroups looping and their branch."""
+
+
+class Stuck(Exception):
+    """No wave of the launch can ever change what it reads (watchdog.py); the message names the
+    workgroups looping and their branch."""
 
 
 class Unsupported(Exception):
@@ -86,10 +92,9 @@ class Stats:
     def lane_instructions(self) -> int:
         return 64 * self.instructions
 
-    def to_json(self) -> dict[str, object]:
-        return {"waves": self.waves, "instructions": dict(sorted(self.by_class.items())),
-                "lane_instructions": self.lane_instructions, "bytes_loaded": self.bytes_loaded,
-                "bytes_stored": self.bytes_stored, "lds_out_of_range": self.lds_out_of_range}
+    def counters(self) -> Counters:
+        return Counters(self.waves, dict(sorted(self.by_class.items())), self.lane_instructions, self.bytes_loaded,
+                        self.bytes_stored, self.lds_out_of_range)
 
 
 class Batch:
@@ -230,7 +235,8 @@ def _looping(batch: Batch, op: Op, wm: np.ndarray) -> str:
 def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str], deadline: float = math.inf,
             may_yield: bool = False) -> bool:
     """Run the batch's waves until every one reaches `s_endpgm` (True) or, when `may_yield`, until the
-    batch is stalled (False; call again to go on). TimedOut once time.monotonic() passes `deadline`."""
+    batch is stalled (False; call again to go on). TimedOut once this thread's CPU time
+    (time.thread_time(): what other processes on the machine take does not count) passes `deadline`."""
     big = np.iinfo(np.int64).max
     counts = batch.stats.by_class
     spins = 0
@@ -279,10 +285,10 @@ def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]
                 batch.pc[wm] += op.size
             continue
         # a branch, barrier or end: where every loop passes, so the only place to look at the clock
-        if overdue < 0 and time.monotonic() <= deadline and batch.all and not may_yield:
+        if overdue < 0 and time.thread_time() <= deadline and batch.all and not may_yield:
             continue  # lock-step, and no other wave or batch to run instead
         back = bool(((batch.pc[wm] <= pc) & ~batch.done[wm]).any())
-        if overdue < 0 and time.monotonic() > deadline:
+        if overdue < 0 and time.thread_time() > deadline:
             overdue = LOOP_SEARCH_STEPS
         if overdue >= 0:
             overdue -= 1

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from wgrad_cli.backends.registry import EMULATED_TARGET, backend
-from wgrad_cli.build.compilers import Compiler
+from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.emu.device import EmuRuntime
 
 SOURCE = r'''

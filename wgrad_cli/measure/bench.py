@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 
 from wgrad_cli.backends.peaks import flush_bytes
 from wgrad_cli.backends.registry import peak
-from wgrad_cli.build.jobs import BuildJob
+from wgrad_cli.compile.jobs import BuildJob
 from wgrad_cli.config.loader import Shape
-from wgrad_cli.config.routing import Routing
+from wgrad_cli.config.options import Criterion
 from wgrad_cli.device import isolation
 from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.launch import DeviceProblem, Kernel, prepare, upload
@@ -34,9 +34,9 @@ from wgrad_cli.errors import Crashed
 from wgrad_cli.measure.baselines import baselines, require_torch, spin
 from wgrad_cli.measure.sampling import Flush, Measurement, measure
 from wgrad_cli.measure.stats import summarize
-from wgrad_cli.measure.stopping import Criterion
 from wgrad_cli.problem.abi import Dims, flops, min_bytes
 from wgrad_cli.problem.generate import Problem, generate
+from wgrad_cli.problem.routing import Routing
 from wgrad_cli.results.baseline_names import NAMES as BASELINES
 from wgrad_cli.results.files import order
 from wgrad_cli.results.records import BenchRow, CodeObject, ShapeRef

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from wgrad_cli.device.runtime import UNREPORTED, Reading, Runtime
 from wgrad_cli.device.waiting import settle, wait
-from wgrad_cli.measure.stopping import Criterion, Running
+from wgrad_cli.config.options import Criterion
+from wgrad_cli.measure.stopping import Running, verdict
 
 THROTTLED = 0.10  # a clock this far below the device's maximum, while the launch ran, flags the sample
 
@@ -86,6 +87,6 @@ def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], Non
             overlapping.append(reading)
         throttled.append(overlapped and _throttled(reading, rt.device.max_clock_mhz))
         running.add(times[-1], batch)
-        verdict = criterion.verdict(running, time.perf_counter() - began)
-        if verdict:
-            return Measurement(times, verdict, overlapping, read, throttled, time.perf_counter() - began)
+        reason = verdict(criterion, running, time.perf_counter() - began)
+        if reason:
+            return Measurement(times, reason, overlapping, read, throttled, time.perf_counter() - began)

@@ -16,31 +16,12 @@ from dataclasses import dataclass, field
 
 import math
 
+from wgrad_cli.config.options import Criterion
+
 STABLE_AFTER = 64  # noise estimates before the stability test is tried (nvbench's)
 STABLE_EVERY = 16  # samples between tries
 STABLE_WINDOW = 512  # the trailing noise estimates the test looks at
 REASONS = ("converged", "stable", "timeout", "max-samples")  # every verdict, as results record it
-
-
-@dataclass(frozen=True)
-class Criterion:
-    min_samples: int = 10
-    min_seconds: float = 0.5
-    max_noise: float = 0.005
-    timeout: float = 15.0
-    max_samples: int = 100_000
-    stable_noise: float = 0.05  # relative spread of the trailing noise estimates that counts as settled (0: never)
-
-    def verdict(self, running: Running, wall_seconds: float) -> str | None:
-        """None to go on; else why sampling stopped: converged, stable, timeout or max-samples."""
-        if running.n >= self.min_samples and running.total_ms / 1e3 >= self.min_seconds:
-            if running.rel_stdev() <= self.max_noise:
-                return "converged"
-            if running.n % STABLE_EVERY == 0 and running.noise_spread() < self.stable_noise:
-                return "stable"
-        if wall_seconds >= self.timeout:
-            return "timeout"
-        return "max-samples" if running.n >= self.max_samples else None
 
 
 @dataclass
@@ -76,3 +57,15 @@ class Running:
             return math.inf
         current = self._noise[-1]
         return math.sqrt(sum((x - current) ** 2 for x in self._noise) / len(self._noise)) / current
+
+
+def verdict(criterion: Criterion, running: Running, wall_seconds: float) -> str | None:
+    """None to go on; else why sampling stopped: converged, stable, timeout or max-samples."""
+    if running.n >= criterion.min_samples and running.total_ms / 1e3 >= criterion.min_seconds:
+        if running.rel_stdev() <= criterion.max_noise:
+            return "converged"
+        if running.n % STABLE_EVERY == 0 and running.noise_spread() < criterion.stable_noise:
+            return "stable"
+    if wall_seconds >= criterion.timeout:
+        return "timeout"
+    return "max-samples" if running.n >= criterion.max_samples else None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wgrad_cli.build.jobs import BuildJob
+from wgrad_cli.compile.jobs import BuildJob
 from wgrad_cli.device import isolation
 from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.launch import DeviceProblem, prepare, upload
@@ -27,7 +27,7 @@ from wgrad_cli.measure.check import BF16, POISON, combine, compare
 from wgrad_cli.problem.abi import Dims, flops
 from wgrad_cli.problem.generate import Problem, generate
 from wgrad_cli.problem.reference import grad_w, row_norms, sample_rows
-from wgrad_cli.results.records import CodeObject, Counters, Errors, Sampled, VerifyRow, build
+from wgrad_cli.results.records import CodeObject, Counters, Errors, Sampled, VerifyRow
 
 NUMPY_MAX_FLOPS = 2**38  # auto: numpy up to ~0.27 TFLOP (seconds on a few cores), the device reference beyond
 COMPARE_BLOCK_ELEMENTS = 2**20  # outputs per compare() call in per_expert
@@ -106,8 +106,7 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
         raise DriverError([f"{rec.job.kernel.name} on {rec.shape.name}: {line}" for line in exc.lines]) from None
     except EmulatorBug as exc:  # the same, on its first line only: the rest is the traceback
         raise EmulatorBug([f"{rec.job.kernel.name} on {rec.shape.name}: {exc.lines[0]}", *exc.lines[1:]]) from None
-    counted = s.rt.counters()
-    counters = None if counted is None else build(Counters, counted, "the device's counters")
+    counters = s.rt.counters()
     if mode == "numpy" or (mode == "auto" and flops(p.dims, p.offsets.tolist()) <= NUMPY_MAX_FLOPS):
         return Outcome(rec, p.seed, "numpy float64, every element",
                        per_expert(out, grad_w(p), row_norms(p), tokens, "float64"), counters=counters)
@@ -141,23 +140,34 @@ def check_record(s: Session, job: tuple[Record, str, int]) -> Outcome:
         dev.free()
 
 
-def verify(s: Session, mode: str, rows: int, on_done: Callable[[Outcome], None],
-           on_crash: Callable[[Crash], None], on_hang: Callable[[str], None]) -> list[Outcome]:
+@dataclass(frozen=True)
+class Callbacks:
+    """What verify tells its caller as it goes: a record begins, is checked, crashed its process, or
+    was stopped as hung (its line)."""
+
+    on_start: Callable[[str], None]
+    on_done: Callable[[Outcome], None]
+    on_crash: Callable[[Crash], None]
+    on_hang: Callable[[str], None]
+
+
+def verify(s: Session, mode: str, rows: int, tell: Callbacks) -> list[Outcome]:
     """Check every record, each in a process of its own where a fault could end the process (isolation.py):
     a record whose process crashed goes to on_crash, one whose launch the emulator stopped as hung
     goes to on_hang (its line), and the others still run."""
     outcomes = []
     for rec in s.records:
         what = f"{rec.job.kernel.name} on {rec.shape.name}"
+        tell.on_start(what)
         try:
             result = isolation.run(s, what, check_record, (rec, mode, rows))
         except LaunchStopped as exc:
-            on_hang(f"{what}: {exc.lines[0]}")
+            tell.on_hang(f"{what}: {exc.lines[0]}")
             continue
         if isinstance(result, Crash):
-            on_crash(result)
+            tell.on_crash(result)
             continue
         outcomes.append(result)
-        on_done(result)
+        tell.on_done(result)
     return sorted(outcomes, key=lambda o: o.record.index)
 

@@ -14,7 +14,6 @@ from rich.markup import escape
 from wgrad_cli.backends.registry import peak
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.options import (
-    KERNEL_TIMEOUT_S,
     CompilerOptions,
     Emulated,
     ModelOptions,
@@ -25,7 +24,7 @@ from wgrad_cli.config.options import (
     Shard,
 )
 from wgrad_cli.device.launch import prepare, upload
-from wgrad_cli.device.session import Record, Session, open_session
+from wgrad_cli.device.session import Record, RunEnvironment, Session, open_session
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine, load
 from wgrad_cli.model.profile import disassembly, instruction_profile
@@ -66,7 +65,7 @@ def _row(s: Session, rec: Record, p: Problem, m: Modelled, machine: Machine, gri
     tflops = work / m.seconds / 1e12
     figures = ModelFigures(machine.name, machine.clock_ghz, m.limiter, {c: v * 1e6 for c, v in m.causes.items()},
                            m.mfma_floor_seconds * 1e6, m.workgroups, m.classes, m.emulated, m.resident, m.hbm_bytes,
-                           profile)
+                           profile=profile)
     code = s.code_object(rec.job)
     return BenchRow(
         code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
@@ -109,39 +108,62 @@ def trace_path(trace: Path | None, rec: Record, several: bool) -> Path | None:
     return trace.with_name(f"{trace.stem}-{rec.job.kernel.name}-{rec.shape.name}{trace.suffix or '.json'}")
 
 
-def model_command(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions,
-                  views: ModelViews, seed: int | None, shard: Shard | None) -> None:
+def machine_of(chip: ModelOptions) -> Machine:
     m = load(chip.machine).with_figures(chip.figures)
-    m = m.at_clock(chip.clock) if chip.clock is not None else m
-    run = RunOptions(Emulated(), seed, KERNEL_TIMEOUT_S, shard)
-    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [])
-    s.rt.close()
+    return m.at_clock(chip.clock) if chip.clock is not None else m
+
+
+def model_records(s: Session, m: Machine, records: list[Record], views: ModelViews = ModelViews()
+                  ) -> tuple[Session, list[BenchRow]]:
+    """`records` of the session (its builds and problems) on the timing model of `m`: the session
+    with the model as its device, and the rows (with `views`' profile and traces)."""
     rt = ModelRuntime(m, views.profile)
-    s.rt = rt
-    err.print(f"modelled device: {rt.device.name}; machine file {chip.machine}; seed {s.seed}", highlight=False)
+    s = replace(s, rt=rt)
     rows: list[BenchRow] = []
-    with progress("modelling", len(s.records)) as bar:
-        for rec in s.records:
+    with progress("modelling", len(records)) as bar:
+        for rec in records:
             bar.update(bar.task_ids[0], description=escape(f"{rec.job.kernel.name} on {rec.shape.name}"))
-            path = trace_path(views.trace, rec, len(s.records) > 1)
+            path = trace_path(views.trace, rec, len(records) > 1)
             rows.append(model_record(s, rt, rec, path))
             if path:
                 err.print(escape(f"trace of one CU: {path}"), highlight=False)
             bar.update(bar.task_ids[0], advance=1)
+    return s, rows
+
+
+def model_command(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions,
+                  views: ModelViews, seed: int | None, shard: Shard | None) -> None:
+    m = machine_of(chip)
+    run = RunOptions(Emulated(), seed, None, shard)
+    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [])
+    err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}",
+              highlight=False)
+    s.rt.close()
+    s, rows = model_records(s, m, s.records, views)
+    rt = s.rt
     out.print(model_table(rows, f"wgrad model: {rt.device.name} ({s.target}), seed {s.seed}"))
     for table in profile_tables(rows):
         out.print(table)
+    say_classes(rows)
+    if output.no_save:
+        return
+    stem = selection.config_path.stem
+    path = output.json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
+    save_modelled(path, output, rows, s.environment(), chip, m, shard)
+
+
+def say_classes(rows: list[BenchRow]) -> None:
     for r in rows:
         assert r.model is not None
         err.print(f"{escape(r.kernel)} on {escape(r.shape.name)}: {r.model.classes} class"
                   f"{'es' * (r.model.classes != 1)} of {r.model.workgroups:,} workgroups; emulated workgroups "
                   f"{', '.join(map(str, r.model.emulated))}", highlight=False)
-    if output.no_save:
-        return
-    stem = selection.config_path.stem
-    path = output.json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
-    known = peak(rt.device)
-    save(path, output.csv_path, "bench", rows, **to_json(s.environment()), shard=list(shard) if shard else None,
+
+
+def save_modelled(path: Path, output: Output, rows: list[BenchRow], env: RunEnvironment, chip: ModelOptions,
+                  m: Machine, shard: Shard | None) -> None:
+    known = peak(env.device)
+    save(path, output.csv_path, "bench", rows, **to_json(env), shard=list(shard) if shard else None,
          modelled={"machine": chip.machine, "clock_ghz": m.clock_ghz, "figures": list(chip.figures), "sources": m.sources},
          peak={**known.__dict__, "source": f"modelled: {known.source}"} if known else None)
     err.print(escape(f"results (modelled): {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wgrad_cli.build.occupancy import gfx950
+from wgrad_cli.compile.occupancy import gfx950
 from wgrad_cli.emu.dispatch import Launch, init_batch
 from wgrad_cli.emu.machine import Op, execute
 from wgrad_cli.emu.memory import Heap
@@ -36,6 +36,7 @@ class Modelled:
     resident: int  # workgroups per CU at once
     hbm_bytes: int
     rounds: int
+    spread: float = 0.0  # how far the checking workgroup's wave-instructions were from its class's, as a share
     clocks: dict[tuple[int, int], float] = field(default_factory=dict)  # profile: (pc, cause index) -> seconds
     executions: dict[int, int] = field(default_factory=dict)  # profile: pc -> wave-executions over the grid
 
@@ -50,17 +51,18 @@ def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: st
 
     # an EmuFault is the device's one-line DriverError, a hang its LaunchStopped (emu/device.py); the
     # time limit is per emulated workgroup, since a modelled launch runs several of them one by one
-    execute(batch, recorder.ops, describe, time.monotonic() + timeout)
+    execute(batch, recorder.ops, describe, time.thread_time() + timeout)
     return recorder.streams(batch.W)
 
 
 def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, classes: list[int] | None,
-                 sharing: Sharing | None, name: str, timeout: float, profile: bool = False,
+                 sharing: Sharing | None, name: str, timeout: float, tolerance: float = 0.0, profile: bool = False,
                  timeline: Timeline | None = None) -> Modelled:
     """The launch's modelled time. `classes` gives each workgroup's class (None: each its own);
-    `timeout`: seconds each emulated workgroup may run before the launch stops as hung; `profile`:
-    with each instruction's time by cause; `timeline`: filled with the CU timeline of the first
-    workgroup's class."""
+    `timeout`: seconds each emulated workgroup may run before the launch stops as hung; `tolerance`:
+    the share of wave-instructions by which the workgroup that checks the first class may differ from
+    it (0: none; a launch file's class_tolerance); `profile`: with each instruction's time by cause;
+    `timeline`: filled with the CU timeline of the first workgroup's class."""
     groups = launch.groups
     keys = classes if classes is not None else list(range(groups))
     recorder = Recorder(program, program.ops_for(launch.kernel), m)
@@ -70,13 +72,16 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     streams = {key: _record(recorder, launch, heap, g, name, timeout) for key, g in first.items()}
     emulated = list(first.values())
     check = next((g for g in range(groups - 1, -1, -1) if keys[g] == keys[0] and g != first[keys[0]]), None)
+    spread = 0.0
     if check is not None:  # the sampling rests on one stream per class: test it on one more workgroup
         other = _record(recorder, launch, heap, check, name, timeout)
         mine = streams[keys[0]]
-        if [len(s.pcs) for s in other] != [len(s.pcs) for s in mine]:
-            raise WgradError(f"{name}: workgroups {first[keys[0]]} and {check} are of one class but ran "
-                             f"{sum(len(s.pcs) for s in mine):,} and {sum(len(s.pcs) for s in other):,} "
-                             "wave-instructions; the model samples one workgroup per class and cannot time this kernel")
+        ran, ran_too = sum(len(s.pcs) for s in mine), sum(len(s.pcs) for s in other)
+        spread = sum(abs(len(a.pcs) - len(b.pcs)) for a, b in zip(mine, other)) / max(ran, 1)
+        if spread > tolerance:
+            raise WgradError(f"{name}: workgroups {first[keys[0]]} and {check} are of one class but ran {ran:,} and "
+                             f"{ran_too:,} wave-instructions; the model samples one workgroup per class and cannot time "
+                             "this kernel")
         emulated.append(check)
     k = launch.kernel
     lds = k.group_segment_size + launch.dynamic_lds
@@ -90,5 +95,5 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     causes = {c: v / hz for c, v in grid.causes.items()}
     floor = grid.mfma_cycles / m.simds / hz
     return Modelled(grid.cycles / hz, causes, max(causes, key=lambda c: causes[c]), floor, groups, len(first),
-                    sorted(emulated), resident, grid.hbm_bytes, grid.rounds,
+                    sorted(emulated), resident, grid.hbm_bytes, grid.rounds, spread,
                     {k: v / hz for k, v in grid.clocks.items()}, grid.executions)

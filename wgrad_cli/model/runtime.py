@@ -23,6 +23,7 @@ class Plan:
 
     classes: list[int] | None = None
     sharing: Sharing | None = None
+    tolerance: float = 0.0  # how far a class's checking workgroup may run from it (model_launch)
 
 
 class ModelRuntime(EmuRuntime):
@@ -43,5 +44,5 @@ class ModelRuntime(EmuRuntime):
     def _run(self, launch: Launch, program: Program) -> None:
         self.programs.append(program)
         self.modelled.append(model_launch(launch, program, self.heap, self.machine, self.plan.classes,
-                                          self.plan.sharing, launch.kernel.name, self.timeout, self.profile,
-                                          self.timeline))
+                                          self.plan.sharing, launch.kernel.name, self.timeout, self.plan.tolerance,
+                                          self.profile, self.timeline))

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wgrad_cli.config.routing import Routing
 from wgrad_cli.problem.abi import BLOCK, Dims
 from wgrad_cli.problem.mxfp8 import pack_scales, quantize
+from wgrad_cli.problem.routing import Routing
 
 OCTAVES = 8  # block magnitudes span 2^-8 .. 2^8 around N(0, 1)
 CHUNK_BYTES = 32 << 20  # generate this much float32 at a time: bounded memory, cache-friendly

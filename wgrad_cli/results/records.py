@@ -20,7 +20,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
-from wgrad_cli.build.resources import Resources
+from wgrad_cli.compile.resources import Resources
+from wgrad_cli.config.options import Criterion
 from wgrad_cli.errors import WgradError
 
 # 1: files before this module (no "schema" field in the oldest); 2: every record typed, bench
@@ -114,6 +115,18 @@ class CodeObject:
     build_errors: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ModelledTime:
+    """A verified kernel's time on the timing model (verify --model; docs/model.md): a modelled figure,
+    never a measurement."""
+
+    machine: str
+    clock_ghz: float
+    microseconds: float
+    tflops: float
+    limiter: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class VerifyRow(CodeObject):
     index: int  # place in the unsharded run
@@ -127,6 +140,7 @@ class VerifyRow(CodeObject):
     experts: list[Errors]
     sampled: Sampled | None = None
     counters: Counters | None = None  # what the launch executed, where the device counts it (the emulator)
+    modelled: ModelledTime | None = None  # its time on the timing model, where verify --model asked for it
     shard: int | None = None  # in merged files, the shard that ran it
 
 
@@ -179,6 +193,8 @@ class ModelFigures:
     emulated: list[int]
     resident: int  # workgroups per CU at once
     hbm_bytes: int
+    published_us: float | None = None  # a launch file's published measured time (the model's calibration)
+    published_source: str | None = None  # where that time is published
     profile: Profile | None = None  # wgrad model --profile
 
 
@@ -364,6 +380,19 @@ class DeviceRef:
 
 
 @dataclass(frozen=True)
+class Peak:
+    """What a device could do at best, as bench records it: the peak rates and last-level cache its
+    backend knows, dense, no sparsity."""
+
+    matrix_tflops: float  # dense rate for the kernel's inputs: MXFP8 (gfx950) or FP8 (Hopper)
+    matrix_label: str
+    bf16_tflops: float
+    hbm_gbps: float
+    llc_bytes: int  # the last-level cache a cold run must flush (L2 plus AMD's Infinity Cache)
+    source: str
+
+
+@dataclass(frozen=True)
 class Provenance:
     """What a results file's environment says that its readers use, typed; None where the file does
     not say it (an older schema, or another command's document)."""
@@ -378,8 +407,8 @@ class Provenance:
     device: DeviceRef | None = None
     shard: list[int] | None = None  # [i, n] of a --shard i/n run
     incomplete: str | None = None  # why a run stopped early, its rows measured before it saved
-    peak: dict[str, Any] | None = None  # bench's peak table entry for the device (peaks.Peak, as written)
-    criterion: dict[str, Any] | None = None  # bench's stopping rule (stopping.Criterion, as written)
+    peak: Peak | None = None  # bench's peak table entry for the device
+    criterion: Criterion | None = None  # bench's stopping rule
 
 
 @dataclass(frozen=True)

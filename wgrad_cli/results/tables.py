@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 from rich.markup import escape
 
-from wgrad_cli.build.report import build_table, toolchain_table
-from wgrad_cli.measure.stopping import Criterion
+from wgrad_cli.config.options import Criterion
 from wgrad_cli.output.console import cell
 from wgrad_cli.output.grid import Grid
+from wgrad_cli.results.build_tables import build_table, toolchain_table
 from wgrad_cli.results.compare import Delta
 from wgrad_cli.results.records import BenchRow, Document, Profile, Ratio, VerifyRow
 from wgrad_cli.results.speedup import Speedup, geomeans
@@ -141,12 +141,39 @@ def _regions(p: Profile, total: float, title: str) -> Grid:
     return table
 
 
+def calibration_table(records: Sequence[BenchRow], title: str) -> Grid:
+    """Modelled rows with a published measured time (launch files' `published`), one row per kernel
+    and shape with its modelled time at each clock the files hold and the miss: modelled over
+    published time, less one (negative: the model is faster than the measured kernel). Where each
+    kernel's times are published is listed under the title."""
+    rows = [r for r in records if r.model is not None and r.model.published_us]
+    clocks = sorted({r.model.clock_ghz for r in rows if r.model is not None})
+    sources = dict.fromkeys((r.kernel, r.model.published_source or "") for r in rows if r.model is not None)
+    notes = "; ".join(f"{escape(kernel)}: {escape(source)}" for kernel, source in sources)
+    table = Grid(f"{title}\npublished: {notes}" if notes else title)
+    for name in ("kernel", "M x N x K", "measured us", *(f"{c:g} GHz {what}" for c in clocks for what in ("us", "miss"))):
+        table.add_column(name, "left" if name in ("kernel", "M x N x K") else "right")
+    by_key: dict[tuple[str, int, int, int], dict[float, BenchRow]] = {}
+    for r in rows:
+        assert r.model is not None
+        by_key.setdefault((r.kernel, r.shape.M, r.shape.N, r.shape.K), {})[r.model.clock_ghz] = r
+    for (kernel, M, N, K), at in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] * kv[0][2] * kv[0][3])):
+        first = next(iter(at.values())).model
+        assert first is not None and first.published_us is not None
+        cells = []
+        for c in clocks:
+            us = at[c].summary.median_ms * 1e3 if c in at else None
+            cells += [f"{us:,.1f}", f"{100 * (us / first.published_us - 1):+.1f}%"] if us else ["-", "-"]
+        table.add_row(escape(kernel), f"{M}x{N}x{K}", f"{first.published_us:,.1f}", *cells)
+    return table
+
+
 def bench_footer(doc: Document) -> str:
     """What a bench run's figures are of: the peak `% peak` divides by, and the stopping rule."""
     peak = doc.provenance.peak
-    head = (f"% peak: of {peak['matrix_label']} {peak['matrix_tflops']:,.0f} TFLOP/s ({peak['source']}); "
+    head = (f"% peak: of {peak.matrix_label} {peak.matrix_tflops:,.0f} TFLOP/s ({peak.source}); "
             if peak else "% peak: this device is not in the peak table; ")
-    c = Criterion(**doc.provenance.criterion or {})
+    c = doc.provenance.criterion or Criterion()
     return head + (f"stopping: >= {c.min_samples} samples, >= {c.min_seconds} s, rel stdev <= {100 * c.max_noise:g}% "
                    f"or settled within {100 * c.stable_noise:g}%, timeout {c.timeout} s")
 
@@ -155,21 +182,28 @@ def _g(x: float) -> str:
     return f"{x:.3g}"
 
 
+MODELLED = ("modelled us", "modelled TFLOP/s")  # verify --model's columns: labelled, never a measurement
+
+
 def verify_table(records: Sequence[VerifyRow], title: str) -> Grid:
     """One row per (kernel, shape) from result records (also merged or loaded ones)."""
     table = Grid(title)
-    essential = ("kernel", "shape", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status")
+    modelled = any(r.modelled is not None for r in records)
+    essential = ("kernel", "shape", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status", *MODELLED)
     for name in ("kernel", "shape", "M x N x K, E", "routing", "seed", "max abs err", "max rel err",
-                 "rel Frobenius", "mismatches", "NaNs", "unwritten", "sampled rows", "status"):
-        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "status") else "right",
-                         detail=name not in essential)
+                 "rel Frobenius", "mismatches", "NaNs", "unwritten", "sampled rows", "status",
+                 *(("modelled at", *MODELLED, "limiter") if modelled else ())):
+        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "status", "modelled at", "limiter")
+                         else "right", detail=name not in essential)
     for r in records:
-        c = r.overall
+        c, m = r.overall, r.modelled
         table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.seed),
                       _g(c.max_abs_error), _g(c.max_rel_row_error), _g(c.rel_frobenius), str(c.mismatches),
                       str(c.nans), str(c.unwritten),
                       "" if r.sampled is None else ("ok" if r.sampled.overall.ok else "[red]FAILED[/]"),
-                      "[green]ok[/]" if r.ok else "[red]FAILED[/]")
+                      "[green]ok[/]" if r.ok else "[red]FAILED[/]",
+                      *(() if not modelled else ("", "", "", "") if m is None else (
+                          f"{m.machine} {m.clock_ghz:g} GHz", f"{m.microseconds:,.1f}", f"{m.tflops:,.2f}", m.limiter)))
     return table
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from wgrad_cli.emu.machine import Op
-from wgrad_cli.emu.ops.vector import bf16_to_f32, f32_to_bf16_rne
+from wgrad_cli.emu.ops.vector_math import bf16_to_f32, f32_to_bf16_rne
 
 U32, U64 = np.uint32, np.uint64
 F16, F32, F64 = np.float16, np.float32, np.float64

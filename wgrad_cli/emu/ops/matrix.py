@@ -39,7 +39,7 @@ import numpy as np
 
 from wgrad_cli.emu.machine import Batch, EmuFault, Op, Unsupported
 from wgrad_cli.emu.ops import operands as opd
-from wgrad_cli.emu.ops.vector import fma32, max_num, min_num
+from wgrad_cli.emu.ops.vector_math import fma32, max_num, min_num
 
 U32, F32, F64 = np.uint32, np.float32, np.float64
 

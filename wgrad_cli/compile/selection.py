@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from wgrad_cli.build.jobs import BuildJob
+from wgrad_cli.compile.jobs import BuildJob
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.loader import Config, Shape, load_config, source_problem
 from wgrad_cli.config.options import Selection, Shard

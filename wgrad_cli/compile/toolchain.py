@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wgrad_cli.backends.registry import backend
-from wgrad_cli.build.compilers import Candidate, Compiler
+from wgrad_cli.compile.compilers import Candidate, Compiler
 from wgrad_cli.config.options import CompilerOptions
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
 

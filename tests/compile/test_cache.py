@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from wgrad_cli.build.cache import Cache
+from wgrad_cli.compile.cache import Cache
 
 
 def setup(tmp_path: Path) -> tuple[Cache, Path, Path]:

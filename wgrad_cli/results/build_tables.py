@@ -8,22 +8,20 @@ from collections.abc import Sequence
 
 from rich.markup import escape
 
-from wgrad_cli.build.resources import Resources
+from wgrad_cli.compile.resources import Resources
+from wgrad_cli.config.targets import TARGETS, Target
 from wgrad_cli.output.grid import Grid, plural
 from wgrad_cli.results.records import BuildRecord, CompilerRecord
 
 
-def registers_text(res: Resources) -> str:
-    """In the vendor's terms: AMD's VGPRs, AGPRs and SGPRs; NVIDIA's registers per thread (no SGPRs)."""
-    return str(res.registers) if res.sgprs is None else f"{res.registers}v {res.agprs}a {res.sgprs}s"
+def registers_text(res: Resources, target: Target) -> str:
+    """In the target's terms: AMD's VGPRs, AGPRs and SGPRs; NVIDIA's registers per thread."""
+    return " ".join(f"{getattr(res, name)}{word}" for name, word in target.registers)
 
 
-def occupancy_text(res: Resources) -> str:
-    """In the vendor's units: AMD's workgroups per CU and waves per SIMD; NVIDIA's blocks and warps per SM."""
-    o = res.occupancy
-    if o.warps_per_sm is None:
-        return f"{plural(o.groups_per_unit, 'WG')}/CU, {plural(o.waves_per_simd or 0, 'wave')}/SIMD"
-    return f"{plural(o.groups_per_unit, 'block')}/SM, {plural(o.warps_per_sm, 'warp')}/SM"
+def occupancy_text(res: Resources, target: Target) -> str:
+    """In the target's units: AMD's workgroups per CU and waves per SIMD; NVIDIA's blocks and warps per SM."""
+    return ", ".join(f"{plural(getattr(res.occupancy, name), word)}/{unit}" for name, word, unit in target.occupancy)
 
 
 def build_table(records: Sequence[BuildRecord], title: str = "wgrad build") -> Grid:
@@ -47,10 +45,11 @@ def build_table(records: Sequence[BuildRecord], title: str = "wgrad build") -> G
         builds.setdefault(record.job, []).append(record)
     for shared in builds.values():
         r, res = shared[0], shared[0].resources
+        target = TARGETS.get(r.target)  # None: a target this wgrad does not know, from another's file
         figures = [str(res.shared_bytes), str(res.scratch_bytes), str(res.spills)] if res else [""] * 3
         table.add_row(escape(r.kernel), escape(r.target), r.shape.label(), escape(", ".join(s.shape.name for s in shared)),
-                      "[green]ok[/]" if r.ok else "[red]FAILED[/]", registers_text(res) if res else "", *figures,
-                      occupancy_text(res) if res else "", res.occupancy.limited_by if res else "",
+                      "[green]ok[/]" if r.ok else "[red]FAILED[/]", registers_text(res, target) if res and target else "",
+                      *figures, occupancy_text(res, target) if res and target else "", res.occupancy.limited_by if res else "",
                       "cached" if r.cache_hit else f"{r.compile_seconds:.2f}")
     return table
 

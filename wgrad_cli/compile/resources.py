@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from wgrad_cli.build.occupancy import Occupancy
+from wgrad_cli.compile.occupancy import Occupancy
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ import msgpack
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection
 
-from wgrad_cli.build.codeobject import CodeObjectError, Param, check_params, match_symbol
-from wgrad_cli.build.occupancy import gfx950
-from wgrad_cli.build.resources import Resources
+from wgrad_cli.compile.codeobject import CodeObjectError, Param, check_params, match_symbol
+from wgrad_cli.compile.occupancy import gfx950
+from wgrad_cli.compile.resources import Resources
 
 NT_AMDGPU_METADATA = 32
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.compilers import Compiler
-from wgrad_cli.build.hsaco import metadata as amd_metadata
-from wgrad_cli.build.jobs import BuildJob, build_one, run_builds
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.compilers import Compiler
+from wgrad_cli.compile.hsaco import metadata as amd_metadata
+from wgrad_cli.compile.jobs import BuildJob, build_one, run_builds
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.loader import load_config
 from wgrad_cli.config.shipped import CONFIGS_DIR

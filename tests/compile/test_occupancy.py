@@ -1,4 +1,4 @@
-from wgrad_cli.build.occupancy import gfx950, sm90
+from wgrad_cli.compile.occupancy import gfx950, sm90
 
 
 def test_gfx950_upstream_figures() -> None:

@@ -12,19 +12,19 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from wgrad_cli.backends.registry import backend
-from wgrad_cli.build.cache import Cache, Entry, sha256_text
-from wgrad_cli.build.codeobject import CodeObjectError
-from wgrad_cli.build.compilers import Compiler
-from wgrad_cli.build.resources import Resources
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache, Entry, sha256_text
+from wgrad_cli.compile.codeobject import CodeObjectError
+from wgrad_cli.compile.compilers import Compiler
+from wgrad_cli.compile.resources import Resources
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
 from wgrad_cli.output.atomic import write_text
 from wgrad_cli.problem.abi import Dims
-from wgrad_cli.results.records import BuildRecord, ShapeRef
 
 ERROR_LINES = 12
 
@@ -106,7 +106,8 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
     entry = cache.lookup(base)
     result.cache_hit = entry is not None
     if entry is None:
-        built = _compile(job, source, argv, cache, base)
+        built = _compile(job.target, source, argv, cache, base,
+                         lambda code, log: {"resources": _resources(job, code, log).to_json()})
         if isinstance(built, list):
             result.errors = built
             return result
@@ -122,10 +123,22 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
     return result
 
 
-def _compile(job: BuildJob, source: Path, argv: Callable[[Path, Path], list[str]], cache: Cache,
-             base: str) -> Entry | list[str]:
-    """Run the compiler in a scratch dir and commit the object to the cache; error lines if it fails."""
-    suffix = TARGETS[job.target].suffix
+def build_source(target: str, compiler: Compiler, source: Path, includes: tuple[Path, ...], flags: tuple[str, ...],
+                 cache: Cache) -> Entry | list[str]:
+    """A source built with its own flags alone (no shape defines, no ABI check: a launch file's),
+    from the cache where it was built before; error lines if it fails."""
+    def argv(out: Path, dep: Path) -> list[str]:
+        return backend(target).compile_argv(compiler, source, out, dep, {}, includes, flags)
+
+    base = sha256_text(compiler.identity, *argv(Path("@OUT"), Path("@DEP")))
+    return cache.lookup(base) or _compile(target, source, argv, cache, base, lambda code, log: {})
+
+
+def _compile(target: str, source: Path, argv: Callable[[Path, Path], list[str]], cache: Cache, base: str,
+             describe: Callable[[bytes, str], dict[str, Any]]) -> Entry | list[str]:
+    """Run the compiler in a scratch dir and commit the object to the cache with what `describe`
+    reads of it (from the object and the build log); error lines if it fails."""
+    suffix = TARGETS[target].suffix
     with tempfile.TemporaryDirectory(prefix="wgrad-build-") as tmp:
         out, dep = Path(tmp) / f"kernel{suffix}", Path(tmp) / "kernel.d"
         command = argv(out, dep)
@@ -136,13 +149,12 @@ def _compile(job: BuildJob, source: Path, argv: Callable[[Path, Path], list[str]
             return [*_first_errors(log), f"command: {shlex.join(command)}"]
         code = out.read_bytes()
         try:
-            resources = _resources(job, code, log)
+            about = describe(code, log)
         except CodeObjectError as exc:
             return [str(exc)]
         deps = [p if p.is_absolute() else Path(tmp, p) for p in _parse_depfile(os.fsdecode(dep.read_bytes()))]
         deps = [p for p in deps if p.is_file() and not p.is_relative_to(tmp)]
-        return cache.store(base, [source, *deps], code, suffix, {
-            "command": command, "compile_seconds": seconds, "resources": resources.to_json()})
+        return cache.store(base, [source, *deps], code, suffix, {"command": command, "compile_seconds": seconds, **about})
 
 
 def _write_isa(target: str, compiler: Compiler, code_object: Path, dest: Path,
@@ -194,10 +206,3 @@ def run_builds(jobs: list[BuildJob], toolchains: Toolchains, cache: Cache, limit
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(work, jobs))
 
-
-def build_record(result: BuildResult, shape: ShapeRef) -> BuildRecord:
-    """The record of one shape's build (records of shapes with the same dims share the build)."""
-    return BuildRecord(shape=shape, kernel=result.job.kernel.name, target=result.job.target, ok=result.ok,
-                       code_object=str(result.code_object) if result.code_object else None,
-                       compile_seconds=round(result.compile_seconds, 4), cache_hit=result.cache_hit,
-                       compiler=result.compiler, resources=result.resources, errors=result.errors)

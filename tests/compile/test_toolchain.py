@@ -12,10 +12,10 @@ import pytest
 from wgrad_cli.backends.gfx950 import candidates as amd_candidates
 from wgrad_cli.backends.registry import backend
 from wgrad_cli.backends.sm90a import candidates as nvidia_candidates
-from wgrad_cli.build.cache import Cache
-from wgrad_cli.build.compilers import Compiler
-from wgrad_cli.build.jobs import BuildJob, build_one
-from wgrad_cli.build.toolchain import Toolchains
+from wgrad_cli.compile.cache import Cache
+from wgrad_cli.compile.compilers import Compiler
+from wgrad_cli.compile.jobs import BuildJob, build_one
+from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.errors import ToolchainError
 from wgrad_cli.problem.abi import Dims

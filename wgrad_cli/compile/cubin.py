@@ -9,9 +9,9 @@ import struct
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from wgrad_cli.build.codeobject import CodeObjectError, Param, check_params, mangled_kinds, match_symbol
-from wgrad_cli.build.occupancy import sm90
-from wgrad_cli.build.resources import Resources
+from wgrad_cli.compile.codeobject import CodeObjectError, Param, check_params, mangled_kinds, match_symbol
+from wgrad_cli.compile.occupancy import sm90
+from wgrad_cli.compile.resources import Resources
 
 EIFMT_SVAL, EIATTR_KPARAM_INFO = 4, 0x17  # .nv.info attribute format with a size field; parameter record
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wgrad_cli.config.routing import Routing
 from wgrad_cli.problem.abi import Dims, offsets_problems
+from wgrad_cli.problem.routing import Routing
 
 ROUTINGS = {
     "uniform": Routing(),

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from wgrad_cli.build.codeobject import CodeObjectError, Param, check_params, mangled_kinds, match_symbol
-from wgrad_cli.build.compilers import Compiler
-from wgrad_cli.build.cubin import arguments as cubin_params
-from wgrad_cli.build.cubin import kernel_params as nvidia_kernel_params
-from wgrad_cli.build.cubin import resources as nvidia_resources
-from wgrad_cli.build.hsaco import arguments as amd_params
-from wgrad_cli.build.hsaco import metadata as amd_metadata
+from wgrad_cli.compile.codeobject import CodeObjectError, Param, check_params, mangled_kinds, match_symbol
+from wgrad_cli.compile.compilers import Compiler
+from wgrad_cli.compile.cubin import arguments as cubin_params
+from wgrad_cli.compile.cubin import kernel_params as nvidia_kernel_params
+from wgrad_cli.compile.cubin import resources as nvidia_resources
+from wgrad_cli.compile.hsaco import arguments as amd_params
+from wgrad_cli.compile.hsaco import metadata as amd_metadata
 
 
 def test_match_symbol() -> None:

@@ -1,0 +1,70 @@
+"""The packages' order: README's Architecture section lists wgrad_cli's packages from the top layer
+down, and a module imports only from below its own (or from its own package), counting every import
+as test_imports.py does; the few imports that run up the order are named here and there, with why."""
+
+from __future__ import annotations
+
+import re
+
+from importgraph import graph
+
+from conftest import REPO
+
+# (importer, imported): why this import runs up the order
+UPWARD = {
+    ("wgrad_cli.config.kernelspec", "wgrad_cli.backends.registry"):
+        "a kernel spec's dynamic shared memory is checked against its targets' limits as the spec is read",
+    ("wgrad_cli.compile.jobs", "wgrad_cli.backends.registry"):
+        "a build asks its target's backend for the compile command and how to read the code object",
+    ("wgrad_cli.compile.toolchain", "wgrad_cli.backends.registry"):
+        "a target's compilers are the ones its backend looks for",
+    ("wgrad_cli.device.launch", "wgrad_cli.backends.registry"):
+        "a launch asks its target's backend for the kernel's arguments and the launch limits",
+    ("wgrad_cli.device.session", "wgrad_cli.backends.registry"): "a session opens its target's runtime",
+    ("wgrad_cli.device.isolation", "wgrad_cli.backends.registry"): "the child process opens its target's runtime",
+    ("wgrad_cli.backends.gfx950", "wgrad_cli.emu.device"):
+        "the emulated gfx950 is the runtime that the gfx950 backend opens for --device emu, imported when opened",
+}
+
+
+def layers() -> list[str]:
+    """wgrad_cli's packages and top-level modules as README's Architecture listing orders them, top first."""
+    text = (REPO / "README.md").read_text()
+    listing = text[text.index("\nwgrad_cli/\n"):]
+    listing = listing[:listing.index("\n```")]
+    return [m.group(1) for m in re.finditer(r"^  (\w+)(?:/|\.py)\s", listing, re.MULTILINE)]
+
+
+def owner(module: str) -> str:
+    """The listed package or top-level module that a module belongs to ('' for wgrad_cli itself)."""
+    return module.split(".")[1] if "." in module else ""
+
+
+def rank(module: str, order: list[str]) -> int:
+    """Higher is further up; wgrad_cli's own __init__.py is the ground under everything."""
+    return len(order) - order.index(owner(module)) if owner(module) else 0
+
+
+def allowed(importer: str, imported: str) -> bool:
+    """An upward import named in UPWARD (its target or a package above that target)."""
+    return any(importer == a and (b == imported or b.startswith(imported + ".")) for a, b in UPWARD)
+
+
+def test_the_listing_names_every_package() -> None:
+    order = layers()
+    assert len(order) == len(set(order)) > 10
+    assert {owner(m) for m in graph()} - {""} <= set(order), "README's Architecture listing lacks a package"
+
+
+def test_imports_run_down_the_listing() -> None:
+    order = layers()
+    upward = sorted(f"{m} -> {d}" for m, deps in graph().items() for d in deps
+                    if owner(d) != owner(m) and rank(d, order) >= rank(m, order) and not allowed(m, d))
+    assert upward == [], "imports up README's order (move the code, or name the import in UPWARD and README)"
+
+
+def test_every_named_upward_import_is_real_and_in_the_readme() -> None:
+    g, order, readme = graph(), layers(), (REPO / "README.md").read_text()
+    for importer, imported in UPWARD:
+        assert imported in g[importer] and rank(imported, order) > rank(importer, order), (importer, imported)
+        assert importer.removeprefix("wgrad_cli.").replace(".", "/") + ".py" in readme, importer
