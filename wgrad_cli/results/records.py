@@ -27,7 +27,7 @@ from wgrad_cli.errors import WgradError
 # 1: files before this module (no "schema" field in the oldest); 2: every record typed, bench
 # rows with their flush kind, spin, sensor overlap and throttling, the compare gate's provenance;
 # 3: modelled bench rows (`model`), which an older wgrad must not read as measured; 4: a modelled
-# row's per-instruction profile (`model.profile`)
+# row's per-instruction profile (`model.profile`), a verify row's modelled time (`modelled`)
 SCHEMA = 4
 COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, speedup and plot read
 SHOWN = (*COMMANDS, "selfbench", "build", "info")  # every document show prints
