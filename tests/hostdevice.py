@@ -13,7 +13,6 @@ process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import ctypes
 import math
 import time
@@ -21,7 +20,7 @@ import time
 import ml_dtypes
 import numpy as np
 
-from wgrad_cli.device.runtime import DeviceInfo, Reading
+from wgrad_cli.device.runtime import DeviceInfo, Reading, Watcher
 from wgrad_cli.errors import DriverError
 from wgrad_cli.problem.abi import Dims
 from wgrad_cli.problem.generate import Problem
@@ -114,7 +113,7 @@ class HostDevice:
     def counters(self) -> Counters | None:
         return None
 
-    def watch(self, report: Callable[[int, int], None]) -> None:
+    def watch(self, report: Watcher) -> None:
         pass  # a launch here finishes at once
 
     def abandon(self) -> None:

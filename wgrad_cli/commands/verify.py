@@ -2,21 +2,58 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from rich.markup import escape
+from rich.progress import Progress
 
 from wgrad_cli.commands.run import opened, print_header, save_results
 from wgrad_cli.config.options import DEFAULT_MACHINE, CompilerOptions, Output, RunOptions, Selection, VerifyOptions
 from wgrad_cli.device.isolation import Crash
+from wgrad_cli.device.runtime import Headway
 from wgrad_cli.device.session import Session, open_session
 from wgrad_cli.errors import CheckFailed, Crashed, StoppedLaunches
 from wgrad_cli.measure.verify import Callbacks, Outcome, device_reference_possible, verify
 from wgrad_cli.model.command import model_records
 from wgrad_cli.model.machine import load
-from wgrad_cli.output.console import LaunchProgress, err, out, progress
+from wgrad_cli.output.console import err, out, progress
 from wgrad_cli.results.records import ModelledTime, VerifyRow
 from wgrad_cli.results.tables import counters_table, expert_table, verify_table
+
+
+LOG_EVERY_SECONDS = 15.0  # a long launch's headway, in a log: a line this often
+REDRAW_SECONDS = 0.5  # on a terminal: the bar redrawn this often
+
+
+class LaunchProgress:
+    """Shows how far the launch of the work a bar is on has got (workgroups done of all, and the
+    wave-instructions emulated, which move while workgroups run long loops): on a terminal in the
+    bar's description, in a log as a line every LOG_EVERY_SECONDS, so that a slow run is visibly
+    not a stuck one."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.what = ""
+        self.began = self.shown = time.monotonic()
+
+    def start(self, what: str) -> None:
+        self.what = what
+        self.began = self.shown = time.monotonic()
+        self.bar.update(self.bar.task_ids[0], description=what, refresh=True)
+
+    def __call__(self, h: Headway) -> None:
+        now = time.monotonic()
+        if now - self.shown < (REDRAW_SECONDS if err.is_terminal else LOG_EVERY_SECONDS):
+            return
+        self.shown = now
+        line = (f"{self.what}: {h.workgroups_done:,} of {h.workgroups:,} workgroups done "
+                f"({100 * h.workgroups_done // max(h.workgroups, 1)}%), {h.wave_instructions / 1e6:,.1f} M "
+                f"wave-instructions emulated, {now - self.began:.0f} s")
+        if err.is_terminal:
+            self.bar.update(self.bar.task_ids[0], description=line, refresh=True)
+        else:
+            err.print(line, highlight=False, markup=False)
 
 
 def with_model(s: Session, outcomes: list[Outcome], records: list[VerifyRow]) -> list[VerifyRow]:

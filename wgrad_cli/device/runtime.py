@@ -45,6 +45,18 @@ def checked(call: str, result: tuple[Any, ...], success: object, describe: Calla
 
 
 @dataclass(frozen=True)
+class Headway:
+    """How far a running launch has got, where the device can see inside one (the emulator)."""
+
+    workgroups_done: int
+    workgroups: int
+    wave_instructions: int  # executed so far: moves while workgroups run long loops
+
+
+Watcher = Callable[[Headway], None]
+
+
+@dataclass(frozen=True)
 class Reading:
     """What the device's sensors say while a launch runs; None where the platform does not report it."""
 
@@ -107,9 +119,9 @@ class Runtime(Protocol):
         """What the last launch executed (waves, instructions by class, bytes), where the device can
         count it (the emulator); None on a GPU."""
         ...
-    def watch(self, report: Callable[[int, int], None]) -> None:
-        """Have each later launch report (workgroups done, workgroups) while it runs, where the device
-        can see inside a launch (the emulator); a GPU cannot, and reports nothing."""
+    def watch(self, report: Watcher) -> None:
+        """Have each later launch report its headway while it runs, where the device can see inside a
+        launch (the emulator); a GPU cannot, and reports nothing."""
         ...
     def abandon(self) -> None:
         """A kernel is stuck: from now on free and close make no driver call (it would block behind it)."""
@@ -158,7 +170,7 @@ class DriverRuntime(ABC):
     def counters(self) -> Counters | None:
         return None  # a GPU counts nothing here
 
-    def watch(self, report: Callable[[int, int], None]) -> None:
+    def watch(self, report: Watcher) -> None:
         pass  # a GPU launch is opaque until it ends
 
     def abandon(self) -> None:

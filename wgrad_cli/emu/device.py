@@ -28,8 +28,8 @@ import numpy as np
 from wgrad_cli.compile.codeobject import CodeObjectError
 from wgrad_cli.compile.occupancy import gfx950
 from wgrad_cli.config.options import EMU_CPU_SECONDS, HIP_STACK_BYTES
-from wgrad_cli.device.runtime import UNREPORTED, DeviceInfo, Reading
-from wgrad_cli.emu.dispatch import Launch, Report, run
+from wgrad_cli.device.runtime import UNREPORTED, DeviceInfo, Reading, Watcher
+from wgrad_cli.emu.dispatch import Launch, run
 from wgrad_cli.emu.loader import Descriptor, Image, load_image
 from wgrad_cli.emu.machine import EmuFault, Stats, Stuck, TimedOut
 from wgrad_cli.emu.memory import Heap, Name, Region
@@ -95,7 +95,7 @@ class EmuRuntime:
         self.strict_lds = strict_lds
         self.stack_bytes = stack_bytes  # per work-item, for kernels with a dynamic stack
         self.timeout = timeout  # CPU seconds each worker may spend on a launch (--kernel-timeout)
-        self.report: Report | None = None  # hears each launch's progress (watch)
+        self.report: Watcher | None = None  # hears each launch's headway (watch)
         self.register_fill = register_fill  # VGPRs/AGPRs a launch leaves undefined hold this (a code object
         # whose results change with it reads registers the hardware leaves undefined)
         self.stats: list[Stats] = []  # one per launch, in order
@@ -278,7 +278,7 @@ class EmuRuntime:
     def counters(self) -> Counters | None:
         return self.stats[-1].counters() if self.stats else None
 
-    def watch(self, report: Report) -> None:
+    def watch(self, report: Watcher) -> None:
         self.report = report
 
     def abandon(self) -> None:

@@ -32,27 +32,26 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 
 from wgrad_cli.config.options import HIP_STACK_BYTES
+from wgrad_cli.device.runtime import Watcher
 from wgrad_cli.emu.loader import Descriptor
 from wgrad_cli.emu.machine import EXEC, Batch, EmuFault, Op, Stats, Stuck, TimedOut, execute
 from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.ops import atomic as atomic_ops
 from wgrad_cli.emu.ops.scratch import segment_bytes
 from wgrad_cli.emu.program import Program
-from wgrad_cli.emu.watchdog import DONE_GROUPS, Watch, board
+from wgrad_cli.emu.watchdog import Watch, board, headway
 from wgrad_cli.errors import EmulatorBug
 
 MAX_BATCH_WAVES = 2048  # waves run in lock-step at once: bounds the register arrays (~64 KiB per VGPR)
 MAX_BATCH_PRIVATE = 1 << 27  # bytes of private memory a batch holds at once (one batch per worker process)
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-REPORT_SECONDS = 1.0  # how often a launch run by workers reports its progress
-Report = Callable[[int, int], None]  # (workgroups done, workgroups of the launch)
+REPORT_SECONDS = 1.0  # how often a launch run by workers reports its headway
 
 
 @dataclass(frozen=True)
@@ -138,7 +137,7 @@ def init_batch(launch: Launch, heap: Heap, ids: np.ndarray, kernarg_words: np.nd
 
 
 def run_groups(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, name: str, resident: int,
-               watch: Watch, report: Report | None = None) -> Stats:
+               watch: Watch, report: Watcher | None = None) -> Stats:
     """Run workgroups `ids` in batches, more batches at once (up to `resident` workgroups) while the
     live ones are stalled; their statistics. TimedOut once this process has spent the launch's CPU
     time, Stuck once the watchdog finds that no wave can ever change what it reads."""
@@ -164,12 +163,15 @@ def run_groups(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, na
         if not live:
             begin(min(per_batch, len(ids) - start))
         room = min(per_batch, resident - sum(b.groups for b in live), len(ids) - start)
-        if execute(live[0], ops, describe, deadline, may_yield=True):
+        finished = execute(live[0], ops, describe, deadline, may_yield=True)
+        if finished:
             done = live.popleft()
             stats.add(done.stats)
             watch.finished(done)
-            if report is not None:
-                report(int(watch.board[:, DONE_GROUPS].sum()), launch.groups)
+        watch.worked(stats.instructions + sum(b.stats.instructions for b in live))
+        if report is not None:
+            report(headway(watch.board, launch.groups))
+        if finished:
             continue
         if room > 0:  # every live wave spins: bring in the next workgroups, as the hardware would
             begin(room)
@@ -210,10 +212,10 @@ def _worker(conn: multiprocessing.connection.Connection, launch: Launch, program
         conn.close()
 
 
-def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int, report: Report | None = None) -> Stats:
+def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int, report: Watcher | None = None) -> Stats:
     """Run a whole launch, over up to `workers` processes; EmuFault on the first fault, TimedOut past
     its CPU time, Stuck where no wave can make progress, EmulatorBug on anything else. `report`
-    hears (workgroups done, workgroups) as the launch goes on."""
+    hears the launch's headway as it goes on."""
     groups = launch.groups
     workers = max(1, min(workers, groups, os.cpu_count() or 1))
     if workers == 1 or groups * launch.waves_per_group < 2 * 64 or threading.active_count() > 1:
@@ -237,7 +239,7 @@ def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int, r
         while waiting:
             ready_now = multiprocessing.connection.wait(list(waiting), timeout=REPORT_SECONDS)
             if report is not None:
-                report(int(shared[:, DONE_GROUPS].sum()), groups)
+                report(headway(shared, groups))
             for ready in ready_now:
                 pipe = cast(multiprocessing.connection.Connection, ready)
                 worker = waiting.pop(pipe)

@@ -9,7 +9,8 @@ left that could change what the waves read. That verdict does not depend on how 
 is or what else runs on it.
 
 Workers are processes, so they meet on a small board in shared memory: per worker, the
-workgroups it has finished (the progress shown to the user), whether it is quiet (every one of its
+workgroups it has finished and the wave-instructions it has executed (the headway shown to the
+user), whether it is quiet (every one of its
 live batches repeated its state at its last stall) or done, and how often it has reported. A
 quiet worker calls the launch stuck only after every other quiet worker has reported again, still
 quiet, since it first saw them all quiet: a worker whose flag is stale (it has seen new memory but
@@ -23,16 +24,22 @@ import mmap
 
 import numpy as np
 
+from wgrad_cli.device.runtime import Headway
 from wgrad_cli.emu.machine import Batch
 
-DONE_GROUPS, STATE, REPORTS = 0, 1, 2  # the board's columns
+DONE_GROUPS, STATE, REPORTS, WORK = 0, 1, 2, 3  # the board's columns
 BUSY, QUIET, FINISHED = 0, 1, 2  # a worker's states
 
 
 def board(workers: int) -> np.ndarray:
-    """A zeroed (workers, 3) int64 board in anonymous shared memory, which forked workers share."""
-    cells = workers * 3
-    return np.frombuffer(mmap.mmap(-1, 8 * cells), dtype=np.int64, count=cells).reshape(workers, 3)
+    """A zeroed (workers, 4) int64 board in anonymous shared memory, which forked workers share."""
+    cells = workers * 4
+    return np.frombuffer(mmap.mmap(-1, 8 * cells), dtype=np.int64, count=cells).reshape(workers, 4)
+
+
+def headway(shared: np.ndarray, workgroups: int) -> Headway:
+    """The launch's headway, summed over the workers on its board."""
+    return Headway(int(shared[:, DONE_GROUPS].sum()), workgroups, int(shared[:, WORK].sum()))
 
 
 class Watch:
@@ -53,6 +60,10 @@ class Watch:
         self.full.pop(id(batch), None)
         self.same.pop(id(batch), None)
         self.changed()
+
+    def worked(self, instructions: int) -> None:
+        """This worker has executed `instructions` wave-instructions of the launch so far."""
+        self.board[self.index, WORK] = instructions
 
     def changed(self) -> None:
         """Something the waves can observe changed (a batch ended or began): no batch's repeat counts."""
