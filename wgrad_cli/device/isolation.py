@@ -4,7 +4,7 @@ A kernel under development can take its whole process down: HIP's runtime calls 
 memory fault ("Memory access fault by GPU node-N ... Aborted"), never returning
 hipErrorIllegalAddress, and a CUDA fault leaves the context unusable for the rest of the process.
 So where the runtime is a GPU driver's, each piece of work runs in a fresh child interpreter
-(`python -m wgrad_cli.device.isolation`) that opens the device itself; a child that dies by a signal
+(`python -P -m wgrad_cli.device.isolation`, the parent's wgrad) that opens the device itself; a child that dies by a signal
 becomes one Crash line, and the parent goes on with the next piece. A forked child would inherit a
 driver that the parent has initialized, which neither HIP nor CUDA allows.
 
@@ -25,6 +25,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, TypeVar
 
 from wgrad_cli.backends.registry import open_runtime
@@ -47,6 +48,16 @@ class Crash:
                 "Run it alone with AMD_LOG_LEVEL=1 (AMD) or under compute-sanitizer (NVIDIA)")
 
 
+def child_environment() -> dict[str, str]:
+    """This process's environment, with the folder this wgrad_cli was imported from first on the
+    child's path. With `python -P` (no current folder on the path) the child then runs the same
+    wgrad as its parent, also where the parent runs in a source checkout whose wgrad_cli/ is not
+    the installed one (the checkout has no wgrad_cli.kernels: setup.py maps it from kernels/)."""
+    root = str(Path(__file__).resolve().parents[2])
+    rest = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": root if not rest else os.pathsep.join([root, rest])}
+
+
 def run(s: Session, what: str, work: Callable[[Session, A], R], arg: A) -> R | Crash:
     """work(s, arg), in a child process of its own where a fault could end this one (the runtime is crash_prone:
     a GPU driver's, which the child opens again with open_runtime); here otherwise."""
@@ -54,7 +65,8 @@ def run(s: Session, what: str, work: Callable[[Session, A], R], arg: A) -> R | C
         return work(s, arg)
     parts = {f.name: getattr(s, f.name) for f in fields(s) if f.name != "rt"}
     request = pickle.dumps((s.target.vendor, s.rt.device.index, parts, work, arg))
-    child = subprocess.run([sys.executable, "-m", "wgrad_cli.device.isolation"], input=request, stdout=subprocess.PIPE)
+    child = subprocess.run([sys.executable, "-P", "-m", "wgrad_cli.device.isolation"], input=request,
+                           stdout=subprocess.PIPE, env=child_environment())
     if child.returncode < 0:
         return Crash(what, signal.Signals(-child.returncode).name)
     try:
