@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from wgrad_cli.backends.registry import backend
 from wgrad_cli.config.launchfile import Buffer, load_launch
 from wgrad_cli.config.options import CompilerOptions, Emulated
 from wgrad_cli.model.launchsetup import TARGET, code_object, place
@@ -24,8 +25,8 @@ from wgrad_cli.output.grid import Grid
 def verify_launch(path: Path, compilers: CompilerOptions, device: Emulated, seed: int) -> None:
     launch = load_launch(path)
     built = code_object(launch, compilers)
-    rt = EmuRuntime(strict_lds=device.strict_lds, stack_bytes=device.stack_bytes, timeout=device.kernel_timeout,
-                    register_fill=device.register_fill)
+    rt = backend(TARGET).open_runtime(device)  # the emulated device, as --device emu opens it for verify
+    assert isinstance(rt, EmuRuntime)  # place() dispatches 3-D grids, which only the emulator's runtime takes
     placed = place(rt, launch, built.image, seed)
     try:
         placed()
