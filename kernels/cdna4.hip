@@ -106,17 +106,18 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
     const int load_row = lane / ROW_CHUNKS;
     const int load_off = load_row * M + 16 * chunk_at(load_row, lane % ROW_CHUNKS);
 
-    auto issue = [&](int stage) {  // loads of stage `stage` (tokens begin + 64 * stage) into its ring slot
+    auto issue = [&](int stage, int which) {  // load `which` (0-4) of stage `stage` (tokens begin + 64 * stage)
         Stage &s = ring[stage % STAGES];
         const int m = begin + stage * STEP;
-        for (int j = 0; j < 2; ++j) {
-            const int row = 32 * wave + 16 * j;
-            __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc_a, (lds_void *)(s.a + row * STEP), 16, load_off + row * M, m, 0, 0);
-            __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc_b, (lds_void *)(s.b + row * STEP), 16, load_off + row * M, m, 0, 0);
+        const int row = 32 * wave + 16 * (which / 2);
+        if (which < 4) {
+            __builtin_amdgcn_raw_ptr_buffer_load_lds(which % 2 ? rsrc_b : rsrc_a, (lds_void *)((which % 2 ? s.b : s.a) + row * STEP),
+                                                     16, load_off + row * M, m, 0, 0);
+        } else {
+            unsigned *words = scales_of_a ? s.sa : s.sb;
+            __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc_s, (lds_void *)(words + scale_part), 4, 4 * (scale_part + lane),
+                                                     4 * (m / 128) * scale_rows, 0, 0);
         }
-        unsigned *words = scales_of_a ? s.sa : s.sb;
-        __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc_s, (lds_void *)(words + scale_part), 4, 4 * (scale_part + lane),
-                                                 4 * (m / 128) * scale_rows, 0, 0);
     };
 
     // Operand reads: an MFMA's 32 rows R..R+31, lane l holds row R + l % 32 and, of its 64 tokens,
@@ -128,12 +129,13 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
     const int scale_byte = op_row * 4 + op_half;
     const int wk = (wave % 2) * 128, wn = (wave / 2) * 64;
 
-    v16f acc[4][2] = {};
-    for (int stage = 0; stage < 3 && stage < steps; ++stage) issue(stage);
-    for (int stage = 0; stage < steps; ++stage) {
+    v16f acc[4][2];
+    // One stage: wait for its loads, then its 8 MFMAs, the loads of the stage STAGES - 1 ahead
+    // spread between them (issued together they would hold the waves at the memory path). The
+    // first stage starts the sums from zero (no accumulator clearing).
+    auto run_stage = [&]<bool first, bool loads>(int stage) {
         wait_loads((steps - 1 - stage) * LOADS);
         workgroup_sync();
-        if (stage + STAGES - 1 < steps) issue(stage + STAGES - 1);
         const Stage &s = ring[stage % STAGES];
         const int half = 2 * (stage % 2);
         v8i bn[2];
@@ -149,9 +151,25 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
             const v4i lo = *(const v4i *)(rows + op_lo), hi = *(const v4i *)(rows + op_hi);
             const v8i bk = (v8i){lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
             const int sk = ((const unsigned char *)s.sb)[(wk + 32 * i) * 4 + scale_byte + half];
-            for (int j = 0; j < 2; ++j)
-                acc[i][j] = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(bk, bn[j], acc[i][j], 0, 0, 0, sk, 0, sn[j]);
+            for (int j = 0; j < 2; ++j) {
+                acc[i][j] = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(bk, bn[j], first ? v16f{} : acc[i][j], 0, 0, 0,
+                                                                            sk, 0, sn[j]);
+                if (loads && 2 * i + j < LOADS) issue(stage + STAGES - 1, 2 * i + j);
+            }
         }
+    };
+
+    if (steps == 0) {
+        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 2; ++j) acc[i][j] = v16f{};
+    } else {
+        for (int stage = 0; stage < STAGES - 1 && stage < steps; ++stage)
+            for (int which = 0; which < LOADS; ++which) issue(stage, which);
+        if (steps >= STAGES) run_stage.template operator()<true, true>(0);
+        else run_stage.template operator()<true, false>(0);
+        int stage = 1;
+        for (; stage + STAGES - 1 < steps; ++stage) run_stage.template operator()<false, true>(stage);
+        for (; stage < steps; ++stage) run_stage.template operator()<false, false>(stage);
     }
 
     // Lane l's accumulator r of block (i, j) is grad_w[n][k] for n = wn + 32 j + l % 32 and
