@@ -37,10 +37,15 @@ typedef __attribute__((address_space(3))) void lds_void;
 
 constexpr int TILE = 256;             // grad_w rows (n) and columns (k) per workgroup
 constexpr int STEP = 64;              // tokens per stage: one 32x32x64 MFMA deep
-constexpr int STAGES = 4;             // LDS ring depth; loads run STAGES - 1 stages ahead
+constexpr int STAGES = 4;             // LDS ring depth: loads run up to STAGES stages ahead
 constexpr int THREADS = 512;          // 8 waves of 64
 constexpr int ROW_CHUNKS = STEP / 16; // 16-byte chunks per staged row
 constexpr int LOADS = 5;              // buffer loads a wave issues per stage: 2 of A, 2 of B, 1 of scales
+
+struct Operands {  // one stage's MFMA operands of a wave, with the lanes' scale bytes
+    v8i n[2], k[4];
+    int sn[2], sk[4];
+};
 
 struct Stage {
     unsigned char a[TILE * STEP];  // A's tile rows (n), chunks swizzled (see chunk_at)
@@ -53,14 +58,12 @@ struct Stage {
 // operand read (rows r..r+15, one chunk each) then hit 16 distinct 4-bank groups, no conflicts.
 WGRAD_DEVICE inline int chunk_at(int row, int chunk) { return chunk ^ ((row >> 2) & 3); }
 
-WGRAD_DEVICE inline void wait_loads(int outstanding) {
-    // s_waitcnt vmcnt(outstanding) with expcnt and lgkmcnt left free (gfx9 encoding).
-    if (outstanding >= 2 * LOADS) __builtin_amdgcn_s_waitcnt(0xF70 | (2 * LOADS));
-    else if (outstanding >= LOADS) __builtin_amdgcn_s_waitcnt(0xF70 | LOADS);
-    else __builtin_amdgcn_s_waitcnt(0xF70);
-}
+// s_waitcnt vmcnt(LOADS * stages) with expcnt and lgkmcnt left free (gfx9 encoding): all but the
+// wave's last `stages` stages of loads have landed. A constant, so that no branch splits the code
+// around it (the MFMAs would move across the split).
+template <int stages> WGRAD_DEVICE inline void wait_loads() { __builtin_amdgcn_s_waitcnt(0xF70 | (stages * LOADS)); }
 
-// After wait_loads: every wave's loads of the stage have landed and its reads of the stage before
+// After wait_loads: every wave's loads of a stage have landed and its reads of the stage before
 // are done. A workgroup fence would do it too, but clang then waits for every load in flight
 // (vmcnt(0)), the whole ring; the scheduling barriers keep the LDS reads after the s_barrier.
 WGRAD_DEVICE inline void workgroup_sync() {
@@ -121,55 +124,93 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
     };
 
     // Operand reads: an MFMA's 32 rows R..R+31, lane l holds row R + l % 32 and, of its 64 tokens,
-    // 16 * g .. 16 * g + 15 and 32 + 16 * g .. (g = l / 32), each a swizzled 16-byte chunk.
+    // 16 * g .. 16 * g + 15 and 32 + 16 * g .. (g = l / 32), each a swizzled 16-byte chunk. The
+    // lane's offsets in a stage, with its wave's rows folded in, leave the ring slot's address the
+    // only thing that changes from stage to stage.
     const int op_row = lane % 32, op_half = lane / 32;
     const int op_lo = op_row * STEP + 16 * chunk_at(op_row, op_half);
     const int op_hi = op_row * STEP + 16 * chunk_at(op_row, 2 + op_half);
-    // The scale of row R + l % 32 for the lane's 32-token block: byte 2 * (stage % 2) + l / 32 of its word.
-    const int scale_byte = op_row * 4 + op_half;
     const int wk = (wave % 2) * 128, wn = (wave / 2) * 64;
+    const int n_lo = wn * STEP + op_lo, n_hi = wn * STEP + op_hi;
+    const int k_lo = TILE * STEP + wk * STEP + op_lo, k_hi = TILE * STEP + wk * STEP + op_hi;
+    // The scale of row R + l % 32 for the lane's 32-token block: byte 2 * (stage % 2) + l / 32 of its word.
+    const int sn_at = 2 * TILE * STEP + 4 * (wn + op_row) + op_half;
+    const int sk_at = 2 * TILE * STEP + 4 * TILE + 4 * (wk + op_row) + op_half;
 
-    v16f acc[4][2];
-    // One stage: wait for its loads, then its 8 MFMAs, the loads of the stage STAGES - 1 ahead
-    // spread between them (issued together they would hold the waves at the memory path). The
-    // first stage starts the sums from zero (no accumulator clearing).
-    auto run_stage = [&]<bool first, bool loads>(int stage) {
-        wait_loads((steps - 1 - stage) * LOADS);
-        workgroup_sync();
-        const Stage &s = ring[stage % STAGES];
-        const int half = 2 * (stage % 2);
-        v8i bn[2];
-        int sn[2];
+    // A stage's operands into registers, A's rows (n) and one 32-row block of B's (k) at a time:
+    // LDS reads while the MFMAs of the stage before run.
+    auto rows = [](const unsigned char *lo, const unsigned char *hi) {
+        const v4i l = *(const v4i *)lo, h = *(const v4i *)hi;
+        return (v8i){l[0], l[1], l[2], l[3], h[0], h[1], h[2], h[3]};
+    };
+    auto slot = [](int stage) { return (const unsigned char *)&ring[stage % STAGES]; };
+    auto read_n = [&](int stage, Operands &o) {
+        const unsigned char *s = slot(stage), *scales = s + 2 * (stage % 2);
         for (int j = 0; j < 2; ++j) {
-            const unsigned char *rows = s.a + (wn + 32 * j) * STEP;
-            const v4i lo = *(const v4i *)(rows + op_lo), hi = *(const v4i *)(rows + op_hi);
-            bn[j] = (v8i){lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
-            sn[j] = ((const unsigned char *)s.sa)[(wn + 32 * j) * 4 + scale_byte + half];
-        }
-        for (int i = 0; i < 4; ++i) {
-            const unsigned char *rows = s.b + (wk + 32 * i) * STEP;
-            const v4i lo = *(const v4i *)(rows + op_lo), hi = *(const v4i *)(rows + op_hi);
-            const v8i bk = (v8i){lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
-            const int sk = ((const unsigned char *)s.sb)[(wk + 32 * i) * 4 + scale_byte + half];
-            for (int j = 0; j < 2; ++j) {
-                acc[i][j] = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(bk, bn[j], first ? v16f{} : acc[i][j], 0, 0, 0,
-                                                                            sk, 0, sn[j]);
-                if (loads && 2 * i + j < LOADS) issue(stage + STAGES - 1, 2 * i + j);
-            }
+            o.n[j] = rows(s + n_lo + 32 * j * STEP, s + n_hi + 32 * j * STEP);
+            o.sn[j] = scales[sn_at + 4 * 32 * j];
         }
     };
+    auto read_k = [&](int stage, Operands &o, int i) {
+        const unsigned char *s = slot(stage), *scales = s + 2 * (stage % 2);
+        o.k[i] = rows(s + k_lo + 32 * i * STEP, s + k_hi + 32 * i * STEP);
+        o.sk[i] = scales[sk_at + 4 * 32 * i];
+    };
 
-    if (steps == 0) {
-        for (int i = 0; i < 4; ++i)
-            for (int j = 0; j < 2; ++j) acc[i][j] = v16f{};
-    } else {
-        for (int stage = 0; stage < STAGES - 1 && stage < steps; ++stage)
+    v16f acc[4][2] = {};
+    // Stage `stage` from `cur`: its first two MFMAs go to the matrix pipe before the barrier, so the
+    // pipe is busy while the waves meet; then the barrier that makes stage + 1 readable and frees
+    // stage's slot, the reads of stage + 1 into `nxt` and the loads of stage + STAGES into the freed
+    // slot, spread between the other MFMAs.
+    // `ahead`: stages whose loads may stay in flight when stage + 1 has landed; -1: no next stage.
+    auto run_stage = [&]<bool loads, int ahead>(int stage, const Operands &cur, Operands &nxt) {
+        constexpr bool next = ahead >= 0;
+        auto mfma = [&](int i, int j) {
+            acc[i][j] = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(cur.k[i], cur.n[j], acc[i][j], 0, 0, 0, cur.sk[i], 0,
+                                                                        cur.sn[j]);
+        };
+        mfma(0, 0);
+        mfma(0, 1);
+        if constexpr (next) {
+            wait_loads<ahead>();
+            workgroup_sync();
+            read_n(stage + 1, nxt);
+            read_k(stage + 1, nxt, 0);
+        }
+        // Each block of B's rows is read for the next stage once this stage's MFMAs are done with
+        // it: the two stages' operands never need more registers than the budget of two waves.
+        for (int i = 1; i < 4; ++i) {
+            __builtin_amdgcn_sched_barrier(0);
+            for (int j = 0; j < 2; ++j) {
+                mfma(i, j);
+                if (loads && 2 * (i - 1) + j < LOADS) issue(stage + STAGES, 2 * (i - 1) + j);
+            }
+            if (next) read_k(stage + 1, nxt, i);
+        }
+        __builtin_amdgcn_sched_barrier(0);
+    };
+
+    if (steps > 0) {  // steps is even (experts are whole 128-token steps): stages go in pairs
+        Operands a, b;
+        for (int stage = 0; stage < STAGES && stage < steps; ++stage)
             for (int which = 0; which < LOADS; ++which) issue(stage, which);
-        if (steps >= STAGES) run_stage.template operator()<true, true>(0);
-        else run_stage.template operator()<true, false>(0);
-        int stage = 1;
-        for (; stage + STAGES - 1 < steps; ++stage) run_stage.template operator()<false, true>(stage);
-        for (; stage < steps; ++stage) run_stage.template operator()<false, false>(stage);
+        if (steps >= STAGES) wait_loads<STAGES - 1>();
+        else wait_loads<1>();
+        workgroup_sync();
+        read_n(0, a);
+        for (int i = 0; i < 4; ++i) read_k(0, a, i);
+        int stage = 0;
+        if (steps >= STAGES) {
+            for (; stage + STAGES < steps; stage += 2) {  // with the loads of the stages STAGES ahead
+                run_stage.template operator()<true, 2>(stage, a, b);
+                run_stage.template operator()<true, 2>(stage + 1, b, a);
+            }
+            run_stage.template operator()<false, 2>(stage, a, b);
+            run_stage.template operator()<false, 1>(stage + 1, b, a);
+            stage += 2;
+        }
+        run_stage.template operator()<false, 0>(stage, a, b);
+        run_stage.template operator()<false, -1>(stage + 1, b, a);
     }
 
     // Lane l's accumulator r of block (i, j) is grad_w[n][k] for n = wn + 32 j + l % 32 and
