@@ -37,7 +37,8 @@ typedef __attribute__((address_space(3))) void lds_void;
 
 constexpr int TILE = 256;             // grad_w rows (n) and columns (k) per workgroup
 constexpr int STEP = 64;              // tokens per stage: one 32x32x64 MFMA deep
-constexpr int STAGES = 4;             // LDS ring depth: loads run up to STAGES stages ahead
+constexpr int STAGES = 4;             // LDS ring slots
+constexpr int AHEAD = 3;              // stage s issues the loads of stage s + AHEAD
 constexpr int THREADS = 512;          // 8 waves of 64
 constexpr int ROW_CHUNKS = STEP / 16; // 16-byte chunks per staged row
 constexpr int LOADS = 5;              // buffer loads a wave issues per stage: 2 of A, 2 of B, 1 of scales
@@ -109,17 +110,22 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
     const int load_row = lane / ROW_CHUNKS;
     const int load_off = load_row * M + 16 * chunk_at(load_row, lane % ROW_CHUNKS);
 
-    auto issue = [&](int stage, int which) {  // load `which` (0-4) of stage `stage` (tokens begin + 64 * stage)
+    // A resource of no bytes: every load through it reads zeros.
+    const __amdgpu_buffer_rsrc_t rsrc_none = __builtin_amdgcn_make_buffer_rsrc((void *)A, 0, 0, raw);
+
+    // Load `which` (0-4) of stage `stage` (tokens begin + 64 * stage), or zeros into its slot.
+    auto issue = [&](int stage, int which, bool zeros = false) {
         Stage &s = ring[stage % STAGES];
         const int m = begin + stage * STEP;
         const int row = 32 * wave + 16 * (which / 2);
         if (which < 4) {
-            __builtin_amdgcn_raw_ptr_buffer_load_lds(which % 2 ? rsrc_b : rsrc_a, (lds_void *)((which % 2 ? s.b : s.a) + row * STEP),
-                                                     16, load_off + row * M, m, 0, 0);
+            const __amdgpu_buffer_rsrc_t rsrc = zeros ? rsrc_none : which % 2 ? rsrc_b : rsrc_a;
+            __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc, (lds_void *)((which % 2 ? s.b : s.a) + row * STEP), 16,
+                                                     load_off + row * M, m, 0, 0);
         } else {
             unsigned *words = scales_of_a ? s.sa : s.sb;
-            __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc_s, (lds_void *)(words + scale_part), 4, 4 * (scale_part + lane),
-                                                     4 * (m / 128) * scale_rows, 0, 0);
+            __builtin_amdgcn_raw_ptr_buffer_load_lds(zeros ? rsrc_none : rsrc_s, (lds_void *)(words + scale_part), 4,
+                                                     4 * (scale_part + lane), 4 * (m / 128) * scale_rows, 0, 0);
         }
     };
 
@@ -157,17 +163,18 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
         o.sk[i] = scales[sk_at + 4 * 32 * i];
     };
 
-    v16f acc[4][2] = {};
+    v16f acc[4][2];
     // Stage `stage` from `cur`: its first two MFMAs go to the matrix pipe before the barrier, so the
-    // pipe is busy while the waves meet; then the barrier that makes stage + 1 readable and frees
-    // stage's slot, the reads of stage + 1 into `nxt` and the loads of stage + STAGES into the freed
-    // slot, spread between the other MFMAs.
-    // `ahead`: stages whose loads may stay in flight when stage + 1 has landed; -1: no next stage.
-    auto run_stage = [&]<bool loads, int ahead>(int stage, const Operands &cur, Operands &nxt) {
+    // pipe is busy while the waves meet; then the barrier that makes stage + 1 readable, the reads
+    // of stage + 1 into `nxt`, and the loads of stage + AHEAD (and of stage + 2 when `loads` is 2)
+    // into slots whose reads were done before the barrier of the stage before, spread between the
+    // other MFMAs. `ahead`: stages whose loads may stay in flight when stage + 1 has landed (-1: no
+    // next stage). The first stage starts the sums from zero, so no accumulator is cleared.
+    auto run_stage = [&]<bool first, int loads, int ahead>(int stage, const Operands &cur, Operands &nxt) {
         constexpr bool next = ahead >= 0;
         auto mfma = [&](int i, int j) {
-            acc[i][j] = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(cur.k[i], cur.n[j], acc[i][j], 0, 0, 0, cur.sk[i], 0,
-                                                                        cur.sn[j]);
+            acc[i][j] = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(cur.k[i], cur.n[j], first ? v16f{} : acc[i][j], 0, 0,
+                                                                        0, cur.sk[i], 0, cur.sn[j]);
         };
         mfma(0, 0);
         mfma(0, 1);
@@ -183,34 +190,42 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
             __builtin_amdgcn_sched_barrier(0);
             for (int j = 0; j < 2; ++j) {
                 mfma(i, j);
-                if (loads && 2 * (i - 1) + j < LOADS) issue(stage + STAGES, 2 * (i - 1) + j);
+                const int which = 2 * (i - 1) + j;
+                if (loads == 2 && which < LOADS) issue(stage + AHEAD - 1, which, stage + AHEAD - 1 >= steps);
+                if (loads == 2 && which < LOADS) issue(stage + AHEAD, which, stage + AHEAD >= steps);
+                if (loads == 1 && which < LOADS) issue(stage + AHEAD, which);
             }
             if (next) read_k(stage + 1, nxt, i);
         }
         __builtin_amdgcn_sched_barrier(0);
     };
 
-    if (steps > 0) {  // steps is even (experts are whole 128-token steps): stages go in pairs
+    if (steps == 0) {
+        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 2; ++j) acc[i][j] = v16f{};
+    } else {
+        // Stages 0 and 1 now, 2 and 3 from stage 0's MFMAs, then one stage AHEAD at each stage:
+        // the waves start on stage 0 once it has landed, not once the whole ring is on its way.
+        // steps is even (experts are whole 128-token steps); an expert of 2 runs 4, the last two
+        // loaded as zeros (one code path: the compiler merges the first MFMAs of two paths and
+        // spills).
+        const int stages = steps > 4 ? steps : 4;
         Operands a, b;
-        for (int stage = 0; stage < STAGES && stage < steps; ++stage)
+        for (int stage = 0; stage < 2; ++stage)
             for (int which = 0; which < LOADS; ++which) issue(stage, which);
-        if (steps >= STAGES) wait_loads<STAGES - 1>();
-        else wait_loads<1>();
+        wait_loads<1>();
         workgroup_sync();
         read_n(0, a);
         for (int i = 0; i < 4; ++i) read_k(0, a, i);
-        int stage = 0;
-        if (steps >= STAGES) {
-            for (; stage + STAGES < steps; stage += 2) {  // with the loads of the stages STAGES ahead
-                run_stage.template operator()<true, 2>(stage, a, b);
-                run_stage.template operator()<true, 2>(stage + 1, b, a);
-            }
-            run_stage.template operator()<false, 2>(stage, a, b);
-            run_stage.template operator()<false, 1>(stage + 1, b, a);
-            stage += 2;
+        run_stage.template operator()<true, 2, 0>(0, a, b);
+        int stage = 1;
+        for (; stage + AHEAD + 1 < stages; stage += 2) {
+            run_stage.template operator()<false, 1, 1>(stage, b, a);
+            run_stage.template operator()<false, 1, 1>(stage + 1, a, b);
         }
-        run_stage.template operator()<false, 0>(stage, a, b);
-        run_stage.template operator()<false, -1>(stage + 1, b, a);
+        run_stage.template operator()<false, 0, 1>(stage, b, a);
+        run_stage.template operator()<false, 0, 0>(stage + 1, a, b);
+        run_stage.template operator()<false, 0, -1>(stage + 2, b, a);
     }
 
     // Lane l's accumulator r of block (i, j) is grad_w[n][k] for n = wn + 32 j + l % 32 and
