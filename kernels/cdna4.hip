@@ -170,7 +170,7 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
     // into slots whose reads were done before the barrier of the stage before, spread between the
     // other MFMAs. `ahead`: stages whose loads may stay in flight when stage + 1 has landed (-1: no
     // next stage). The first stage starts the sums from zero, so no accumulator is cleared.
-    auto run_stage = [&]<bool first, int loads, int ahead>(int stage, const Operands &cur, Operands &nxt) {
+    auto run_stage = [&]<bool first, bool loads, int ahead>(int stage, const Operands &cur, Operands &nxt) {
         constexpr bool next = ahead >= 0;
         auto mfma = [&](int i, int j) {
             acc[i][j] = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(cur.k[i], cur.n[j], first ? v16f{} : acc[i][j], 0, 0,
@@ -191,9 +191,7 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
             for (int j = 0; j < 2; ++j) {
                 mfma(i, j);
                 const int which = 2 * (i - 1) + j;
-                if (loads == 2 && which < LOADS) issue(stage + AHEAD - 1, which, stage + AHEAD - 1 >= steps);
-                if (loads == 2 && which < LOADS) issue(stage + AHEAD, which, stage + AHEAD >= steps);
-                if (loads == 1 && which < LOADS) issue(stage + AHEAD, which);
+                if (loads && which < LOADS) issue(stage + AHEAD, which, first && stage + AHEAD >= steps);
             }
             if (next) read_k(stage + 1, nxt, i);
         }
@@ -204,28 +202,26 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
         for (int i = 0; i < 4; ++i)
             for (int j = 0; j < 2; ++j) acc[i][j] = v16f{};
     } else {
-        // Stages 0 and 1 now, 2 and 3 from stage 0's MFMAs, then one stage AHEAD at each stage:
-        // the waves start on stage 0 once it has landed, not once the whole ring is on its way.
-        // steps is even (experts are whole 128-token steps); an expert of 2 runs 4, the last two
-        // loaded as zeros (one code path: the compiler merges the first MFMAs of two paths and
-        // spills).
+        // Stages 0 to AHEAD - 1 now, then one stage AHEAD at each stage. steps is even (experts
+        // are whole 128-token steps); an expert of 2 runs 4, the last two loaded as zeros (one code
+        // path: the compiler merges the first MFMAs of two paths and spills).
         const int stages = steps > 4 ? steps : 4;
         Operands a, b;
-        for (int stage = 0; stage < 2; ++stage)
-            for (int which = 0; which < LOADS; ++which) issue(stage, which);
-        wait_loads<1>();
+        for (int stage = 0; stage < AHEAD; ++stage)
+            for (int which = 0; which < LOADS; ++which) issue(stage, which, stage >= steps);
+        wait_loads<AHEAD - 1>();
         workgroup_sync();
         read_n(0, a);
         for (int i = 0; i < 4; ++i) read_k(0, a, i);
-        run_stage.template operator()<true, 2, 0>(0, a, b);
+        run_stage.template operator()<true, true, AHEAD - 2>(0, a, b);
         int stage = 1;
         for (; stage + AHEAD + 1 < stages; stage += 2) {
-            run_stage.template operator()<false, 1, 1>(stage, b, a);
-            run_stage.template operator()<false, 1, 1>(stage + 1, a, b);
+            run_stage.template operator()<false, true, 1>(stage, b, a);
+            run_stage.template operator()<false, true, 1>(stage + 1, a, b);
         }
-        run_stage.template operator()<false, 0, 1>(stage, b, a);
-        run_stage.template operator()<false, 0, 0>(stage + 1, a, b);
-        run_stage.template operator()<false, 0, -1>(stage + 2, b, a);
+        run_stage.template operator()<false, false, 1>(stage, b, a);
+        run_stage.template operator()<false, false, 0>(stage + 1, a, b);
+        run_stage.template operator()<false, false, -1>(stage + 2, b, a);
     }
 
     // Lane l's accumulator r of block (i, j) is grad_w[n][k] for n = wn + 32 j + l % 32 and
