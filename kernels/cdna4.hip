@@ -42,6 +42,10 @@ constexpr int AHEAD = 3;              // stage s issues the loads of stage s + A
 constexpr int THREADS = 512;          // 8 waves of 64
 constexpr int ROW_CHUNKS = STEP / 16; // 16-byte chunks per staged row
 constexpr int LOADS = 5;              // buffer loads a wave issues per stage: 2 of A, 2 of B, 1 of scales
+// A stage's schedule, chosen on the model's profile (docs/cdna4-design.md): the loads a wave issues
+// after each of its 8 MFMAs, and the 32-row block of B after whose MFMAs A's rows are read.
+constexpr int LOAD_SLOTS[8] = {0, 1, 1, 1, 1, 1, 0, 0};
+constexpr int READ_N = 3;
 
 struct Operands {  // one stage's MFMA operands of a wave, with the lanes' scale bytes
     v8i n[2], k[4];
@@ -164,35 +168,32 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
     };
 
     v16f acc[4][2];
-    // Stage `stage` from `cur`: its first two MFMAs go to the matrix pipe before the barrier, so the
-    // pipe is busy while the waves meet; then the barrier that makes stage + 1 readable, the reads
-    // of stage + 1 into `nxt`, and the loads of stage + AHEAD (and of stage + 2 when `loads` is 2)
-    // into slots whose reads were done before the barrier of the stage before, spread between the
-    // other MFMAs. `ahead`: stages whose loads may stay in flight when stage + 1 has landed (-1: no
-    // next stage). The first stage starts the sums from zero, so no accumulator is cleared.
+    // Stage `stage` from `cur`, its operands read during the stage before: the barrier that makes
+    // stage + 1 readable, then the 8 MFMAs with the reads of stage + 1 into `nxt` and the loads of
+    // stage + AHEAD between them, into the slot whose reads were done before the barrier of the
+    // stage before. `ahead`: stages whose loads may stay in flight when stage + 1 has landed (-1:
+    // no next stage). The first stage starts the sums from zero, so no accumulator is cleared.
     auto run_stage = [&]<bool first, bool loads, int ahead>(int stage, const Operands &cur, Operands &nxt) {
         constexpr bool next = ahead >= 0;
         auto mfma = [&](int i, int j) {
             acc[i][j] = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(cur.k[i], cur.n[j], first ? v16f{} : acc[i][j], 0, 0,
                                                                         0, cur.sk[i], 0, cur.sn[j]);
         };
-        mfma(0, 0);
-        mfma(0, 1);
         if constexpr (next) {
             wait_loads<ahead>();
             workgroup_sync();
-            read_n(stage + 1, nxt);
-            read_k(stage + 1, nxt, 0);
         }
         // Each block of B's rows is read for the next stage once this stage's MFMAs are done with
         // it: the two stages' operands never need more registers than the budget of two waves.
-        for (int i = 1; i < 4; ++i) {
+        int which = 0;
+        for (int i = 0; i < 4; ++i) {
             __builtin_amdgcn_sched_barrier(0);
             for (int j = 0; j < 2; ++j) {
                 mfma(i, j);
-                const int which = 2 * (i - 1) + j;
-                if (loads && which < LOADS) issue(stage + AHEAD, which, first && stage + AHEAD >= steps);
+                for (int l = 0; l < LOAD_SLOTS[2 * i + j]; ++l, ++which)
+                    if (loads) issue(stage + AHEAD, which, first && stage + AHEAD >= steps);
             }
+            if (next && i == READ_N) read_n(stage + 1, nxt);
             if (next) read_k(stage + 1, nxt, i);
         }
         __builtin_amdgcn_sched_barrier(0);
