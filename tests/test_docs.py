@@ -19,7 +19,7 @@ from wgrad_cli.config.shipped import shipped_configs
 from wgrad_cli.results.records import read_document
 
 BLOCK = re.compile(r"<!-- (wgrad [^\n]*?) -->\n(.*?)<!-- end -->", re.S)
-PAGES = ["README.md", "docs/h200-results.md", "docs/timing.md", "docs/model.md"]
+PAGES = ["README.md", "docs/h200-results.md", "docs/timing.md", "docs/model.md", "docs/cdna4-design.md"]
 
 
 def printed(repo: Path, command: str) -> str:

@@ -449,12 +449,15 @@ def plot(files: tuple[Path, ...], out: Path) -> None:
                    "(default: table on a terminal, markdown elsewhere).")
 @click.option("--calibration", is_flag=True,
               help="One table of the files' modelled rows against their published times (wgrad model --launch).")
+@click.option("--versus", metavar="KERNEL",
+              help="One table of the files' modelled rows, each kernel against KERNEL's row of the same shape, "
+                   "clock and figures: both times and the speed-up.")
 @wide_option
-def show(files: tuple[Path, ...], form: str | None, calibration: bool) -> None:
+def show(files: tuple[Path, ...], form: str | None, calibration: bool, versus: str | None) -> None:
     """Print results files (verify, bench, selfbench, build, info) as the tables the commands printed."""
     from wgrad_cli.commands.show import show_command
 
-    show_command(list(files), form, calibration)
+    show_command(list(files), form, calibration, versus)
 
 
 @cli.command()

@@ -9,7 +9,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from wgrad_cli.cli import cli

@@ -12,6 +12,7 @@ from wgrad_cli.output.console import out
 from wgrad_cli.output.grid import LAYOUT, Grid, set_layout
 from wgrad_cli.results.records import SHOWN, BenchRow, read_document
 from wgrad_cli.results.tables import calibration_table, document_table, profile_tables
+from wgrad_cli.results.versus import versus_table
 
 
 def show_tables(paths: list[Path]) -> list[Grid]:
@@ -47,9 +48,11 @@ def calibration(paths: list[Path]) -> Grid:
     return calibration_table(rows, f"wgrad model against published times ({len(paths)} files)")
 
 
-def show_command(paths: list[Path], form: str | None, calibrated: bool = False) -> None:
+def show_command(paths: list[Path], form: str | None, calibrated: bool = False, versus: str | None = None) -> None:
     """Print the files' tables in the chosen format; JSON is one array of every file's table."""
-    tables = [calibration(paths)] if calibrated else show_tables(paths)
+    if calibrated and versus:
+        raise WgradError("--calibration and --versus: each is one table of its own; give one of them")
+    tables = [calibration(paths)] if calibrated else [versus_table(paths, versus)] if versus else show_tables(paths)
     if form == "json":
         print(json.dumps([t.to_json() for t in tables], indent=1))
         return

@@ -1,0 +1,54 @@
+"""versus.py: `wgrad show --versus KERNEL`, modelled rows of several files against one kernel's, on
+the committed results of the upstream kernel and the cdna4 kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from wgrad_cli.cli import cli
+from wgrad_cli.results.records import read_document
+
+MODEL = Path("results/model")
+
+
+def show(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["show", "--format", "csv", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def median_us(path: Path) -> float:
+    (row,) = read_document(path).bench_rows
+    return row.summary.median_ms * 1e3
+
+
+def test_each_kernel_against_the_base_of_its_clock(repo: Path) -> None:
+    files = [repo / MODEL / f"model-large-{k}-{c}GHz.json" for c in ("2.4", "2.0") for k in ("upstream", "cdna4")]
+    code, text, _ = show("--versus", "upstream", *map(str, files))
+    assert code == 0
+    header, *rows = text.strip().splitlines()
+    assert header.split(",") == ["shape", "GHz", "figures", "upstream us", "kernel", "us", "TFLOP/s", "x upstream"]
+    assert [r.split(",")[:2] + r.split(",")[4:5] for r in rows] == [["square-8k", "2.4", "cdna4"],
+                                                                      ["square-8k", "2", "cdna4"]]
+    for row, (base, new) in zip(rows, [files[0:2], files[2:4]]):
+        assert float(row.split(",")[-1]) == round(median_us(base) / median_us(new), 2)
+
+
+def test_rows_pair_by_changed_figures(repo: Path) -> None:
+    tag = "vmem-latency-1600"
+    files = [repo / MODEL / f"sensitivity-large-{k}-{tag}-2.4GHz.json" for k in ("upstream", "cdna4")]
+    files.append(repo / MODEL / "model-large-cdna4-2.4GHz.json")  # the default figures: no upstream row for it
+    code, _, err = show("--versus", "upstream", *map(str, files))
+    assert code == 2 and err.strip() == ("square-8k at 2.4 GHz: no upstream row in the files; --versus needs "
+                                         "upstream's row of every shape, clock and figure set")
+    code, text, _ = show("--versus", "upstream", *map(str, files[:2]))
+    assert code == 0 and ",vmem_latency_cycles=1600," in text
+
+
+def test_bad_input_is_one_line_each(repo: Path, tmp_path: Path) -> None:
+    measured = repo / "results/h200/bench-large.json"
+    code, _, err = show("--versus", "upstream", str(measured))
+    assert code == 2 and err.strip().startswith(f"{measured}: ") and "is measured; --versus" in err
+    code, _, err = show("--versus", "upstream", "--calibration", str(repo / MODEL / "model-large-cdna4-2.4GHz.json"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "give one of them" in err
