@@ -47,6 +47,9 @@ constexpr int LOADS = 5;              // buffer loads a wave issues per stage: 2
 constexpr int LOAD_SLOTS[8] = {0, 1, 1, 1, 1, 1, 0, 0};
 constexpr int READ_N = 3;
 
+// Buffer offsets are 32-bit: a tile's rows of A or B, and a whole scale array, must fit.
+static_assert(TILE * M < (1LL << 31) && 4 * (N > K ? N : K) * (M / 128) < (1LL << 31), "shape too large for 32-bit buffer offsets");
+
 struct Operands {  // one stage's MFMA operands of a wave, with the lanes' scale bytes
     v8i n[2], k[4];
     int sn[2], sk[4];
@@ -98,7 +101,7 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
     const int begin = expert_off[e];
     const int steps = (expert_off[e + 1] - begin) / STEP;
 
-    // Buffer resources over this tile's rows: per-lane offsets stay below 2^24 at every shape.
+    // Buffer resources over this tile's rows of A and B, and over the scale arrays from its first row.
     constexpr int raw = 0x00020000;  // gfx950 buffer word 3: 32-bit format, no swizzle
     const __amdgpu_buffer_rsrc_t rsrc_a = __builtin_amdgcn_make_buffer_rsrc((void *)(A + (long long)n0 * M), 0, TILE * M, raw);
     const __amdgpu_buffer_rsrc_t rsrc_b = __builtin_amdgcn_make_buffer_rsrc((void *)(B + (long long)k0 * M), 0, TILE * M, raw);
