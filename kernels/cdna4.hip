@@ -171,6 +171,17 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
     };
 
     v16f acc[4][2];
+    // Lane l's accumulator r of block (i, j) is grad_w[n][k] for n = wn + 32 j + l % 32 and
+    // k = wk + 32 i + 8 (r / 4) + 4 (l / 32) + r % 4: four consecutive k per 8-byte store.
+    unsigned short *out = C + ((long long)e * N + n0 + wn + op_row) * K + k0 + wk + 4 * op_half;
+    auto store = [&](int i) {  // the outputs of B's 32-row block i
+        for (int j = 0; j < 2; ++j)
+            for (int q = 0; q < 4; ++q) {
+                const v16f &c = acc[i][j];
+                const v2u pair = {to_bf16x2(c[4 * q], c[4 * q + 1]), to_bf16x2(c[4 * q + 2], c[4 * q + 3])};
+                *(v2u *)(out + 32LL * j * K + 32 * i + 8 * q) = pair;
+            }
+    };
     // Stage `stage` from `cur`, its operands read during the stage before: the barrier that makes
     // stage + 1 readable, then the 8 MFMAs with the reads of stage + 1 into `nxt` and the loads of
     // stage + AHEAD between them, into the slot whose reads were done before the barrier of the
@@ -198,13 +209,17 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
             }
             if (next && i == READ_N) read_n(stage + 1, nxt);
             if (next) read_k(stage + 1, nxt, i);
+            if (!next && i > 0) store(i - 1);  // the last stage: stores under the MFMAs still to come
         }
+        if (!next) store(3);
         __builtin_amdgcn_sched_barrier(0);
     };
 
     if (steps == 0) {
-        for (int i = 0; i < 4; ++i)
+        for (int i = 0; i < 4; ++i) {
             for (int j = 0; j < 2; ++j) acc[i][j] = v16f{};
+            store(i);
+        }
     } else {
         // Stages 0 to AHEAD - 1 now, then one stage AHEAD at each stage. steps is even (experts
         // are whole 128-token steps); an expert of 2 runs 4, the last two loaded as zeros (one code
@@ -227,15 +242,4 @@ extern "C++" WGRAD_GLOBAL WGRAD_LAUNCH_BOUNDS(THREADS) void grouped_mxfp8_wgrad_
         run_stage.template operator()<false, false, 0>(stage + 1, a, b);
         run_stage.template operator()<false, false, -1>(stage + 2, b, a);
     }
-
-    // Lane l's accumulator r of block (i, j) is grad_w[n][k] for n = wn + 32 j + l % 32 and
-    // k = wk + 32 i + 8 (r / 4) + 4 (l / 32) + r % 4: four consecutive k per 8-byte store.
-    unsigned short *out = C + ((long long)e * N + n0 + wn + op_row) * K + k0 + wk + 4 * op_half;
-    for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 2; ++j)
-            for (int q = 0; q < 4; ++q) {
-                const v16f &c = acc[i][j];
-                const v2u pair = {to_bf16x2(c[4 * q], c[4 * q + 1]), to_bf16x2(c[4 * q + 2], c[4 * q + 3])};
-                *(v2u *)(out + 32LL * j * K + 32 * i + 8 * q) = pair;
-            }
 }
