@@ -294,7 +294,7 @@ ONE_PROBLEM = {
         kernels: [reference, cutlass]
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
-        """, 1, "kernels[1].name", "unknown kernel 'cutlass'", "known kernels: empty, hopper, reference, upstream"),
+        """, 1, "kernels[1].name", "unknown kernel 'cutlass'", "known kernels: cdna4, empty, hopper, reference, upstream"),
     "kernel-twice": ("""\
         kernels: [reference, reference]
         shapes:
