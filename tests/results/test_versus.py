@@ -25,7 +25,7 @@ def median_us(path: Path) -> float:
 
 def test_each_kernel_against_the_base_of_its_clock(repo: Path) -> None:
     files = [repo / MODEL / f"model-large-{k}-{c}GHz.json" for c in ("2.4", "2.0") for k in ("upstream", "cdna4")]
-    code, text, _ = show("--versus", "upstream", *map(str, files))
+    code, text, _ = show("--versus", "upstream", "--wide", *map(str, files))
     assert code == 0
     header, *rows = text.strip().splitlines()
     assert header.split(",") == ["shape", "GHz", "figures", "upstream us", "kernel", "us", "TFLOP/s", "x upstream"]

@@ -58,7 +58,8 @@ def versus_table(paths: list[Path], base: str) -> Grid:
         raise WgradError(lacking or [f"--versus {base}: the files hold no modelled rows"])
     table = Grid(f"wgrad model: each kernel against {escape(base)} ({len(paths)} files, modelled)")
     for name in ("shape", "GHz", "figures", f"{base} us", "kernel", "us", "TFLOP/s", f"x {base}"):
-        table.add_column(escape(name), "left" if name in ("shape", "figures", "kernel") else "right")
+        table.add_column(escape(name), "left" if name in ("shape", "figures", "kernel") else "right",
+                         detail=name == "TFLOP/s")  # --wide: 100 columns hold the rest
     for e, kernels in found.items():
         ref = kernels[base].summary.median_ms
         for kernel, r in kernels.items():
