@@ -110,8 +110,8 @@ def model(image: bytes, args: list[np.ndarray | int], grid: int, block: int, mac
     return result
 
 
-def cycles(r: Modelled, machine: Machine = M) -> float:
-    return r.seconds * machine.clock_ghz * 1e9
+def cycles(r: Modelled) -> float:
+    return r.seconds * r.clock_ghz * 1e9
 
 
 def mfma_loop(fmt: int, n: int, grid: int = 1, block: int = 64) -> Modelled:
@@ -126,13 +126,45 @@ def test_an_mfma_loop_costs_its_passes_per_iteration(fmt: int, passes: int) -> N
     assert cycles(long) - cycles(short) == pytest.approx(128 * passes * M.mfma_pass_cycles)
 
 
+UNLIMITED = M.with_figures(("dense_clock_ratio=1", "dense_matrix_duty=1"))  # no power limit below full duty
+
+
+def full_chip_of_mfma_loops(machine: Machine) -> tuple[Modelled, float]:
+    """1,024 workgroups of 4 waves (4 waves on each SIMD of every CU, 512 fp8 MFMAs each), and their
+    matrix clocks per SIMD."""
+    n = 64
+    image = compile_hip(MFMA_LOOP.replace("FMT", "0"))
+    r = model(image, [np.zeros((1024 * 256, 4), np.float32), np.zeros((64, 8), np.int32), n], 1024, 256, machine)
+    return r, 1024 * 4 * 8 * n * 8 * M.mfma_pass_cycles / M.simds
+
+
 def test_a_full_chip_of_mfma_loops_runs_at_the_matrix_roof_and_says_so() -> None:
-    n = 64  # 1,024 workgroups of 4 waves: 4 waves on each SIMD of every CU, 512 fp8 MFMAs each
-    r = mfma_loop(0, n, grid=1024, block=256)
-    floor = 1024 * 4 * 8 * n * 8 * M.mfma_pass_cycles / M.simds / (M.clock_ghz * 1e9)
+    r, per_simd = full_chip_of_mfma_loops(UNLIMITED)
+    floor = per_simd / (M.clock_ghz * 1e9)
+    assert r.clock_ghz == M.clock_ghz and r.matrix_duty > 0.9
     assert r.mfma_floor_seconds == pytest.approx(floor)
     assert floor <= r.seconds < 1.1 * floor and r.limiter == "mfma"
     assert r.classes == 1 and len(r.emulated) == 2  # one workgroup emulated for the class, one to check it
+
+
+def test_the_power_limit_slows_a_kernel_by_its_matrix_duty() -> None:
+    busy, per_simd = full_chip_of_mfma_loops(M)
+    expected = M.clock_ghz * M.dense_clock_ratio * (M.dense_matrix_duty / busy.matrix_duty) ** (1 / 3)
+    assert busy.clock_ghz == pytest.approx(expected) and busy.clock_ghz < M.clock_ghz
+    assert busy.mfma_floor_seconds == pytest.approx(per_simd / (busy.clock_ghz * 1e9))
+    unlimited, _ = full_chip_of_mfma_loops(UNLIMITED)
+    assert busy.seconds / unlimited.seconds == pytest.approx(M.clock_ghz / busy.clock_ghz, rel=1e-6)
+    # a kernel without matrix work holds the clock given
+    copy = model(compile_hip(COPY), [np.zeros((256, 4), np.int32)] * 2, 1, 256)
+    assert copy.matrix_duty == 0 and copy.clock_ghz == M.clock_ghz
+
+
+def test_the_clock_held_under_the_power_limit() -> None:
+    dense = M.clock_ghz * M.dense_clock_ratio
+    assert M.clock_under_load(M.dense_matrix_duty) == pytest.approx(dense)  # the measured GEMM's point
+    assert M.clock_under_load(M.dense_matrix_duty / 8) == pytest.approx(min(M.clock_ghz, 2 * dense))  # power ~ duty f^3
+    assert M.clock_under_load(0.0) == M.clock_ghz
+    assert M.at_clock(2.0).clock_under_load(0.5) == pytest.approx(M.clock_under_load(0.5) * 2.0 / M.clock_ghz)
 
 
 def test_an_lds_loop_pays_its_bank_conflicts() -> None:

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from traceformat import simd_clocks, validated
 from wgrad_cli.cli import cli
+from wgrad_cli.results.records import SCHEMA
 
 pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
 MEASURED = Path(__file__).resolve().parents[2] / "results" / "h200" / "bench-smoke-reference.json"
@@ -32,10 +33,11 @@ def modelled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def test_rows_are_modelled_with_a_limiter_and_causes_that_sum_to_the_time(modelled: tuple[Path, str]) -> None:
     path, output = modelled
     doc = json.loads(path.read_text())
-    assert doc["schema"] == 4 and doc["modelled"]["clock_ghz"] == 2.0 and doc["device"]["max_clock_mhz"] == 2000
+    assert doc["schema"] == SCHEMA and doc["modelled"]["clock_ghz"] == 2.0 and doc["device"]["max_clock_mhz"] == 2000
     (row,) = doc["records"]
     m = row["model"]
     assert row["stop"] == "modelled" and row["cache"] == "modelled" and row["kernel"] == "reference"
+    assert m["held_ghz"] == 2.0 and row["clock_mhz"] == 2000  # no matrix work: the power limit does not bind
     assert sum(m["causes_us"].values()) == pytest.approx(row["median_ms"] * 1e3, rel=1e-6)
     assert m["limiter"] == max(m["causes_us"], key=m["causes_us"].get)
     assert row["median_ms"] * 1e3 >= m["mfma_floor_us"]

@@ -36,7 +36,7 @@ from wgrad_cli.output.console import err, out, progress
 from wgrad_cli.problem.abi import flops, min_bytes
 from wgrad_cli.problem.generate import Problem, generate
 from wgrad_cli.results.files import RESULTS_DIR, save
-from wgrad_cli.results.records import BenchRow, ModelFigures, Profile, Summary, to_json
+from wgrad_cli.results.records import BenchRow, Profile, Summary, to_json
 from wgrad_cli.results.tables import model_table, profile_tables
 
 SCALE_BLOCK = 32  # tokens per e8m0 scale
@@ -63,17 +63,14 @@ def _row(s: Session, rec: Record, p: Problem, m: Modelled, machine: Machine, gri
     ms = m.seconds * 1e3
     known = peak(s.rt.device)
     tflops = work / m.seconds / 1e12
-    figures = ModelFigures(machine.name, machine.clock_ghz, m.limiter, {c: v * 1e6 for c, v in m.causes.items()},
-                           m.mfma_floor_seconds * 1e6, m.workgroups, m.classes, m.emulated, m.resident, m.hbm_bytes,
-                           profile=profile)
     code = s.code_object(rec.job)
     return BenchRow(
         code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
         build_errors=code.build_errors, index=rec.index, kernel=rec.job.kernel.name, target=rec.job.target,
         shape=rec.shape_ref(), seed=s.seed, run=1, cache="modelled", summary=Summary(1, ms, ms, ms, ms, ms, 0.0), stop="modelled", wall_seconds=round(wall, 3), flops=work,
         min_bytes=least, tflops=tflops, gbps=least / m.seconds / 1e9,
-        pct_peak=100 * tflops / known.matrix_tflops if known else None, clock_mhz=round(machine.clock_ghz * 1000),
-        grid=grid, model=figures)
+        pct_peak=100 * tflops / known.matrix_tflops if known else None, clock_mhz=round(m.clock_ghz * 1000),
+        grid=grid, model=m.figures(machine, profile))
 
 
 def model_record(s: Session, rt: ModelRuntime, rec: Record, trace: Path | None = None) -> BenchRow:
@@ -95,7 +92,7 @@ def model_record(s: Session, rt: ModelRuntime, rec: Record, trace: Path | None =
     text = disassembly(code_object, rt.machine.arch) if rt.profile or trace else {}
     if trace and rt.timeline is not None:
         names = {d.pc: text.get(d.pc, d.mnemonic) for d in program.decoded}
-        write_trace(trace, rt.timeline, names, rt.machine.issue_cycles, rt.machine.clock_ghz,
+        write_trace(trace, rt.timeline, names, rt.machine.issue_cycles, modelled.clock_ghz,
                     f"{rec.job.kernel.name} on {rec.shape.name}: one modelled CU ({rt.device.name})")
     profile = instruction_profile(modelled, program, text) if rt.profile else None
     return _row(s, rec, p, modelled, rt.machine, kernel.grid, time.perf_counter() - began, profile)

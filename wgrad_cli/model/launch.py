@@ -20,6 +20,7 @@ from wgrad_cli.model.machine import Machine
 from wgrad_cli.model.schedule import Sharing, schedule
 from wgrad_cli.model.timeline import Timeline
 from wgrad_cli.model.trace import Recorder, Stream
+from wgrad_cli.results.records import ModelFigures, Profile
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class Modelled:
     causes: dict[str, float]
     limiter: str
     mfma_floor_seconds: float  # the grid's matrix clocks spread over every SIMD: no time may be below it
+    clock_ghz: float  # the clock held (the machine's, or less where the power limit binds)
+    matrix_duty: float  # the share of the CUs' clocks the matrix pipes are busy, which sets that clock
     workgroups: int
     classes: int
     emulated: list[int]  # the workgroups run on the emulator (one per class, and one to check a class)
@@ -39,6 +42,13 @@ class Modelled:
     spread: float = 0.0  # how far the checking workgroup's wave-instructions were from its class's, as a share
     clocks: dict[tuple[int, int], float] = field(default_factory=dict)  # profile: (pc, cause index) -> seconds
     executions: dict[int, int] = field(default_factory=dict)  # profile: pc -> wave-executions over the grid
+
+    def figures(self, machine: Machine, profile: Profile | None = None, published_us: float | None = None,
+                published_source: str | None = None) -> ModelFigures:
+        """How the time came about, as a results record stores it (microseconds)."""
+        return ModelFigures(machine.name, machine.clock_ghz, self.limiter, {c: v * 1e6 for c, v in self.causes.items()},
+                            self.mfma_floor_seconds * 1e6, self.workgroups, self.classes, self.emulated, self.resident,
+                            self.hbm_bytes, published_us, published_source, profile, round(self.clock_ghz, 4))
 
 
 def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: str, timeout: float) -> list[Stream]:
@@ -91,9 +101,15 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     per_class: dict[int, CuTime] = {key: simulate([s] * resident, recorder.static, m, profile,
                                                   timeline if key == keys[0] else None) for key, s in streams.items()}
     grid = schedule(keys, per_class, resident, sharing, m)
-    hz = m.clock_ghz * 1e9
+    # the power limit sets the clock from the matrix pipes' share of the CUs' time (bandwidth waits,
+    # in seconds, left out); the floors are in seconds, so the grid is scheduled again at that clock
+    duty = grid.mfma_cycles / m.simds / max(grid.cycles - grid.causes["bandwidth"], 1.0)
+    ghz = m.clock_under_load(duty)
+    if ghz != m.clock_ghz:
+        grid = schedule(keys, per_class, resident, sharing, m.at_clock(ghz))
+    hz = ghz * 1e9
     causes = {c: v / hz for c, v in grid.causes.items()}
     floor = grid.mfma_cycles / m.simds / hz
-    return Modelled(grid.cycles / hz, causes, max(causes, key=lambda c: causes[c]), floor, groups, len(first),
-                    sorted(emulated), resident, grid.hbm_bytes, grid.rounds, spread,
+    return Modelled(grid.cycles / hz, causes, max(causes, key=lambda c: causes[c]), floor, ghz, duty, groups,
+                    len(first), sorted(emulated), resident, grid.hbm_bytes, grid.rounds, spread,
                     {k: v / hz for k, v in grid.clocks.items()}, grid.executions)

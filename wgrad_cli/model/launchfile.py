@@ -28,7 +28,7 @@ from wgrad_cli.model.runtime import ModelRuntime, Plan
 from wgrad_cli.model.schedule import Sharing
 from wgrad_cli.output.console import err, out
 from wgrad_cli.results.files import RESULTS_DIR
-from wgrad_cli.results.records import BenchRow, ModelFigures, ShapeRef, Summary
+from wgrad_cli.results.records import BenchRow, ShapeRef, Summary
 from wgrad_cli.results.tables import model_table
 
 ROUTING = "launch file"  # what a launch file's row says in place of the ABI's routing
@@ -48,9 +48,6 @@ def _row(launch: LaunchFile, built: Built, m: Modelled, machine: Machine, rt: Mo
     known = peak(rt.device)
     moved = sum(a.size for a in launch.args if isinstance(a, Buffer))
     published = launch.published
-    figures = ModelFigures(machine.name, machine.clock_ghz, m.limiter, {c: v * 1e6 for c, v in m.causes.items()},
-                           m.mfma_floor_seconds * 1e6, m.workgroups, m.classes, m.emulated, m.resident, m.hbm_bytes,
-                           published.us if published else None, published.source if published else None)
     M, N, K = launch.shape or (0, 0, 0)
     return BenchRow(
         code_object_sha256=built.sha256, compiler=built.compiler, flags=built.flags, index=0, kernel=launch.name,
@@ -58,7 +55,8 @@ def _row(launch: LaunchFile, built: Built, m: Modelled, machine: Machine, rt: Mo
         summary=Summary(1, ms, ms, ms, ms, ms, 0.0), stop="modelled", wall_seconds=round(wall, 3), flops=launch.flops,
         min_bytes=moved, tflops=tflops, gbps=moved / m.seconds / 1e9,
         pct_peak=100 * tflops / known.matrix_tflops if known and launch.flops else None,
-        clock_mhz=round(machine.clock_ghz * 1000), grid=launch.workgroups, model=figures)
+        clock_mhz=round(m.clock_ghz * 1000), grid=launch.workgroups,
+        model=m.figures(machine, None, published.us if published else None, published.source if published else None))
 
 
 def model_launch_file(path: Path, compilers: CompilerOptions, output: Output, chip: ModelOptions, seed: int) -> None:

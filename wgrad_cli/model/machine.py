@@ -15,7 +15,8 @@ from wgrad_cli.errors import WgradError
 FIGURES = ("clock_ghz", "compute_units", "xcds", "simds_per_cu", "issue_cycles", "transcendental_cycles",
            "mfma_pass_cycles", "lds_bytes_per_cu", "lds_banks", "lds_bytes_per_cycle", "lds_latency_cycles",
            "smem_latency_cycles", "vmem_latency_cycles", "vmem_bytes_per_cycle_per_cu", "l2_bytes_per_xcd",
-           "llc_bytes", "llc_bytes_per_second", "hbm_bytes_per_second")
+           "llc_bytes", "llc_bytes_per_second", "hbm_bytes_per_second", "dense_clock_ratio", "dense_matrix_duty")
+FLOATS = ("clock_ghz", "llc_bytes_per_second", "hbm_bytes_per_second", "dense_clock_ratio", "dense_matrix_duty")
 FP8_FORMATS = 1  # f8f6f4 format numbers 0 (e4m3) and 1 (e5m2) are fp8 (LLVM's MFMAScaleFormats::FP8_E5M2)
 
 
@@ -48,6 +49,8 @@ class Machine:
     llc_bytes: int
     llc_bytes_per_second: float
     hbm_bytes_per_second: float
+    dense_clock_ratio: float  # the clock a dense GEMM holds, as a share of the clock given (power limit)
+    dense_matrix_duty: float  # the share of the time that GEMM's matrix pipes are busy
     mfma: tuple[MfmaCost, ...]
     sources: dict[str, str]  # figure -> where it comes from
 
@@ -58,6 +61,16 @@ class Machine:
                 return (cost.fp8 if fp8_operand else cost.passes) * self.mfma_pass_cycles
         raise WgradError(f"{mnemonic}: the {self.name} machine file has no MFMA cost for it; add a pattern to "
                          "mfma_passes (with its source)")
+
+    def clock_under_load(self, duty: float) -> float:
+        """The clock (GHz) a kernel holds whose matrix pipes are busy `duty` of the time: the clock
+        given, unless the power limit binds. Matrix power goes as duty x f^3 (the voltage follows
+        the clock), and the limit is where a dense GEMM (busy dense_matrix_duty) holds
+        dense_clock_ratio of the clock given; other units' power is not modelled (docs/model.md)."""
+        if duty <= 0:
+            return self.clock_ghz
+        held = self.clock_ghz * self.dense_clock_ratio * float((self.dense_matrix_duty / duty) ** (1 / 3))
+        return min(self.clock_ghz, held)
 
     def at_clock(self, ghz: float) -> Machine:
         return replace(self, clock_ghz=ghz)
@@ -106,7 +119,5 @@ def load(name: str) -> Machine:
     sources = {k: str(data[k]["source"]) for k in (*FIGURES, "mfma_passes")}
     mfma = tuple(MfmaCost(re.compile(p["match"]), int(p["passes"]), int(p.get("fp8", p["passes"])))
                  for p in data["mfma_passes"]["patterns"])
-    ints = {k: int(v) for k, v in values.items() if k not in ("clock_ghz", "llc_bytes_per_second", "hbm_bytes_per_second")}
-    return Machine(str(data["name"]), str(data["arch"]), float(values["clock_ghz"]), **ints,
-                   llc_bytes_per_second=float(values["llc_bytes_per_second"]),
-                   hbm_bytes_per_second=float(values["hbm_bytes_per_second"]), mfma=mfma, sources=sources)
+    numbers = {k: float(v) if k in FLOATS else int(v) for k, v in values.items()}
+    return Machine(str(data["name"]), str(data["arch"]), **numbers, mfma=mfma, sources=sources)  # type: ignore[arg-type]

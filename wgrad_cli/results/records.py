@@ -27,8 +27,9 @@ from wgrad_cli.errors import WgradError
 # 1: files before this module (no "schema" field in the oldest); 2: every record typed, bench
 # rows with their flush kind, spin, sensor overlap and throttling, the compare gate's provenance;
 # 3: modelled bench rows (`model`), which an older wgrad must not read as measured; 4: a modelled
-# row's per-instruction profile (`model.profile`), a verify row's modelled time (`modelled`)
-SCHEMA = 4
+# row's per-instruction profile (`model.profile`), a verify row's modelled time (`modelled`); 5: the
+# clock a modelled kernel holds under the power limit (`model.held_ghz`, `modelled.held_ghz`)
+SCHEMA = 5
 COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, speedup and plot read
 SHOWN = (*COMMANDS, "selfbench", "build", "info")  # every document show prints
 
@@ -125,6 +126,7 @@ class ModelledTime:
     microseconds: float
     tflops: float
     limiter: str
+    held_ghz: float | None = None  # the clock held under the power limit (None: the clock given)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,6 +198,7 @@ class ModelFigures:
     published_us: float | None = None  # a launch file's published measured time (the model's calibration)
     published_source: str | None = None  # where that time is published
     profile: Profile | None = None  # wgrad model --profile
+    held_ghz: float | None = None  # the clock held under the power limit (None, before schema 5: the clock given)
 
 
 @dataclass(frozen=True, kw_only=True)

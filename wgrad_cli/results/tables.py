@@ -15,7 +15,7 @@ from wgrad_cli.output.console import cell
 from wgrad_cli.output.grid import Grid
 from wgrad_cli.results.build_tables import build_table, toolchain_table
 from wgrad_cli.results.compare import Delta
-from wgrad_cli.results.records import BenchRow, Document, Profile, Ratio, VerifyRow
+from wgrad_cli.results.records import BenchRow, Document, ModelFigures, Profile, Ratio, VerifyRow
 from wgrad_cli.results.speedup import Speedup, geomeans
 
 
@@ -67,7 +67,7 @@ def model_table(records: Sequence[BenchRow], title: str) -> Grid:
     """Modelled rows (wgrad model): the time, the rate, the cause that took the most time and the
     time by cause, which sums to the time (docs/model.md)."""
     table = Grid(title)
-    for name in ("kernel", "shape", "M x N x K, E", "modelled us", "TFLOP/s", "% peak", "limiter",
+    for name in ("kernel", "shape", "M x N x K, E", "modelled us", "TFLOP/s", "% peak", "GHz held", "limiter",
                  *(f"{c} us" for c in MODEL_CAUSES), "MFMA floor us", "clock GHz", "classes", "emulated"):
         table.add_column(name, "left" if name in ("kernel", "shape", "limiter", "emulated") else "right",
                          detail=name in ("M x N x K, E", "% peak", "MFMA floor us", "clock GHz", "classes", "emulated"))
@@ -76,10 +76,16 @@ def model_table(records: Sequence[BenchRow], title: str) -> Grid:
         if m is None:
             continue
         table.add_row(r.kernel, r.shape.name, r.shape.label(), _us(r.summary.median_ms), f"{r.tflops:,.2f}",
-                      cell(r.pct_peak, ".2f"), m.limiter, *(f"{m.causes_us.get(c, 0.0):,.1f}" for c in MODEL_CAUSES),
+                      cell(r.pct_peak, ".2f"), _held(m), m.limiter,
+                      *(f"{m.causes_us.get(c, 0.0):,.1f}" for c in MODEL_CAUSES),
                       f"{m.mfma_floor_us:,.1f}", f"{m.clock_ghz:g}", str(m.classes),
                       ", ".join(map(str, m.emulated)))
     return table
+
+
+def _held(m: ModelFigures) -> str:
+    """The clock a modelled row held (the clock given, in files from before the power limit)."""
+    return f"{m.clock_ghz if m.held_ghz is None else m.held_ghz:.2f}"
 
 
 PROFILE_CAUSES = ("mfma", "memory", "barrier", "lds", "issue")  # the causes an instruction takes time for
@@ -143,15 +149,16 @@ def _regions(p: Profile, total: float, title: str) -> Grid:
 
 def calibration_table(records: Sequence[BenchRow], title: str) -> Grid:
     """Modelled rows with a published measured time (launch files' `published`), one row per kernel
-    and shape with its modelled time at each clock the files hold and the miss: modelled over
-    published time, less one (negative: the model is faster than the measured kernel). Where each
-    kernel's times are published is listed under the title."""
+    and shape with its modelled time at each clock the files hold, the clock it held under the power
+    limit, and the miss: modelled over published time, less one (negative: the model is faster than
+    the measured kernel). Where each kernel's times are published is listed under the title."""
     rows = [r for r in records if r.model is not None and r.model.published_us]
     clocks = sorted({r.model.clock_ghz for r in rows if r.model is not None})
     sources = dict.fromkeys((r.kernel, r.model.published_source or "") for r in rows if r.model is not None)
     notes = "; ".join(f"{escape(kernel)}: {escape(source)}" for kernel, source in sources)
     table = Grid(f"{title}\npublished: {notes}" if notes else title)
-    for name in ("kernel", "M x N x K", "measured us", *(f"{c:g} GHz {what}" for c in clocks for what in ("us", "miss"))):
+    for name in ("kernel", "M x N x K", "measured us",
+                 *(f"{c:g} GHz {what}" for c in clocks for what in ("us", "held", "miss"))):
         table.add_column(name, "left" if name in ("kernel", "M x N x K") else "right")
     by_key: dict[tuple[str, int, int, int], dict[float, BenchRow]] = {}
     for r in rows:
@@ -162,8 +169,10 @@ def calibration_table(records: Sequence[BenchRow], title: str) -> Grid:
         assert first is not None and first.published_us is not None
         cells = []
         for c in clocks:
+            model = at[c].model if c in at else None
             us = at[c].summary.median_ms * 1e3 if c in at else None
-            cells += [f"{us:,.1f}", f"{100 * (us / first.published_us - 1):+.1f}%"] if us else ["-", "-"]
+            cells += ([f"{us:,.1f}", _held(model), f"{100 * (us / first.published_us - 1):+.1f}%"] if us and model
+                      else ["-", "-", "-"])
         table.add_row(escape(kernel), f"{M}x{N}x{K}", f"{first.published_us:,.1f}", *cells)
     return table
 
@@ -203,7 +212,9 @@ def verify_table(records: Sequence[VerifyRow], title: str) -> Grid:
                       "" if r.sampled is None else ("ok" if r.sampled.overall.ok else "[red]FAILED[/]"),
                       "[green]ok[/]" if r.ok else "[red]FAILED[/]",
                       *(() if not modelled else ("", "", "", "") if m is None else (
-                          f"{m.machine} {m.clock_ghz:g} GHz", f"{m.microseconds:,.1f}", f"{m.tflops:,.2f}", m.limiter)))
+                          f"{m.machine} {m.clock_ghz:g} GHz" + (f" (held {m.held_ghz:.2f})" if m.held_ghz and
+                                                                 m.held_ghz < m.clock_ghz else ""),
+                          f"{m.microseconds:,.1f}", f"{m.tflops:,.2f}", m.limiter)))
     return table
 
 
