@@ -10,7 +10,7 @@ from pathlib import Path
 from wgrad_cli.errors import WgradError
 from wgrad_cli.output.console import out
 from wgrad_cli.output.grid import LAYOUT, Grid, set_layout
-from wgrad_cli.results.records import SHOWN, BenchRow, read_document
+from wgrad_cli.results.records import SHOWN, read_each
 from wgrad_cli.results.tables import calibration_table, document_table, profile_tables
 from wgrad_cli.results.versus import versus_table
 
@@ -20,12 +20,7 @@ def show_tables(paths: list[Path]) -> list[Grid]:
     that wgrad wrote is one error line, and then no table is returned."""
     tables: list[Grid] = []
     problems: list[str] = []
-    for path in paths:
-        try:
-            doc = read_document(path, SHOWN)
-        except WgradError as exc:
-            problems += exc.lines
-            continue
+    for path, doc in read_each(paths, SHOWN, problems):
         title = f"{path}: wgrad {doc.command} on {doc.machine}, {doc.provenance.date or 'undated'}"
         tables.append(document_table(doc, title))
         tables += profile_tables(doc.bench_rows, f"{path}: ")
@@ -36,13 +31,8 @@ def show_tables(paths: list[Path]) -> list[Grid]:
 
 def calibration(paths: list[Path]) -> Grid:
     """One table of every modelled row with a published time in the files (docs/model.md's calibration)."""
-    rows: list[BenchRow] = []
     problems: list[str] = []
-    for path in paths:
-        try:
-            rows += [r for r in read_document(path, ("bench",)).records if isinstance(r, BenchRow)]
-        except WgradError as exc:
-            problems += exc.lines
+    rows = [r for _, doc in read_each(paths, ("bench",), problems) for r in doc.bench_rows]
     if problems:
         raise WgradError(problems)
     return calibration_table(rows, f"wgrad model against published times ({len(paths)} files)")

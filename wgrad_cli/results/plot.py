@@ -20,7 +20,7 @@ from typing import Any
 
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results.baseline_names import DEQUANT, NAMES
-from wgrad_cli.results.records import BenchRow, Document, read_document
+from wgrad_cli.results.records import BenchRow, Document, read_each
 from wgrad_cli.results.traceplot import draw_trace, read_trace
 
 FORMATS = ("png", "svg")
@@ -58,13 +58,8 @@ class Bars:
 
 def load(paths: list[Path]) -> list[Document]:
     """The bench files, typed; one error line per file that is not a bench result wgrad wrote."""
-    docs: list[Document] = []
     problems: list[str] = []
-    for path in paths:
-        try:
-            docs.append(read_document(path, ("bench",)))
-        except WgradError as exc:
-            problems += exc.lines
+    docs = [doc for _, doc in read_each(paths, ("bench",), problems)]
     if problems:
         raise WgradError(problems)
     return docs

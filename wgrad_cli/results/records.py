@@ -18,6 +18,7 @@ import typing
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 from functools import cached_property
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, TypeVar, Union
 
 from wgrad_cli.compile.resources import Resources
@@ -504,3 +505,13 @@ def read_document(path: Path, commands: tuple[str, ...] = COMMANDS) -> Document:
         raise WgradError(f"{path}: not JSON ({exc}); give a results file wgrad wrote")
     read = document_from_json(doc, str(path), commands)
     return replace(read, path=path)
+
+
+def read_each(paths: list[Path], commands: tuple[str, ...], problems: list[str]) -> Iterator[tuple[Path, Document]]:
+    """Each file of `paths` that reads, with its document, in order; one that does not adds its one
+    line to `problems` (the caller raises them all together, with any of its own in between)."""
+    for path in paths:
+        try:
+            yield path, read_document(path, commands)
+        except WgradError as exc:
+            problems += exc.lines

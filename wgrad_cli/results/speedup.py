@@ -16,7 +16,7 @@ import numpy as np
 
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results.baseline_names import CEILING, DEQUANT, SAME_SHAPE, TORCH_PATHS
-from wgrad_cli.results.records import BenchRow, ShapeRef, read_document
+from wgrad_cli.results.records import BenchRow, ShapeRef, read_each
 
 
 @dataclass(frozen=True)
@@ -100,12 +100,7 @@ def load_speedups(paths: list[Path]) -> list[Speedup]:
     not a bench result with baseline rows is one error line."""
     rows: list[Speedup] = []
     problems: list[str] = []
-    for path in paths:
-        try:
-            doc = read_document(path, ("bench",))
-        except WgradError as exc:
-            problems += exc.lines
-            continue
+    for path, doc in read_each(paths, ("bench",), problems):
         if doc.modelled:
             problems.append(f"{path}: its times are modelled (wgrad model); speed-ups divide measured times by "
                             "baselines measured beside them, so give measured bench results")

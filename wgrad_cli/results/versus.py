@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from wgrad_cli.errors import WgradError
 from wgrad_cli.output.grid import Grid
-from wgrad_cli.results.records import BenchRow, ShapeRef, read_document
+from wgrad_cli.results.records import BenchRow, ShapeRef, read_each
 
 
 @dataclass(frozen=True)
@@ -29,12 +29,7 @@ def modelled_rows(paths: list[Path]) -> dict[Experiment, dict[str, BenchRow]]:
     bench document, or a measured row, is one error line each."""
     found: dict[Experiment, dict[str, BenchRow]] = {}
     problems: list[str] = []
-    for path in paths:
-        try:
-            doc = read_document(path, ("bench",))
-        except WgradError as exc:
-            problems += exc.lines
-            continue
+    for path, doc in read_each(paths, ("bench",), problems):
         figures = tuple(str(f) for f in (doc.environment.get("modelled") or {}).get("figures", []))
         for r in doc.bench_rows:
             if r.model is None:
