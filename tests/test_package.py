@@ -11,22 +11,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from checkout import REPO, tracked
 
 from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.results.document import source_files
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def tracked(folder: str) -> set[str]:
-    """The checkout's files in a top-level data folder, by name."""
-    out = subprocess.run(["git", "ls-files", folder], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    return {Path(line).name for line in out.splitlines()}
-
 
 def test_source_hash_covers_every_kernel_file() -> None:
     hashed = {name for name, _ in source_files()}
-    assert {f"kernels/{name}" for name in tracked("kernels") - {"__init__.py"}} <= hashed
+    assert {f"kernels/{Path(p).name}" for p in tracked("kernels")} - {"kernels/__init__.py"} <= hashed
     assert "cli.py" in hashed and "kernels/reference.cu" in hashed
 
 
@@ -47,7 +40,7 @@ def test_wheel_ships_every_kernel_and_config(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     for folder in ("kernels", "configs"):
         shipped = {Path(n).name for n in names if n.startswith(f"wgrad_cli/{folder}/")}
-        assert shipped == tracked(folder), folder
+        assert shipped == {Path(p).name for p in tracked(folder)}, folder
     assert not any(n.startswith(("kernels/", "configs/")) for n in names)
 
 

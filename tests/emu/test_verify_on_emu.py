@@ -10,12 +10,16 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
 
 import pytest
+from checkout import copy_checkout, tracked
 from click.testing import CliRunner
 
 from wgrad_cli.backends.registry import BY_VENDOR
@@ -34,14 +38,9 @@ def main_job() -> list[str]:
     return shlex.split(command)
 
 
-@pytest.mark.parametrize("args", [["verify", "--config", str(CONFIGS_DIR / "smoke.yaml"), "--device", "emu",
-                                   "--shape=one-expert", "--shape=gaps"], main_job()], ids=["smoke", "main job"])
-def test_reference_kernel_passes_on_the_emulator(args: list[str], tmp_path: Path) -> None:
-    out = tmp_path / "verify.json"
-    result = CliRunner().invoke(cli, [*args, "--strict-lds", "--json", str(out), "--cache-dir", str(tmp_path / "cache")])
-    assert result.exit_code == 0, result.output
-    config = Path(args[args.index("--config") + 1]).name.removesuffix(".yaml")
-    doc = json.loads(out.read_text())
+def check_document(doc: dict[str, Any], config: str, output: str, model: bool) -> None:
+    """A verify run on the emulator that passed, every record checked on every element; with
+    --model, every record modelled and the table labelled so."""
     assert doc["device"]["emulated"] and doc["device"]["arch"] == "gfx950"
     assert doc["config"] == config  # a shipped config by its name, not this machine's path
     assert doc["records"] and all(r["ok"] for r in doc["records"])
@@ -49,19 +48,43 @@ def test_reference_kernel_passes_on_the_emulator(args: list[str], tmp_path: Path
         assert r["reference"] == "numpy float64, every element"
         counters = r["counters"]
         assert counters["waves"] > 0 and counters["instructions"]["valu"] > 0 and counters["bytes_stored"] > 0
-    assert "executed on the emulator" in result.output
+    assert "executed on the emulator" in output
     modelled = [r["modelled"] for r in doc["records"] if r.get("modelled")]
-    if "--model" in args:  # the check and the modelled time in one table, labelled so
-        assert len(modelled) == len(doc["records"])
-        assert all(m["machine"] == "MI355X" and m["tflops"] > 0 and m["microseconds"] > 0 for m in modelled)
-        assert re.search(r"^\| kernel .*\| status \| modelled us \| modelled TFLOP/s \|$", result.stdout, re.M)
-        assert "times modelled on an MI355X, not measured" in result.stdout
-        routed = [s["offsets"] for s in yaml.safe_load((CONFIGS_DIR / f"{config}.yaml").read_text())["shapes"]
-                  if "offsets" in s]
-        assert any(o[0] > 0 for o in routed)  # tokens before the first expert
-        assert any(0 in np.diff(o) for o in routed)  # an empty expert
-    else:
+    if not model:
         assert modelled == []
+        return
+    assert len(modelled) == len(doc["records"])
+    assert all(m["machine"] == "MI355X" and m["tflops"] > 0 and m["microseconds"] > 0 for m in modelled)
+    assert re.search(r"^\| kernel .*\| status \| modelled us \| modelled TFLOP/s \|$", output, re.M)
+    assert "times modelled on an MI355X, not measured" in output
+    routed = [s["offsets"] for s in yaml.safe_load((CONFIGS_DIR / f"{config}.yaml").read_text())["shapes"]
+              if "offsets" in s]
+    assert any(o[0] > 0 for o in routed)  # tokens before the first expert
+    assert any(0 in np.diff(o) for o in routed)  # an empty expert
+
+
+def test_reference_kernel_passes_on_the_emulator(tmp_path: Path) -> None:
+    out = tmp_path / "verify.json"
+    args = ["verify", "--config", str(CONFIGS_DIR / "smoke.yaml"), "--device", "emu", "--shape=one-expert",
+            "--shape=gaps", "--strict-lds", "--json", str(out), "--cache-dir", str(tmp_path / "cache")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    check_document(json.loads(out.read_text()), "smoke", result.output, model=False)
+
+
+def test_the_readme_commands_pass_in_order_in_one_checkout(tmp_path: Path) -> None:
+    """The README's main job, exactly as written, then the tests that read the checkout's files, in
+    one copy of this checkout: the main job's results file must not fail them."""
+    clone = copy_checkout(tmp_path / "clone")
+    job = main_job()
+    ran = subprocess.run([sys.executable, "-m", "wgrad_cli", *job], cwd=clone, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    [written] = [p for p in (clone / "results").glob("*.json") if p.relative_to(clone).as_posix() not in tracked("results")]
+    config = job[job.index("--config") + 1]
+    check_document(json.loads(written.read_text()), config, ran.stdout, "--model" in job)
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_docs.py"],
+                           cwd=clone, capture_output=True, text=True)
+    assert tests.returncode == 0, tests.stdout + tests.stderr
 
 
 def test_model_needs_the_emulator() -> None:
