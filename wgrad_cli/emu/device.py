@@ -85,7 +85,8 @@ class EmuRuntime:
     crash_prone = False  # a fault is a DriverError, and the device lives in this process
 
     def __init__(self, workers: int | None = None, strict_lds: bool = False,
-                 stack_bytes: int = HIP_STACK_BYTES, timeout: float = EMU_CPU_SECONDS, register_fill: int = 0) -> None:
+                 stack_bytes: int = HIP_STACK_BYTES, timeout: float = EMU_CPU_SECONDS, register_fill: int = 0,
+                 sanitize: bool = False) -> None:
         version = importlib.metadata.version("tinygrad")
         self.device = DeviceInfo("amd", 0, "emulated gfx950 (wgrad)", "gfx950", UNITS, 0,
                                  os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 0,
@@ -98,6 +99,7 @@ class EmuRuntime:
         self.report: Watcher | None = None  # hears each launch's headway (watch)
         self.register_fill = register_fill  # VGPRs/AGPRs a launch leaves undefined hold this (a code object
         # whose results change with it reads registers the hardware leaves undefined)
+        self.sanitize = sanitize  # watch each launch for missing waits, LDS races, wait states, unwritten reads
         self.stats: list[Stats] = []  # one per launch, in order
         self._programs: dict[bytes, Program] = {}
 
@@ -190,7 +192,7 @@ class EmuRuntime:
                             cpu_seconds=self.timeout,
                             resident=self.resident(function, threads, dynamic_shared, 1), strict_lds=self.strict_lds,
                             code_base=function.module.base, stack_bytes=self.stack_bytes,
-                            register_fill=self.register_fill)
+                            register_fill=self.register_fill, sanitize=self.sanitize)
             self._write_packet(packet, launch)
             self._run(launch, function.module.program)
         except EmuFault as exc:

@@ -45,11 +45,13 @@ from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.ops import atomic as atomic_ops
 from wgrad_cli.emu.ops.scratch import segment_bytes
 from wgrad_cli.emu.program import Program
+from wgrad_cli.emu.sanitize import SHADOW_BYTES_PER_LDS_BYTE, Sanitizer
 from wgrad_cli.emu.watchdog import Watch, board, headway
 from wgrad_cli.errors import EmulatorBug
 
 MAX_BATCH_WAVES = 2048  # waves run in lock-step at once: bounds the register arrays (~64 KiB per VGPR)
 MAX_BATCH_PRIVATE = 1 << 27  # bytes of private memory a batch holds at once (one batch per worker process)
+MAX_SANITIZED_LDS = 1 << 28  # bytes of the sanitizer's LDS state a batch holds at once
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 REPORT_SECONDS = 1.0  # how often a launch run by workers reports its headway
 
@@ -68,6 +70,7 @@ class Launch:
     code_base: int = 0  # device address of the code object's image (PCs are offsets into it)
     stack_bytes: int = HIP_STACK_BYTES  # per work-item, for a kernel with a dynamic stack
     register_fill: int = 0  # the value of every VGPR and AGPR the launch leaves undefined
+    sanitize: bool = False  # watch the waves for missing waits, LDS races, wait states, reads of the unwritten
 
     @property
     def private_bytes(self) -> int:
@@ -146,6 +149,13 @@ def run_groups(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, na
     waves = min(MAX_BATCH_WAVES, MAX_BATCH_PRIVATE // max(1, 64 * launch.private_bytes))
     per_batch = max(1, waves // launch.waves_per_group)
     ops = program.ops_for(launch.kernel)
+    sanitizer = None
+    if launch.sanitize:  # its state per LDS byte bounds the workgroups a batch holds
+        k = launch.kernel
+        sanitizer = Sanitizer(program, ops, k.vgprs, k.agprs)
+        ops = sanitizer.ops
+        lds = max(1, k.group_segment_size + launch.dynamic_lds)
+        per_batch = max(1, min(per_batch, MAX_SANITIZED_LDS // (lds * SHADOW_BYTES_PER_LDS_BYTE)))
     deadline = time.thread_time() + launch.cpu_seconds
     live: deque[Batch] = deque()
     start = 0
@@ -183,6 +193,8 @@ def run_groups(launch: Launch, program: Program, heap: Heap, ids: np.ndarray, na
             raise Stuck("its waves stopped changing")
         live.rotate(-1)
     watch.retire()
+    if sanitizer is not None:
+        stats.findings = sanitizer.findings()
     return stats
 
 

@@ -27,6 +27,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from wgrad_cli.emu.findings import Finding, merged
 from wgrad_cli.emu.memory import Heap
 from wgrad_cli.results.records import Counters
 
@@ -75,6 +76,7 @@ class Stats:
     bytes_loaded: int = 0
     bytes_stored: int = 0
     lds_out_of_range: int = 0  # LDS bytes read as 0 or dropped beyond the workgroup's allocation
+    findings: list[Finding] = field(default_factory=list)  # the sanitizer's, where it watched the launch
 
     def add(self, other: Stats) -> None:
         self.waves += other.waves
@@ -83,6 +85,7 @@ class Stats:
         self.bytes_loaded += other.bytes_loaded
         self.bytes_stored += other.bytes_stored
         self.lds_out_of_range += other.lds_out_of_range
+        self.findings = merged(self.findings, other.findings)
 
     @property
     def instructions(self) -> int:
@@ -129,6 +132,9 @@ class Batch:
         self.all = True  # wm is every wave
         self._exec: np.ndarray | None = None
         self.stats = Stats(waves=waves)
+        # hears every LDS access (flat indices (n, bytes), which lie inside or None, waves, write): the
+        # sanitizer's hook (sanitize.py); None unless it watches
+        self.lds_watch: LdsWatch | None = None
 
     # --- masks -----------------------------------------------------------------------------
     def mask64(self, reg: int) -> np.ndarray:
@@ -196,6 +202,7 @@ class Batch:
 
 
 Run = Callable[[Batch], None]
+LdsWatch = Callable[[np.ndarray, "np.ndarray | None", np.ndarray, bool], None]
 
 
 @dataclass(frozen=True)

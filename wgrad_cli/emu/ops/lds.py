@@ -96,10 +96,19 @@ def _compile_cross_lane(name: str, vaddr: int, data0: int, vdst: int, offset: in
 
 
 def lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray,
-              lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+              lanes: np.ndarray, write: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """Flat indices into the batch's LDS of nbytes at each (wave, lane)'s address, and which of
     those bytes lie inside the group's allocation (None: all of them). Bytes outside it index byte 0
-    of the group, or stop the run where the batch is strict about LDS (verify --strict-lds)."""
+    of the group, or stop the run where the batch is strict about LDS (verify --strict-lds). The
+    batch's LDS watcher, if any, hears of the access (`write`: it writes them)."""
+    idx, inside = _lds_index(b, addr, nbytes, waves, lanes)
+    if b.lds_watch is not None:
+        b.lds_watch(idx, inside, waves, write)
+    return idx, inside
+
+
+def _lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray,
+               lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     addr = addr.astype(np.int64) & 0xFFFFFFFF  # VGPR + offset is a 32-bit sum: compilers rely on it wrapping
     start = b.group[waves].astype(np.int64) * b.lds_bytes
     if not len(addr) or int(addr.max()) + nbytes <= b.lds_bytes:
@@ -125,7 +134,7 @@ def lds_load(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: 
 
 def lds_store(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray) -> None:
     """Each lane's bytes to its LDS address; bytes outside the allocation are dropped."""
-    idx, inside = lds_index(b, addr, data.shape[1], waves, lanes)
+    idx, inside = lds_index(b, addr, data.shape[1], waves, lanes, write=True)
     if inside is None:
         b.lds[idx] = data
     else:

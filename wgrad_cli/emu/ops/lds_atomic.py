@@ -50,7 +50,7 @@ def lds_rmw(b: Batch, addr: np.ndarray, waves: np.ndarray, lanes: np.ndarray, at
         lane = int(np.flatnonzero(addr % width)[0])
         raise EmuFault(f"LDS address {int(addr[lane]):#x} not aligned to {width} bytes "
                        f"({where(b, int(waves[lane]), int(lanes[lane]))})")
-    idx, inside = lds_index(b, addr, width, waves, lanes)
+    idx, inside = lds_index(b, addr, width, waves, lanes, write=True)
     done = np.ones(len(waves), dtype=bool) if inside is None else np.asarray(inside.all(axis=1))
     if inside is not None:
         b.stats.lds_out_of_range += int(inside.size - np.count_nonzero(inside))
