@@ -200,7 +200,8 @@ def _verify_launch(launch: Path, params: dict[str, Any]) -> None:
     from wgrad_cli.backends.registry import emulated_device, emulated_only
     from wgrad_cli.commands.launchverify import verify_launch
 
-    emulator = EmulatorOptions(params["strict_lds"], params["emu_stack_bytes"], params["emu_register_fill"])
+    emulator = EmulatorOptions(params["strict_lds"], params["emu_stack_bytes"], params["emu_register_fill"],
+                               params["sanitize"])
     device = emulated_only(emulated_device(params["device"], emulator, params["kernel_timeout"]), "--launch: launch files")
     verify_launch(launch, chosen(CompilerOptions, params), device, params["seed"] or 0)
 
@@ -304,13 +305,16 @@ def run_options(f: F) -> F:
 @click.option("--emu-register-fill", callback=parse_register_fill, metavar="VALUE",
               help="With --device emu: the value every VGPR and AGPR a launch leaves undefined starts with (default "
                    "0); a kernel whose results change with it reads registers it never wrote.")
+@click.option("--sanitize", is_flag=True,
+              help="With --device emu: also check each wave for missing s_waitcnt, LDS races, the ISA's required "
+                   "wait states and reads of never-written registers or LDS; findings exit 7 (docs/emulator.md).")
 def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output, checks: VerifyOptions,
-           strict_lds: bool, emu_stack_bytes: int | None, emu_register_fill: int | None) -> None:
+           strict_lds: bool, emu_stack_bytes: int | None, emu_register_fill: int | None, sanitize: bool) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
     from wgrad_cli.backends.registry import emulated_device, emulated_only
     from wgrad_cli.commands.verify import verify_command
 
-    emulator = EmulatorOptions(strict_lds, emu_stack_bytes, emu_register_fill)
+    emulator = EmulatorOptions(strict_lds, emu_stack_bytes, emu_register_fill, sanitize)
     if checks.model:
         emulated_only(run.device, "--model: the modelled launches")
     run = replace(run, device=emulated_device(run.device, emulator, run.kernel_timeout))

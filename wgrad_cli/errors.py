@@ -1,6 +1,6 @@
 """Every error wgrad reports: each carries one line per problem, printed without a traceback, and
 the exit status it ends the run with (1: a check failed, 2: an error the user can fix, 3: a hang,
-4: a crash, 5: wgrad itself failed)."""
+4: a crash, 5: wgrad itself failed, 7: the emulator's sanitizer found something)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,14 @@ class StoppedLaunches(WgradError):
     immediate exit: nothing is left running."""
 
     exit_code = 3
+
+
+class SanitizerFindings(WgradError):
+    """`verify --device emu --sanitize` found missing waits, LDS races, broken wait states or reads of
+    what was never written (emu/sanitize.py); each finding was printed, one line each, and the rows
+    of the run are saved."""
+
+    exit_code = 7
 
 
 class ToolError(WgradError):

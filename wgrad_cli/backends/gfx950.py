@@ -155,5 +155,6 @@ class Gfx950(Backend):
             from wgrad_cli.emu.device import EmuRuntime
 
             return EmuRuntime(strict_lds=device.strict_lds, stack_bytes=device.stack_bytes,
-                              timeout=device.kernel_timeout, register_fill=device.register_fill)
+                              timeout=device.kernel_timeout, register_fill=device.register_fill,
+                              sanitize=device.sanitize)
         return super().open_runtime(device)

@@ -49,13 +49,15 @@ def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: fl
             (options.stack_bytes is not None, "--emu-stack-bytes: only the emulated device takes its stack size "
                                               "from wgrad"),
             (options.register_fill is not None, "--emu-register-fill: only the emulated device's registers start "
-                                                "with a value wgrad chooses")) if chosen]
+                                                "with a value wgrad chooses"),
+            (options.sanitize, "--sanitize: only the emulated device watches each wave's waits and LDS accesses"))
+            if chosen]
         if given:
             raise WgradError(f"{given[0]}; add --device emu")
         return device
     return Emulated(options.strict_lds,
                     -(-(options.stack_bytes or HIP_STACK_BYTES) // 16) * 16,  # rounded up as hipDeviceSetLimit does
-                    kernel_timeout or EMU_CPU_SECONDS, options.register_fill or 0)
+                    kernel_timeout or EMU_CPU_SECONDS, options.register_fill or 0, options.sanitize)
 
 
 def emulated_only(device: Device, what: str) -> Emulated:

@@ -17,7 +17,7 @@ from wgrad_cli.config.launchfile import Buffer, load_launch
 from wgrad_cli.config.options import CompilerOptions, Emulated
 from wgrad_cli.model.launchsetup import TARGET, code_object, place
 from wgrad_cli.emu.device import EmuRuntime
-from wgrad_cli.errors import CheckFailed
+from wgrad_cli.errors import CheckFailed, SanitizerFindings
 from wgrad_cli.output.console import err, out
 from wgrad_cli.output.grid import Grid
 
@@ -52,6 +52,11 @@ def verify_launch(path: Path, compilers: CompilerOptions, device: Emulated, seed
     if stats.lds_out_of_range:
         err.print(f"{stats.lds_out_of_range:,} LDS bytes read or written beyond the workgroup's allocation "
                   "(--strict-lds stops at the first)", highlight=False)
+    found = rt.findings()
+    for line in found:
+        err.print(f"[red]SANITIZER[/] {escape(launch.name)}: {escape(line)}", highlight=False, soft_wrap=True)
+    if found:
+        raise SanitizerFindings(f"{len(found)} sanitizer finding{'s' * (len(found) != 1)} (docs/emulator.md)")
     if failed:
         raise CheckFailed(f"{launch.path}: {failed} buffer{'s' * (failed != 1)} after the run differ from expect_sha256")
 

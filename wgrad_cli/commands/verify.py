@@ -13,7 +13,7 @@ from wgrad_cli.config.options import DEFAULT_MACHINE, CompilerOptions, Output, R
 from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.runtime import Headway
 from wgrad_cli.device.session import Session, open_session
-from wgrad_cli.errors import CheckFailed, Crashed, StoppedLaunches
+from wgrad_cli.errors import CheckFailed, Crashed, SanitizerFindings, StoppedLaunches
 from wgrad_cli.measure.verify import Callbacks, Outcome, device_reference_possible, verify
 from wgrad_cli.model.command import model_records
 from wgrad_cli.model.machine import load
@@ -114,11 +114,16 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
                   f"({escape(r.reference)})", highlight=False)
     for c in crashes:
         err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
+    found = [f"{o.record.job.kernel.name} on {o.record.shape.name}: {line}" for o in outcomes for line in o.findings]
+    for line in found:
+        err.print(f"[red]SANITIZER[/] {escape(line)}", highlight=False, soft_wrap=True)
     for line in hung:
         err.print(f"[red]HUNG[/] {escape(line)}", highlight=False, soft_wrap=True)
     if hung:
         raise StoppedLaunches()
     if crashes:
         raise Crashed()
+    if found:
+        raise SanitizerFindings(f"{len(found)} sanitizer finding{'s' * (len(found) != 1)} (docs/emulator.md)")
     if failed:
         raise CheckFailed()

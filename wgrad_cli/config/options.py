@@ -33,6 +33,7 @@ class Emulated:
     stack_bytes: int = HIP_STACK_BYTES  # per work-item, as hipDeviceSetLimit(hipLimitStackSize) sets it
     kernel_timeout: float = EMU_CPU_SECONDS  # CPU seconds a worker may spend on a launch before it stops as hung
     register_fill: int = 0  # the value every VGPR and AGPR a launch leaves undefined starts with
+    sanitize: bool = False  # watch launches for missing waits, LDS races, wait states, unwritten reads
 
     def __str__(self) -> str:
         return EMULATED
@@ -49,6 +50,7 @@ class EmulatorOptions:
     strict_lds: bool = False
     stack_bytes: int | None = None
     register_fill: int | None = None
+    sanitize: bool = False
 Shard = tuple[int, int]  # slice i of n (1-based)
 
 

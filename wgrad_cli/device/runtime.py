@@ -119,6 +119,10 @@ class Runtime(Protocol):
         """What the last launch executed (waves, instructions by class, bytes), where the device can
         count it (the emulator); None on a GPU."""
         ...
+    def findings(self) -> list[str]:
+        """The sanitizer's findings in the last launch, one line each, where the device watches for them
+        (the emulator with --sanitize); none on a GPU."""
+        ...
     def watch(self, report: Watcher) -> None:
         """Have each later launch report its headway while it runs, where the device can see inside a
         launch (the emulator); a GPU cannot, and reports nothing."""
@@ -169,6 +173,9 @@ class DriverRuntime(ABC):
 
     def counters(self) -> Counters | None:
         return None  # a GPU counts nothing here
+
+    def findings(self) -> list[str]:
+        return []  # nothing watches a GPU's waves
 
     def watch(self, report: Watcher) -> None:
         pass  # a GPU launch is opaque until it ends

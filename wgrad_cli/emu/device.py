@@ -280,6 +280,9 @@ class EmuRuntime:
     def counters(self) -> Counters | None:
         return self.stats[-1].counters() if self.stats else None
 
+    def findings(self) -> list[str]:
+        return [f.line() for f in self.stats[-1].findings] if self.stats else []
+
     def watch(self, report: Watcher) -> None:
         self.report = report
 

@@ -21,9 +21,10 @@ class Finding:
     what: str
     times: int = 1
 
-    def line(self, kernel: str) -> str:
+    def line(self) -> str:
+        """`check: workgroup, wave: instruction at offset: register or LDS address, what was missing`."""
         again = f" ({self.times:,} times)" if self.times > 1 else ""
-        return (f"{self.check}: {kernel}: workgroup {self.workgroup}, wave {self.wave}: {self.text} at {self.pc:#x}: "
+        return (f"{self.check}: workgroup {self.workgroup}, wave {self.wave}: {self.text} at {self.pc:#x}: "
                 f"{self.where} {self.what}{again}")
 
     @property

@@ -41,6 +41,7 @@ class Outcome:
     experts: list[Errors]  # against the reference, whole
     sampled: list[Errors] | None = None  # numpy on sampled rows, where the reference was the device's
     counters: Counters | None = None  # what the kernel's launch executed, where the device counts it
+    findings: tuple[str, ...] = ()  # the sanitizer's lines for the kernel's launch (verify --sanitize)
 
     @property
     def overall(self) -> Errors:
@@ -107,16 +108,18 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
     except EmulatorBug as exc:  # the same, on its first line only: the rest is the traceback
         raise EmulatorBug([f"{rec.job.kernel.name} on {rec.shape.name}: {exc.lines[0]}", *exc.lines[1:]]) from None
     counters = s.rt.counters()
+    findings = tuple(s.rt.findings())
     if mode == "numpy" or (mode == "auto" and flops(p.dims, p.offsets.tolist()) <= NUMPY_MAX_FLOPS):
         return Outcome(rec, p.seed, "numpy float64, every element",
-                       per_expert(out, grad_w(p), row_norms(p), tokens, "float64"), counters=counters)
+                       per_expert(out, grad_w(p), row_norms(p), tokens, "float64"), counters=counters,
+                       findings=findings)
     picked = sample_rows(p, rows, np.random.default_rng(p.seed))
     sampled = per_expert(np.take_along_axis(out, picked[:, :, None], axis=1), grad_w(p, picked),
                          row_norms(p, picked), tokens, "float64")
     how = f"numpy float64 on {picked.shape[1]} random rows per expert"
     reference = s.specs["reference"]
     if rec.job.kernel.name == reference.name:
-        return Outcome(rec, p.seed, how, sampled, counters=counters)
+        return Outcome(rec, p.seed, how, sampled, counters=counters, findings=findings)
     scratch = s.rt.alloc(dev.output_bytes)
     try:
         ref_bits = run_kernel(s, BuildJob(reference, rec.job.target, p.dims), dev, scratch)
@@ -126,7 +129,8 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
         raise WgradError(f"{rec.shape.name}: the reference kernel left outputs unwritten, so it cannot be the "
                          "reference; run wgrad verify --kernel reference --reference numpy on this shape")
     whole = per_expert(out, ref_bits.view(BF16).astype(np.float32), row_norms(p), tokens, "bf16")
-    return Outcome(rec, p.seed, f"reference kernel on the device, every element; {how}", whole, sampled, counters)
+    return Outcome(rec, p.seed, f"reference kernel on the device, every element; {how}", whole, sampled, counters,
+                   findings)
 
 
 def check_record(s: Session, job: tuple[Record, str, int]) -> Outcome:
