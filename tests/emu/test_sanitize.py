@@ -86,7 +86,7 @@ def test_a_weakened_wait_is_caught(amd_compiler: Compiler) -> None:
     load = offset_of(image, "global_load_dword", 1)
     # the add reads the second load's register, and so does the store of its result after it
     assert found[0].startswith("waits: workgroup 0, wave 0: v_add_u32") and f"at {add:#x}: v" in found[0], found
-    assert all(f"global_load_dword" in f and f"at {load:#x} that writes it" in f and "vmcnt was 1, needed <= 0" in f
+    assert all("global_load_dword" in f and f"at {load:#x} that writes it" in f and "vmcnt was 1, needed <= 0" in f
                for f in found), found
 
 
@@ -97,7 +97,7 @@ def test_a_missing_barrier_is_caught(amd_compiler: Compiler) -> None:
     found = sanitized(image, [np.zeros(128, np.uint32)], block=128)
     read, write = offset_of(image, "ds_read_b32"), offset_of(image, "ds_write_b32")
     assert found and all(f.startswith("race: ") for f in found), found
-    assert any(f"ds_read_b32" in f and f"at {read:#x}:" in f and f"ds_write_b32" in f and f"at {write:#x} of wave" in f
+    assert any("ds_read_b32" in f and f"at {read:#x}:" in f and "ds_write_b32" in f and f"at {write:#x} of wave" in f
                for f in found), found
 
 

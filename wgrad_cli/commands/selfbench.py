@@ -151,6 +151,7 @@ def emulator_ratios() -> list[Ratio]:
 
 EMU_RATE_GOAL = 5e7  # lane-instructions per second on one core
 EMU_RATE_DIMS = Dims(128, 256, 256, 1)  # smoke.yaml's one-expert
+SANITIZER_COST = 3.0  # the most verify --sanitize may multiply the emulator's time by
 
 
 def emulator_rate_ratios() -> list[Ratio]:
@@ -165,19 +166,27 @@ def emulator_rate_ratios() -> list[Ratio]:
             err.print("selfbench: the reference kernel did not build for gfx950 (`wgrad build --target gfx950` says "
                       "why); the emulator's rate row is skipped")
             return []
-        rt = EmuRuntime(workers=1)
+        code = built.code_object
         problem = generate(d, Routing(), 0)
-        args = []
-        for a in (np.zeros(d.E * d.N * d.K, np.uint16), problem.A, problem.B, problem.scale_A, problem.scale_B,
-                  problem.offsets):
-            args.append(rt.alloc(a.nbytes))
-            rt.copy_in(args[-1], a.ctypes.data, a.nbytes)
-        kernel = prepare(rt, built.code_object, TARGETS[EMULATED_TARGET], spec, d, args)
-    seconds, _ = _timed(kernel)
-    lanes = rt.stats[-1].lane_instructions
+
+        def timed(sanitize: bool) -> tuple[float, int]:
+            rt = EmuRuntime(workers=1, sanitize=sanitize)
+            args = []
+            for a in (np.zeros(d.E * d.N * d.K, np.uint16), problem.A, problem.B, problem.scale_A, problem.scale_B,
+                      problem.offsets):
+                args.append(rt.alloc(a.nbytes))
+                rt.copy_in(args[-1], a.ctypes.data, a.nbytes)
+            kernel = prepare(rt, code, TARGETS[EMULATED_TARGET], spec, d, args)
+            seconds, _ = _timed(kernel)
+            return seconds, rt.stats[-1].lane_instructions
+
+        seconds, lanes = timed(False)
+        watched, _ = timed(True)
     return [Ratio("emulator rate, reference kernel", seconds / lanes * 1e9, 1e9 / EMU_RATE_GOAL, "ns", 1.0, True,
                   f"{lanes / seconds:.3g} lane-instructions/s, M={d.M} N={d.N} K={d.K} E={d.E}, one core; ns per "
-                  f"lane-instruction / the {EMU_RATE_GOAL:.0e}/s goal's")]
+                  f"lane-instruction / the {EMU_RATE_GOAL:.0e}/s goal's"),
+            Ratio("sanitizer cost, reference kernel", watched, seconds, "s", SANITIZER_COST, True,
+                  f"the same launch with --sanitize / without, one core (goal: at most {SANITIZER_COST:g}x)")]
 
 
 def selfbench_command(size: int, experts: int, build_config: Path, json_path: Path | None) -> None:

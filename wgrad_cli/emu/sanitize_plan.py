@@ -23,7 +23,6 @@ from wgrad_cli.emu.program import Decoded
 from wgrad_cli.emu.registers import uses
 
 VM, LGKM, SMEM = 1, 2, 3  # the counter a memory instruction counts on (SMEM: lgkmcnt, out of order)
-NO_VM, NO_LGKM = 63, 15  # s_waitcnt fields that wait for nothing
 VCC, M0, EXEC = 106, 124, 126
 TRANSCENDENTAL = re.compile(r"v_(exp|log|rcp|rsq|sqrt|sin|cos)_")
 # (pattern, passes, passes with an fp8/bf8 operand): LLVM SISchedule.td, SIDPGFX950FullSpeedModel
@@ -67,7 +66,6 @@ class Plan:
     swrites: np.ndarray
     counter: int = 0  # VM, LGKM or SMEM: the counter a memory instruction counts on, else 0
     lds_dma: bool = False  # a load whose data goes to LDS (counted on vmcnt)
-    lds_write: bool = False  # a DS instruction that writes LDS memory
     atomic: bool = False
     wait: tuple[int, int] | None = None  # s_waitcnt (vmcnt, lgkmcnt)
     barrier: bool = False
@@ -120,7 +118,7 @@ def plan(d: Decoded, klass: str, vgprs: int) -> Plan:
         written.add("vdata")
     reads = [(f, a, n) for o, f, a, n in ops if o not in written or (atomic and o == "vdata")]
     writes = [(f, a, n) for o, f, a, n in ops if o in written]
-    if d.cls == "MUBUF" and atomic and getattr(inst, "sc0", 0):
+    if d.cls == "MUBUF" and atomic and bool(getattr(inst, "sc0", False)):
         writes += [(f, a, n) for o, f, a, n in ops if o == "vdata"]
     lds_dma = (d.cls == "MUBUF" and bool(getattr(inst, "lds", 0))) or "_lds_" in name
     if lds_dma:
@@ -162,7 +160,7 @@ def plan(d: Decoded, klass: str, vgprs: int) -> Plan:
     text = name + " " + ", ".join(_spelled(f, a, n) for _, f, a, n in ops)
     return Plan(d.pc, text.strip(), klass, _rows(vec_r, vgprs), _rows(vec_w, vgprs),
                 np.asarray(sorted(set(s_r)), np.int64), np.asarray(sorted(set(s_w)), np.int64), counter,
-                lds_dma, klass == "lds" and not load, atomic, wait, klass == "barrier",
+                lds_dma, atomic, wait, klass == "barrier",
                 (int(inst.simm16) & 0xF) + 1 if name == "s_nop" else 1, valu,
                 valu and bool(TRANSCENDENTAL.match(name)), mfma, mfma_passes(name, inst) if mfma else 0, srcc,
                 srcc_rows, dst, klass == "vmem", klass in ("vmem", "lds"), name.endswith("_dpp"), lane_select,
