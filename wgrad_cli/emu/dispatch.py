@@ -45,7 +45,7 @@ from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.ops import atomic as atomic_ops
 from wgrad_cli.emu.ops.scratch import segment_bytes
 from wgrad_cli.emu.program import Program
-from wgrad_cli.emu.sanitize import SHADOW_BYTES_PER_LDS_BYTE, Sanitizer
+from wgrad_cli.emu.sanitize import SHADOW_BYTES_PER_LDS_BYTE, Sanitizer, plans
 from wgrad_cli.emu.watchdog import Watch, board, headway
 from wgrad_cli.errors import EmulatorBug
 
@@ -233,6 +233,8 @@ def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int, r
     if workers == 1 or groups * launch.waves_per_group < 2 * 64 or threading.active_count() > 1:
         return run_groups(launch, program, heap, np.arange(groups), name, launch.resident, Watch(board(1), 0), report)
     shared = board(workers)
+    if launch.sanitize:  # once, for every worker
+        plans(program, program.ops_for(launch.kernel), max(launch.kernel.vgprs, 1))
     ctx = multiprocessing.get_context("fork")
     procs: dict[multiprocessing.connection.Connection, multiprocessing.process.BaseProcess] = {}
     try:

@@ -31,6 +31,7 @@ workgroup and wave that met it and how many times it was met.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -42,7 +43,15 @@ from wgrad_cli.emu.sanitize_plan import LGKM, SMEM, VM, Plan, plan
 
 NEVER = -(1 << 40)  # the clock of a write that never happened: any wait state count covers it
 ALL_LANES = np.uint64(0xFFFFFFFFFFFFFFFF)
-SHADOW_BYTES_PER_LDS_BYTE = 25  # the race and initcheck state per LDS byte (sized for batches)
+EPOCH_SHIFT = 24  # LDS tags: bit 0 a flag, bits 1-22 a wave + 1, bit 23 WRITTEN, the epoch above
+WAVE_MASK = (1 << 22) - 1
+WRITTEN = 1 << 23
+SHADOW_BYTES_PER_LDS_BYTE = 32  # the race, waits and initcheck state per LDS byte (sizes batches)
+
+
+def _this_epoch(tag: np.ndarray, ep: np.ndarray) -> np.ndarray:
+    """Whether LDS tags were set in epoch `ep` (and set at all)."""
+    return np.asarray((tag >> EPOCH_SHIFT == ep) & (tag & WRITTEN != 0))
 
 
 def _row_name(row: int, vgprs: int) -> str:
@@ -90,21 +99,32 @@ class State:
         self.m0_clk = np.full(w, NEVER, np.int64)
         self.m0_pc = np.zeros(w, np.int64)
         self.epoch = np.zeros(w, np.int64)
-        self.fence_ep = np.zeros(w, np.int64)
-        self.fence_vm = np.zeros(w, np.int64)
-        self.fence_lds = np.zeros(w, np.int64)
-        self.prev_vm = np.zeros(w, np.int64)
-        self.prev_lds = np.zeros(w, np.int64)
+        # what each wave had made sure of (vm, lds) as it reached the s_barrier that began epoch e, in
+        # slot e % 2: a wave is at most one barrier ahead of the others of its workgroup
+        self.fence = np.zeros(w * 4, np.int64)  # (wave, epoch % 2, vm or lds)
         n = b.lds.size
-        self.w_ep = np.full(n, -1, np.int32)  # -1: never written
-        self.w_wave = np.full(n, -1, np.int32)  # -1: no plain write to race with (an atomic)
+        # per byte, packed so that one gather reads it: the last write's epoch, its wave + 1 (0: an
+        # atomic, no write to race with) and whether an LDS-DMA load made it; 0: never written
+        self.w_tag = np.zeros(n, np.int64)
         self.w_pc = np.zeros(n, np.int32)
         self.w_seq = np.zeros(n, np.int64)
-        self.w_dma = np.zeros(n, bool)
-        self.r_ep = np.full(n, -1, np.int32)
-        self.r_mask = np.zeros(n, np.uint32)
+        # per byte: the epoch of its reads, the last wave + 1 to read it then, whether another did too
+        self.r_tag = np.zeros(n, np.int64)
         self.r_pc = np.zeros(n, np.int32)
         self.current: Plan | None = None
+
+
+_PLANS: weakref.WeakKeyDictionary[Program, dict[int, dict[int, Plan]]] = weakref.WeakKeyDictionary()
+
+
+def plans(program: Program, ops: dict[int, Op], vgprs: int) -> dict[int, Plan]:
+    """Every instruction's plan for a kernel of `vgprs` VGPRs, made once per program (as decoding is:
+    a launch of a kernel in a loop pays for it once, and worker processes inherit it)."""
+    known = _PLANS.setdefault(program, {})
+    if vgprs not in known:
+        decoded = {d.pc: d for d in program.decoded}
+        known[vgprs] = {pc: plan(decoded[pc], op.klass, vgprs) for pc, op in ops.items() if pc in decoded}
+    return known[vgprs]
 
 
 class Sanitizer:
@@ -113,8 +133,7 @@ class Sanitizer:
     def __init__(self, program: Program, ops: dict[int, Op], vgprs: int, agprs: int) -> None:
         self.vgprs = max(vgprs, 1)
         self.rows = self.vgprs + max(agprs, 1)
-        decoded = {d.pc: d for d in program.decoded}
-        self.plans = {pc: plan(decoded[pc], op.klass, self.vgprs) for pc, op in ops.items() if pc in decoded}
+        self.plans = plans(program, ops, self.vgprs)
         self.ops = {pc: self._wrap(op, self.plans[pc]) if pc in self.plans else op for pc, op in ops.items()}
         self._found: dict[tuple[str, int, int], Finding] = {}
         self._states: weakref.WeakKeyDictionary[Batch, State] = weakref.WeakKeyDictionary()
@@ -178,7 +197,7 @@ class Sanitizer:
                 self._hazards_write(b, st, p, m, p.writes)
         if p.sreads.size:
             self._scalar_reads(b, st, p, m)
-        if p.mfma or p.dpp or p.lane_select >= 0:
+        if p.mfma or p.dpp or p.rwlane:
             self._exec_hazard(b, st, p, m)
         if p.counter == VM:  # counted from here: an LDS-DMA load's bytes take its number
             st.vm_issued[m] += 1
@@ -189,6 +208,8 @@ class Sanitizer:
 
     def _pending(self, b: Batch, st: State, p: Plan, m: np.ndarray, rows: np.ndarray, how: str, vm: bool = True,
                  lds: bool = True) -> None:
+        if not ((vm and (st.pend_vm[rows] > st.vm_done).any()) or (lds and (st.pend_lds[rows] > st.lds_done).any())):
+            return  # the usual case, in one test per counter
         for on, pend, issued, done, name in ((vm, st.pend_vm, st.vm_issued, st.vm_done, "vmcnt"),
                                              (lds, st.pend_lds, st.lds_issued, st.lds_done, "lgkmcnt")):
             if not on:
@@ -244,6 +265,8 @@ class Sanitizer:
                        "read through DPP after it was written")
         if p.valu and not p.trans:
             self._need(b, st, p, m, r, st.trans_clk[r], 1, st.trans_pc[r], "read after a transcendental wrote it")
+        if p.rwlane:  # v_readlane, v_readfirstlane: their VGPR source (v_writelane reads none)
+            self._need(b, st, p, m, r, st.valu_clk[r], 1, st.valu_pc[r], "read by the lane read after a VALU wrote it")
 
     def _hazards_write(self, b: Batch, st: State, p: Plan, m: np.ndarray, w: np.ndarray) -> None:
         clk = st.mfma_clk[w]
@@ -292,7 +315,6 @@ class Sanitizer:
         self._need(b, st, p, m, e, st.s_valu_clk[e], need, st.s_valu_pc[e], "read after a VALU wrote it", True)
 
     def _after(self, b: Batch, st: State, p: Plan, m: np.ndarray) -> None:
-        w = p.writes
         if p.wait is not None:
             vm, lgkm = p.wait
             st.vm_done[m] = np.maximum(st.vm_done[m], st.vm_issued[m] - vm)
@@ -300,151 +322,155 @@ class Sanitizer:
             if lgkm == 0:
                 st.smem_done[m] = st.smem_issued[m]
         if p.barrier:
-            st.prev_vm[m], st.prev_lds[m] = st.fence_vm[m], st.fence_lds[m]
             st.epoch[m] += 1
-            st.fence_ep[m], st.fence_vm[m], st.fence_lds[m] = st.epoch[m], st.vm_done[m], st.lds_done[m]
+            arrived = np.flatnonzero(m)
+            slot = 4 * arrived + 2 * (st.epoch[arrived] & 1)
+            st.fence[slot], st.fence[slot + 1] = st.vm_done[arrived], st.lds_done[arrived]
+        cols: np.ndarray | None = None if b.all else np.flatnonzero(m)
+
+        def at(rows: np.ndarray) -> tuple[np.ndarray | tuple[np.ndarray, ...], Callable[[np.ndarray], np.ndarray]]:
+            """Where rows of the waves at this PC are, and each wave's value for them."""
+            if cols is None:
+                return rows, lambda per_wave: per_wave
+            return np.ix_(rows, cols), lambda per_wave: per_wave[cols][None, :]
+
+        w = p.writes
         if w.size:
-            cols = np.flatnonzero(m)
-            sel = np.ix_(w, cols)
+            sel, of = at(w)
             if p.counter == VM:
-                st.pend_vm[sel] = st.vm_issued[cols][None, :]
+                st.pend_vm[sel] = of(st.vm_issued)
                 st.pend_pc[sel] = p.pc
             elif p.counter == LGKM:
-                st.pend_lds[sel] = st.lds_issued[cols][None, :]
+                st.pend_lds[sel] = of(st.lds_issued)
                 st.pend_pc[sel] = p.pc
-            lanes = ALL_LANES if p.mfma else self._exec_bits(b)[cols][None, :]
-            st.init[sel] |= lanes
+            st.init[sel] |= ALL_LANES if p.mfma else of(self._exec_bits(b))
             if p.mfma:
-                st.mfma_clk[sel] = st.clk[cols][None, :]
+                st.mfma_clk[sel] = of(st.clk)
                 st.mfma_pass[sel] = p.passes
                 st.mfma_first[sel] = p.dst[0]
                 st.mfma_pc[sel] = p.pc
             elif p.valu:
-                st.valu_clk[sel] = st.clk[cols][None, :]
+                st.valu_clk[sel] = of(st.clk)
                 st.valu_pc[sel] = p.pc
                 if p.trans:
-                    st.trans_clk[sel] = st.clk[cols][None, :]
+                    st.trans_clk[sel] = of(st.clk)
                     st.trans_pc[sel] = p.pc
         if p.mfma and p.srcc_rows.size:
-            cols = np.flatnonzero(m)
-            sel = np.ix_(p.srcc_rows, cols)
-            st.srcc_clk[sel] = st.clk[cols][None, :]
+            sel, of = at(p.srcc_rows)
+            st.srcc_clk[sel] = of(st.clk)
             st.srcc_pass[sel] = p.passes
             st.srcc_pc[sel] = p.pc
         if p.store_data.size:
-            cols = np.flatnonzero(m)
-            sel = np.ix_(p.store_data, cols)
-            st.store_clk[sel] = st.clk[cols][None, :]
+            sel, of = at(p.store_data)
+            st.store_clk[sel] = of(st.clk)
             st.store_pc[sel] = p.pc
         if p.swrites.size:
-            cols = np.flatnonzero(m)
-            sel = np.ix_(p.swrites, cols)
+            sel, of = at(p.swrites)
             if p.counter == SMEM:
-                st.spend[sel] = st.smem_issued[cols][None, :]
+                st.spend[sel] = of(st.smem_issued)
                 st.spend_pc[sel] = p.pc
             if p.valu:
-                st.s_valu_clk[sel] = st.clk[cols][None, :]
+                st.s_valu_clk[sel] = of(st.clk)
                 st.s_valu_pc[sel] = p.pc
             elif M0 in p.swrites:
-                st.m0_clk[cols] = st.clk[cols]
-                st.m0_pc[cols] = p.pc
+                st.m0_clk[m] = st.clk[m]
+                st.m0_pc[m] = p.pc
 
     # --- LDS ------------------------------------------------------------------------------
     def _lds(self, b: Batch, st: State, idx: np.ndarray, inside: np.ndarray | None, waves: np.ndarray,
              write: bool) -> None:
+        """An access of `idx` (lanes, bytes) flat LDS indices by the lanes' `waves`: rows of bytes,
+        each row one wave's, kept 2-D so that per-wave values broadcast over a row's bytes."""
         p = st.current
         if p is None or idx.size == 0:
             return
-        nb = idx.shape[1]
-        flat = idx.ravel()
-        wv = np.repeat(waves, nb)
-        if inside is not None:
-            keep = inside.ravel()
-            flat, wv = flat[keep], wv[keep]
-        if not flat.size:
-            return
-        ep = st.epoch[wv]
-        bit = (np.uint32(1) << (wv % b.waves_per_group).astype(np.uint32)).astype(np.uint32)
+        if inside is not None:  # bytes beyond the allocation are not touched: only rows wholly inside
+            keep = inside.all(axis=1)  # (LDS atomics do not span; reads and writes past it are counted)
+            idx, waves = idx[keep], waves[keep]
+            if not idx.size:
+                return
+        ep = st.epoch[waves][:, None]
         if write:
-            self._lds_write(b, st, p, flat, wv, ep, bit)
+            self._lds_write(b, st, p, idx, waves[:, None], ep)
         else:
-            self._lds_read(b, st, p, flat, wv, ep, bit)
+            self._lds_read(b, st, p, idx, waves[:, None], ep)
 
     def _lds_where(self, b: Batch, flat: int) -> str:
         return f"LDS address {flat % max(b.lds_bytes, 1):#x}"
 
-    def _lds_read(self, b: Batch, st: State, p: Plan, flat: np.ndarray, wv: np.ndarray, ep: np.ndarray,
-                  bit: np.ndarray) -> None:
-        w_ep = st.w_ep[flat]
-        never = w_ep < 0
+    def _first_lds(self, bad: np.ndarray, idx: np.ndarray, wv: np.ndarray) -> tuple[int, int]:
+        """(flat LDS index, wave) of the first true element of a (lanes, bytes) mask."""
+        r, c = np.argwhere(bad)[0]
+        return int(idx[r, c]), int(wv[r, 0])
+
+    def _lds_read(self, b: Batch, st: State, p: Plan, idx: np.ndarray, wv: np.ndarray, ep: np.ndarray) -> None:
+        tag = st.w_tag[idx]
+        never = tag == 0
         if never.any():
-            i = int(np.flatnonzero(never)[0])
-            self._report(b, "initcheck", p, -1, int(wv[i]), self._lds_where(b, int(flat[i])),
+            flat, w = self._first_lds(never, idx, wv)
+            self._report(b, "initcheck", p, -1, w, self._lds_where(b, flat),
                          "read by it before anything in this launch wrote it", 1)
-        writer = st.w_wave[flat]
+        w_ep, writer = tag >> EPOCH_SHIFT, ((tag >> 1) & WAVE_MASK) - 1
         other = (writer >= 0) & (writer != wv)
-        race = other & (w_ep == ep)
-        if race.any():
-            i = int(np.flatnonzero(race)[0])
-            self._report(b, "race", p, int(st.w_pc[flat[i]]), int(wv[i]), self._lds_where(b, int(flat[i])),
-                         f"read by it (wave {int(wv[i]) % b.waves_per_group}) with no s_barrier after the "
-                         f"{self._text(int(st.w_pc[flat[i]]))} of wave {int(writer[i]) % b.waves_per_group} wrote it",
-                         1)
-        seq = st.w_seq[flat]
-        dma = st.w_dma[flat]
-        safe_w = np.maximum(writer, 0)
-        fenced = np.where(st.fence_ep[safe_w] == ep, np.where(dma, st.fence_vm[safe_w], st.fence_lds[safe_w]),
-                          np.where(dma, st.prev_vm[safe_w], st.prev_lds[safe_w]))
-        late = other & (w_ep < ep) & (seq > fenced)
-        if late.any():
-            i = int(np.flatnonzero(late)[0])
-            counter = "vmcnt" if dma[i] else "lgkmcnt"
-            self._report(b, "waits", p, int(st.w_pc[flat[i]]), int(wv[i]), self._lds_where(b, int(flat[i])),
-                         f"read by it after an s_barrier before which wave {int(writer[i]) % b.waves_per_group} had not "
-                         f"waited for the {self._text(int(st.w_pc[flat[i]]))} that writes it ({counter})", 1)
-        own = (writer == wv) & dma & (seq > st.vm_done[wv])
-        if own.any():
-            i = int(np.flatnonzero(own)[0])
-            w = int(wv[i])
-            self._report(b, "waits", p, int(st.w_pc[flat[i]]), w, self._lds_where(b, int(flat[i])),
-                         f"read by it before the {self._text(int(st.w_pc[flat[i]]))} that writes it was waited for: "
-                         f"vmcnt was {int(st.vm_issued[w] - st.vm_done[w])}, needed <= "
-                         f"{int(st.vm_issued[w] - seq[i])}", 1)
-        stale = st.r_ep[flat] != ep
-        st.r_mask[flat[stale]] = 0
-        st.r_ep[flat] = ep
-        np.bitwise_or.at(st.r_mask, flat, bit)
-        st.r_pc[flat] = p.pc
+        if other.any():
+            race = other & (w_ep == ep)  # (a byte another wave wrote is written)
+            if race.any():
+                flat, w = self._first_lds(race, idx, wv)
+                self._report(b, "race", p, int(st.w_pc[flat]), w, self._lds_where(b, flat),
+                             f"read by it (wave {w % b.waves_per_group}) with no s_barrier after the "
+                             f"{self._text(int(st.w_pc[flat]))} of wave {self._writer(b, st, flat)} wrote it", 1)
+            lds = 1 - (tag & 1)  # the counter the write counts on: vm (0) for LDS DMA, else lds (1)
+            fenced = st.fence[4 * np.maximum(writer, 0) + 2 * (ep & 1) + lds]
+            late = other & (w_ep < ep) & (st.w_seq[idx] > fenced)
+            if late.any():
+                flat, w = self._first_lds(late, idx, wv)
+                counter = "vmcnt" if st.w_tag[flat] & 1 else "lgkmcnt"
+                self._report(b, "waits", p, int(st.w_pc[flat]), w, self._lds_where(b, flat),
+                             f"read by it after an s_barrier before which wave {self._writer(b, st, flat)} had not "
+                             f"waited for the {self._text(int(st.w_pc[flat]))} that writes it ({counter})", 1)
+        own = (writer == wv) & (tag & 1 == 1)
+        if own.any() and (own := own & (st.w_seq[idx] > st.vm_done[wv])).any():
+            flat, w = self._first_lds(own, idx, wv)
+            seq = int(st.w_seq[flat])
+            self._report(b, "waits", p, int(st.w_pc[flat]), w, self._lds_where(b, flat),
+                         f"read by it before the {self._text(int(st.w_pc[flat]))} that writes it was waited for: "
+                         f"vmcnt was {int(st.vm_issued[w] - st.vm_done[w])}, needed <= {int(st.vm_issued[w] - seq)}", 1)
+        old = st.r_tag[idx]
+        mine = (ep << EPOCH_SHIFT) | WRITTEN | ((wv + 1) << 1)  # WRITTEN here: read in that epoch
+        again = _this_epoch(old, ep) & ((old & 1 == 1) | ((old >> 1) & WAVE_MASK != wv + 1))
+        st.r_tag[idx] = mine | again
+        st.r_tag[idx[st.r_tag[idx] & ~1 != mine]] |= 1  # two waves reading one byte with this very instruction
+        st.r_pc[idx] = p.pc
 
-    def _lds_write(self, b: Batch, st: State, p: Plan, flat: np.ndarray, wv: np.ndarray, ep: np.ndarray,
-                   bit: np.ndarray) -> None:
+    def _writer(self, b: Batch, st: State, flat: int) -> int:
+        """The wave within its workgroup that last wrote LDS byte `flat`."""
+        return int(((st.w_tag[flat] >> 1) & WAVE_MASK) - 1) % b.waves_per_group
+
+    def _lds_write(self, b: Batch, st: State, p: Plan, idx: np.ndarray, wv: np.ndarray, ep: np.ndarray) -> None:
+        mine = (ep << EPOCH_SHIFT) | WRITTEN | (0 if p.atomic else (wv + 1) << 1) | int(p.lds_dma)
         if not p.atomic:
-            writer = st.w_wave[flat]
-            waw = (writer >= 0) & (writer != wv) & (st.w_ep[flat] == ep)
+            tag = st.w_tag[idx]
+            writer = ((tag >> 1) & WAVE_MASK) - 1
+            waw = (writer >= 0) & (writer != wv) & (tag >> EPOCH_SHIFT == ep)
             if waw.any():
-                i = int(np.flatnonzero(waw)[0])
-                self._report(b, "race", p, int(st.w_pc[flat[i]]), int(wv[i]), self._lds_where(b, int(flat[i])),
-                             f"written by it (wave {int(wv[i]) % b.waves_per_group}) with no s_barrier after the "
-                             f"{self._text(int(st.w_pc[flat[i]]))} of wave {int(writer[i]) % b.waves_per_group} "
-                             "wrote it", 1)
-            war = (st.r_ep[flat] == ep) & ((st.r_mask[flat] & ~bit) != 0)
+                flat, w = self._first_lds(waw, idx, wv)
+                self._report(b, "race", p, int(st.w_pc[flat]), w, self._lds_where(b, flat),
+                             f"written by it (wave {w % b.waves_per_group}) with no s_barrier after the "
+                             f"{self._text(int(st.w_pc[flat]))} of wave {self._writer(b, st, flat)} wrote it", 1)
+            read = st.r_tag[idx]
+            war = _this_epoch(read, ep) & ((read & 1 == 1) | ((read >> 1) & WAVE_MASK != wv + 1))
             if war.any():
-                i = int(np.flatnonzero(war)[0])
-                self._report(b, "race", p, int(st.r_pc[flat[i]]), int(wv[i]), self._lds_where(b, int(flat[i])),
-                             f"written by it (wave {int(wv[i]) % b.waves_per_group}) with no s_barrier after another "
-                             f"wave's {self._text(int(st.r_pc[flat[i]]))} read it", 1)
-            if len(np.unique(wv)) > 1:  # two waves writing one byte with this very instruction
-                order = np.argsort(flat, kind="stable")
-                f, v = flat[order], wv[order]
-                clash = (f[1:] == f[:-1]) & (v[1:] != v[:-1])
-                if clash.any():
-                    i = int(np.flatnonzero(clash)[0])
-                    self._report(b, "race", p, p.pc, int(v[i + 1]), self._lds_where(b, int(f[i])),
-                                 f"written by it in waves {int(v[i]) % b.waves_per_group} and "
-                                 f"{int(v[i + 1]) % b.waves_per_group} at once", 1)
-        st.w_ep[flat] = ep
-        st.w_wave[flat] = -1 if p.atomic else wv
-        st.w_pc[flat] = p.pc
-        st.w_dma[flat] = p.lds_dma
-        st.w_seq[flat] = st.vm_issued[wv] if p.lds_dma else st.lds_issued[wv]
-
+                flat, w = self._first_lds(war, idx, wv)
+                self._report(b, "race", p, int(st.r_pc[flat]), w, self._lds_where(b, flat),
+                             f"written by it (wave {w % b.waves_per_group}) with no s_barrier after another "
+                             f"wave's {self._text(int(st.r_pc[flat]))} read it", 1)
+        st.w_tag[idx] = mine
+        if not p.atomic and wv[0, 0] != wv[-1, 0]:  # two waves writing one byte with this very instruction:
+            clash = st.w_tag[idx] != mine  # the assignment kept one of their values
+            if clash.any():
+                flat, w = self._first_lds(clash, idx, wv)
+                self._report(b, "race", p, p.pc, w, self._lds_where(b, flat),
+                             f"written by it in waves {w % b.waves_per_group} and {self._writer(b, st, flat)} at once",
+                             1)
+        st.w_pc[idx] = p.pc
+        st.w_seq[idx] = (st.vm_issued if p.lds_dma else st.lds_issued)[wv]

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from tinygrad.renderer.amd.dsl import AlignedSGPRField, SrcField
+
 from wgrad_cli.emu.program import Decoded
 from wgrad_cli.emu.registers import uses
 
@@ -32,6 +34,7 @@ PASSES = [(re.compile(p), n, f8) for p, n, f8 in (
     (r"v_mfma_.32_32x32x(4xf|8|16|32_)", 8, 8), (r"v_mfma_.32_32x32x[124]_?[fbi]", 16, 16), (r"v_mfma_.64_4x4x", 4, 4),
     (r"v_mfma_.64_16x16x", 16, 16), (r"v_smfmac_.32_16x16x", 4, 4), (r"v_smfmac_.32_32x32x", 8, 8))]
 FP8_FORMATS = 1  # cbsz/blgp 0 and 1 are fp8 and bf8
+IMPLICIT_VCC = re.compile(r"v_(cndmask|addc|subb|subbrev|add_co|sub_co|subrev_co)_")
 CROSS_LANE = ("_dpp", "ds_swizzle", "ds_permute", "ds_bpermute", "v_readlane", "v_readfirstlane", "v_permlane")
 
 
@@ -81,6 +84,7 @@ class Plan:
     mem: bool = False  # any vector or LDS memory instruction (MFMA results read at its issue)
     dpp: bool = False
     lane_select: int = -1  # v_readlane/v_writelane: the SGPR that selects the lane, if one
+    rwlane: bool = False  # v_readlane, v_readfirstlane, v_writelane: EXEC and (for the reads) the VGPR early
     store_data: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # a store of more than 8
     # bytes with no SGPR offset: its data rows, read late (a VALU must not overwrite them at once)
     reads_m0: bool = False  # LDS DMA, s_movrel and the addtid DS forms read M0 after issue
@@ -99,6 +103,20 @@ def _operands(d: Decoded) -> list[tuple[str, str, int, int]]:
 
 
 WRITTEN = {"vdst", "sdst"}
+SPECIAL = (VCC, M0, EXEC)  # the SGPRs past s101 whose writes matter to a required wait state
+
+
+def _special(d: Decoded) -> list[tuple[str, int]]:
+    """(operand, SGPR) for each of VCC, M0 and EXEC an operand names (registers.uses leaves them out)."""
+    counts: dict[str, int] = d.inst.op_regs
+    out = []
+    for name, f in type(d.inst)._fields:
+        if name not in counts or not isinstance(f, SrcField | AlignedSGPRField):
+            continue
+        value = getattr(d.inst, name).offset
+        if value in SPECIAL:
+            out += [(name, value + i) for i in range(max(1, min(counts[name], 2)))]
+    return out
 
 
 def plan(d: Decoded, klass: str, vgprs: int) -> Plan:
@@ -127,10 +145,16 @@ def plan(d: Decoded, klass: str, vgprs: int) -> Plan:
     vec_w = [(f, a, n) for f, a, n in writes if f != "s"]
     s_r = [a + i for f, a, n in reads if f == "s" for i in range(n)]
     s_w = [a + i for f, a, n in writes if f == "s" for i in range(n)]
+    special = _special(d)
+    s_r += [r for o, r in special if o not in written]
+    s_w += [r for o, r in special if o in written]
     mfma = klass == "mfma" and not name.startswith("v_accvgpr")
     valu = klass == "valu" or (klass == "mfma" and not mfma)
     if valu and d.cls in ("VOPC", "VOPC_SDWA_SDST") and not s_w:
         s_w += [VCC, VCC + 1]
+    if d.cls.startswith("VOP2") and IMPLICIT_VCC.match(name):  # the VOP2 carry forms and v_cndmask use VCC
+        s_r += [VCC, VCC + 1] if not name.startswith(("v_add_co", "v_sub_co", "v_subrev_co")) else []
+        s_w += [] if name.startswith("v_cndmask") else [VCC, VCC + 1]
     if name.startswith("v_cmpx"):
         s_w += [EXEC, EXEC + 1]
     if name.startswith("v_div_fmas"):
@@ -151,6 +175,7 @@ def plan(d: Decoded, klass: str, vgprs: int) -> Plan:
             if o == "vdst":
                 dst = (a + (vgprs if f == "a" else 0), n)
     lane_select = -1
+    rwlane = name.startswith(("v_readlane", "v_writelane", "v_readfirstlane"))
     if name.startswith(("v_readlane", "v_writelane")):
         lane_select = next((a for o, f, a, n in ops if o == "src1" and f == "s"), -1)
     data_bytes = sum(n for o, f, a, n in ops if o in ("data", "vdata")) * 4
@@ -163,7 +188,7 @@ def plan(d: Decoded, klass: str, vgprs: int) -> Plan:
                 lds_dma, atomic, wait, klass == "barrier",
                 (int(inst.simm16) & 0xF) + 1 if name == "s_nop" else 1, valu,
                 valu and bool(TRANSCENDENTAL.match(name)), mfma, mfma_passes(name, inst) if mfma else 0, srcc,
-                srcc_rows, dst, klass == "vmem", klass in ("vmem", "lds"), name.endswith("_dpp"), lane_select,
+                srcc_rows, dst, klass == "vmem", klass in ("vmem", "lds"), name.endswith("_dpp"), lane_select, rwlane,
                 np.zeros(0, np.int64) if store_data is None else store_data, reads_m0,
                 any(x in name for x in CROSS_LANE))
 
