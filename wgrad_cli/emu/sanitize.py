@@ -112,6 +112,7 @@ class State:
         self.r_tag = np.zeros(n, np.int64)
         self.r_pc = np.zeros(n, np.int32)
         self.current: Plan | None = None
+        self.seen: set[str] = set()  # the kinds of writes a hazard starts from that happened at all
 
 
 _PLANS: weakref.WeakKeyDictionary[Program, dict[int, dict[int, Plan]]] = weakref.WeakKeyDictionary()
@@ -137,6 +138,7 @@ class Sanitizer:
         self.ops = {pc: self._wrap(op, self.plans[pc]) if pc in self.plans else op for pc, op in ops.items()}
         self._found: dict[tuple[str, int, int], Finding] = {}
         self._states: weakref.WeakKeyDictionary[Batch, State] = weakref.WeakKeyDictionary()
+        self._last: tuple[Batch, State] | None = None
 
     def findings(self) -> list[Finding]:
         return sorted(self._found.values(), key=lambda f: (f.pc, f.check, f.other))
@@ -144,9 +146,11 @@ class Sanitizer:
     # --- state ---------------------------------------------------------------------------
     def state(self, b: Batch) -> State:
         st = self._states.get(b)
+        self._last = None  # (a batch's state is found by a dictionary look-up only when the batch changes)
         if st is None:
             st = self._states[b] = State(b, self.rows)
             b.lds_watch = lambda idx, inside, waves, write: self._lds(b, st, idx, inside, waves, write)
+        self._last = (b, st)
         return st
 
     def _report(self, b: Batch, check: str, p: Plan, other: int, wave: int, where: str, what: str, times: int) -> None:
@@ -167,13 +171,16 @@ class Sanitizer:
         inner = op.run
 
         def run(b: Batch) -> None:
-            st = self.state(b)
+            st = self._last[1] if self._last is not None and self._last[0] is b else self.state(b)
             m = b.wm
             self._before(b, st, p, m)
             st.current = p
             inner(b)
             self._after(b, st, p, m)
-            st.clk[m] += p.states
+            if b.all:
+                st.clk += p.states
+            else:
+                st.clk[m] += p.states
         return replace(op, run=run)
 
     def _exec_bits(self, b: Batch) -> np.ndarray:
@@ -197,7 +204,7 @@ class Sanitizer:
                 self._hazards_write(b, st, p, m, p.writes)
         if p.sreads.size:
             self._scalar_reads(b, st, p, m)
-        if p.mfma or p.dpp or p.rwlane:
+        if (p.mfma or p.dpp or p.rwlane) and "s_valu" in st.seen:
             self._exec_hazard(b, st, p, m)
         if p.counter == VM:  # counted from here: an LDS-DMA load's bytes take its number
             st.vm_issued[m] += 1
@@ -249,7 +256,7 @@ class Sanitizer:
 
     def _hazards_read(self, b: Batch, st: State, p: Plan, m: np.ndarray, r: np.ndarray) -> None:
         clk = st.mfma_clk[r]
-        if (clk > NEVER).any():
+        if "mfma" in st.seen and (clk > NEVER).any():
             passes = st.mfma_pass[r]
             if p.mfma:
                 srcc = np.isin(r, p.srcc_rows)[:, None]
@@ -258,26 +265,26 @@ class Sanitizer:
                 self._need(b, st, p, m, r, clk, need, st.mfma_pc[r], "read by it (an MFMA operand) after it was written")
             elif p.valu or p.mem:
                 self._need(b, st, p, m, r, clk, passes + 3, st.mfma_pc[r], "read by it after it was written")
-        if p.mfma:
+        if p.mfma and "valu" in st.seen:
             self._need(b, st, p, m, r, st.valu_clk[r], 2, st.valu_pc[r], "read by the MFMA after a VALU wrote it")
-        if p.dpp:
+        if p.dpp and "valu" in st.seen:
             self._need(b, st, p, m, r, np.maximum(st.valu_clk[r], st.mfma_clk[r]), 2, st.valu_pc[r],
                        "read through DPP after it was written")
-        if p.valu and not p.trans:
+        if p.valu and not p.trans and "trans" in st.seen:
             self._need(b, st, p, m, r, st.trans_clk[r], 1, st.trans_pc[r], "read after a transcendental wrote it")
-        if p.rwlane:  # v_readlane, v_readfirstlane: their VGPR source (v_writelane reads none)
+        if p.rwlane and "valu" in st.seen:  # v_readlane, v_readfirstlane: their VGPR source (v_writelane reads none)
             self._need(b, st, p, m, r, st.valu_clk[r], 1, st.valu_pc[r], "read by the lane read after a VALU wrote it")
 
     def _hazards_write(self, b: Batch, st: State, p: Plan, m: np.ndarray, w: np.ndarray) -> None:
         clk = st.mfma_clk[w]
-        if (clk > NEVER).any():
+        if "mfma" in st.seen and (clk > NEVER).any():
             self._need(b, st, p, m, w, clk, st.mfma_pass[w] + 3, st.mfma_pc[w], "overwritten by it after it was written")
         clk = st.srcc_clk[w]
-        if (clk > NEVER).any():
+        if "srcc" in st.seen and (clk > NEVER).any():
             passes = st.srcc_pass[w]
             self._need(b, st, p, m, w, clk, np.where(passes == 2, 1, passes - 1), st.srcc_pc[w],
                        "overwritten by it after being read as SrcC")
-        if p.valu:
+        if p.valu and "store" in st.seen:
             self._need(b, st, p, m, w, st.store_clk[w], 2, st.store_pc[w],
                        "overwritten by it after being read as data")
 
@@ -292,7 +299,7 @@ class Sanitizer:
                          f"read by it before the {self._text(other)} that writes it was waited for: lgkmcnt was "
                          f"{int(st.smem_issued[w] - st.smem_done[w] + st.lds_issued[w] - st.lds_done[w])}, needed 0 "
                          "(scalar memory returns out of order)", n)
-        if p.vmem or p.valu:
+        if (p.vmem or p.valu) and "s_valu" in st.seen:
             need = 5 if p.vmem else 2
             what = "read by the VMEM instruction" if p.vmem else "read by the VALU"
             self._need(b, st, p, m, s, st.s_valu_clk[s], need, st.s_valu_pc[s], f"{what} after a VALU wrote it", True)
@@ -345,23 +352,28 @@ class Sanitizer:
                 st.pend_pc[sel] = p.pc
             st.init[sel] |= ALL_LANES if p.mfma else of(self._exec_bits(b))
             if p.mfma:
+                st.seen.add("mfma")
                 st.mfma_clk[sel] = of(st.clk)
                 st.mfma_pass[sel] = p.passes
                 st.mfma_first[sel] = p.dst[0]
                 st.mfma_pc[sel] = p.pc
             elif p.valu:
+                st.seen.add("valu")
                 st.valu_clk[sel] = of(st.clk)
                 st.valu_pc[sel] = p.pc
                 if p.trans:
+                    st.seen.add("trans")
                     st.trans_clk[sel] = of(st.clk)
                     st.trans_pc[sel] = p.pc
         if p.mfma and p.srcc_rows.size:
             sel, of = at(p.srcc_rows)
+            st.seen.add("srcc")
             st.srcc_clk[sel] = of(st.clk)
             st.srcc_pass[sel] = p.passes
             st.srcc_pc[sel] = p.pc
         if p.store_data.size:
             sel, of = at(p.store_data)
+            st.seen.add("store")
             st.store_clk[sel] = of(st.clk)
             st.store_pc[sel] = p.pc
         if p.swrites.size:
@@ -370,6 +382,7 @@ class Sanitizer:
                 st.spend[sel] = of(st.smem_issued)
                 st.spend_pc[sel] = p.pc
             if p.valu:
+                st.seen.add("s_valu")
                 st.s_valu_clk[sel] = of(st.clk)
                 st.s_valu_pc[sel] = p.pc
             elif M0 in p.swrites:
