@@ -77,6 +77,8 @@ NOT_OURS = {
     "hip_fp4.h": "a ROCm 7 HIP header (docs/model.md's calibration)",
     "amd_hip_ocp_types.h": "a ROCm 7 HIP header (docs/model.md's calibration)",
     "results/h200/no-such-file.json": "a test's file that must not exist",
+    "llvm/lib/Target/AMDGPU/GCNHazardRecognizer.cpp": "LLVM's hazard recognizer (docs/emulator.md's sanitizer)",
+    "llvm/lib/Target/AMDGPU/GCNSubtarget.h": "LLVM's AMDGPU subtargets (docs/emulator.md's sanitizer)",
 }
 SKIP = {".git", ".venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", "__pycache__", "build", "dist"}
 

@@ -4,21 +4,22 @@ on the waves the emulator runs, from outside the emulator.
 The emulator executes memory synchronously, so a kernel that forgets a wait, races on LDS or
 breaks a required wait state gets right answers here. The sanitizer watches each wave's executed
 stream beside the emulator, without changing what it computes, through two hooks in the style of
-llvm-mca's views: it wraps each op of the kernel (`Sanitizer.wrap`, as the timing model's recorder
-does; without --sanitize no op is wrapped and the emulator runs as before) and it hears every LDS
-access (`Batch.lds_watch`). Four checks, each finding one line:
+llvm-mca's views: it wraps each op of the kernel (`Sanitizer.ops`, as the timing model's recorder
+wraps them; without --sanitize no op is wrapped and the emulator runs as before) and it hears every
+LDS access (`Batch.lds_watch`). Four checks, each finding one line:
 
 - **waits**: per wave, the vector-memory, LDS and scalar-memory operations issued and the ones an
-  `s_waitcnt` has made sure of (CDNA4 ISA, "Data Dependency Resolution": vector memory returns in
-  order, LDS in order, scalar memory out of order, so only lgkmcnt(0) makes sure of an SMEM result;
-  stores count on vmcnt). A read or overwrite of a register a load has not been made sure of, an
+  `s_waitcnt` has made sure of (CDNA4 ISA, S_WAITCNT and "Data Dependency Resolution": vector
+  memory returns in order, LDS in order, scalar memory out of order, so only lgkmcnt(0) makes sure
+  of an SMEM result; stores count on vmcnt). A read or overwrite of a register a load has not been made sure of, an
   LDS read of bytes an LDS-DMA load has not been made sure of by its own wave, or, for another
   wave, by the writer before the `s_barrier` between them.
 - **races**: per LDS byte, the last writing wave and barrier epoch and the waves that read it in
   the current epoch: a write by one wave and a read or write of the same byte by another in the
   same epoch (no `s_barrier` between) is a race; atomics are excepted.
 - **hazards**: the wait states the ISA requires between dependent instructions that the hardware
-  does not interlock (the gfx940/gfx950 rows of LLVM's GCNHazardRecognizer.cpp: MFMA results read
+  does not interlock (the gfx940/gfx950 rows of LLVM's llvm/lib/Target/AMDGPU/GCNHazardRecognizer.cpp,
+  docs/emulator.md lists them: MFMA results read
   or overwritten, MFMA SrcC overwritten, a VALU's SGPR or EXEC write read by VMEM, v_readlane,
   v_writelane, DPP or an MFMA, a transcendental's result, wide store data, M0 for LDS DMA), counted
   per wave on its executed stream (`s_nop N` counts N + 1).
