@@ -36,6 +36,15 @@ KERNEL void waits(unsigned *out, const unsigned *in) {
     out[tid()] = y;
 }
 """
+# A scalar load, then a wait that must be lgkmcnt(0): scalar memory returns out of order.
+SCALAR = """
+KERNEL void scalar(unsigned *out, const unsigned *in) {
+    unsigned s;
+    asm volatile("s_load_dword %0, %1, 0x0\\n\\ts_waitcnt lgkmcnt(" WAIT ")\\n\\ts_add_u32 %0, %0, 1"
+                 : "=&s"(s) : "s"(in) : "memory");
+    out[tid()] = s;
+}
+"""
 # Each wave writes its half of the array, then reads the other wave's half.
 BARRIER = """
 KERNEL void swap(unsigned *out) {
@@ -90,6 +99,18 @@ def test_a_weakened_wait_is_caught(amd_compiler: Compiler) -> None:
                for f in found), found
 
 
+def test_a_scalar_load_needs_lgkmcnt_0(amd_compiler: Compiler) -> None:
+    need(CLANG)
+    args: list[np.ndarray | int] = [np.zeros(64, np.uint32), np.arange(64, dtype=np.uint32)]
+    assert sanitized(compile_hip(SCALAR.replace("WAIT", '"0"')), args) == []
+    image = compile_hip(SCALAR.replace("WAIT", '"1"'))
+    found = sanitized(image, args)
+    add, load = offset_of(image, "s_add_u32"), offset_of(image, "s_load_dword")
+    assert found[0].startswith("waits: workgroup 0, wave 0: s_add_u32") and f"at {add:#x}: s" in found[0], found
+    assert "s_load_dword" in found[0] and f"at {load:#x} that writes it" in found[0], found
+    assert "lgkmcnt was 1, needed 0 (scalar memory returns out of order)" in found[0], found
+
+
 def test_a_missing_barrier_is_caught(amd_compiler: Compiler) -> None:
     need(CLANG)
     assert sanitized(compile_hip(BARRIER), [np.zeros(128, np.uint32)], block=128) == []
@@ -113,6 +134,20 @@ def test_a_removed_wait_state_is_caught(amd_compiler: Compiler) -> None:
     assert len(found) == 1 and found[0].startswith("hazard: workgroup 0, wave 0: v_mov_b32"), found
     assert f"at {mov:#x}: v35 read by it after it was written by the v_mfma_f32_32x32x16_f16" in found[0]
     assert f"at {mfma:#x} 10 wait states before; the ISA requires 11" in found[0]
+
+
+def test_a_valu_write_read_by_an_mfma_too_soon_is_caught(amd_compiler: Compiler) -> None:
+    """The accumulator zeroed right before the MFMA reads it: 2 wait states required, the last two
+    moves have 0 and 1."""
+    need(CLANG)
+    args: list[np.ndarray | int] = [np.zeros(64, np.float32), np.ones(512, np.float16)]
+    image = compile_hip(MFMA.replace("ZERO", f'"{ZEROS}"').replace('"s_nop 1\\n\\t"', '""')
+                        .replace("NOPS", '"s_nop 7\\n\\ts_nop 2\\n\\t"'))
+    found = sanitized(image, args)
+    mfma = offset_of(image, "v_mfma_f32_32x32x16_f16")
+    assert len(found) == 1 and "v_mfma_f32_32x32x16_f16 v[32:47]" in found[0] and f"at {mfma:#x}: v46 " in found[0]
+    assert "read by it (an MFMA operand) after it was written by the v_mov_b32_e32 v46" in found[0], found
+    assert "1 wait states before; the ISA requires 2" in found[0], found
 
 
 def test_an_unzeroed_accumulator_is_caught(amd_compiler: Compiler) -> None:

@@ -267,14 +267,14 @@ class Sanitizer:
             elif p.valu or p.mem:
                 self._need(b, st, p, m, r, clk, passes + 3, st.mfma_pc[r], "read by it after it was written")
         if p.mfma and "valu" in st.seen:
-            self._need(b, st, p, m, r, st.valu_clk[r], 2, st.valu_pc[r], "read by the MFMA after a VALU wrote it")
+            self._need(b, st, p, m, r, st.valu_clk[r], 2, st.valu_pc[r], "read by it (an MFMA operand) after it was written")
         if p.dpp and "valu" in st.seen:
             self._need(b, st, p, m, r, np.maximum(st.valu_clk[r], st.mfma_clk[r]), 2, st.valu_pc[r],
                        "read through DPP after it was written")
         if p.valu and not p.trans and "trans" in st.seen:
-            self._need(b, st, p, m, r, st.trans_clk[r], 1, st.trans_pc[r], "read after a transcendental wrote it")
+            self._need(b, st, p, m, r, st.trans_clk[r], 1, st.trans_pc[r], "read by it after it was written")
         if p.rwlane and "valu" in st.seen:  # v_readlane, v_readfirstlane: their VGPR source (v_writelane reads none)
-            self._need(b, st, p, m, r, st.valu_clk[r], 1, st.valu_pc[r], "read by the lane read after a VALU wrote it")
+            self._need(b, st, p, m, r, st.valu_clk[r], 1, st.valu_pc[r], "read by it after it was written")
 
     def _hazards_write(self, b: Batch, st: State, p: Plan, m: np.ndarray, w: np.ndarray) -> None:
         clk = st.mfma_clk[w]
@@ -302,12 +302,11 @@ class Sanitizer:
                          "(scalar memory returns out of order)", n)
         if (p.vmem or p.valu) and "s_valu" in st.seen:
             need = 5 if p.vmem else 2
-            what = "read by the VMEM instruction" if p.vmem else "read by the VALU"
-            self._need(b, st, p, m, s, st.s_valu_clk[s], need, st.s_valu_pc[s], f"{what} after a VALU wrote it", True)
+            self._need(b, st, p, m, s, st.s_valu_clk[s], need, st.s_valu_pc[s], "read by it after it was written", True)
         if p.lane_select >= 0:
             sel = np.asarray([p.lane_select])
             self._need(b, st, p, m, sel, st.s_valu_clk[sel], 4, st.s_valu_pc[sel],
-                       "selecting the lane after a VALU wrote it", True)
+                       "read by it as the lane select after it was written", True)
         if p.reads_m0:
             gap = st.clk - st.m0_clk - 1
             bad1 = (gap < 1) & m
@@ -320,7 +319,7 @@ class Sanitizer:
     def _exec_hazard(self, b: Batch, st: State, p: Plan, m: np.ndarray) -> None:
         need = 5 if p.dpp else 4
         e = np.asarray([EXEC])
-        self._need(b, st, p, m, e, st.s_valu_clk[e], need, st.s_valu_pc[e], "read after a VALU wrote it", True)
+        self._need(b, st, p, m, e, st.s_valu_clk[e], need, st.s_valu_pc[e], "read by it after it was written", True)
 
     def _after(self, b: Batch, st: State, p: Plan, m: np.ndarray) -> None:
         if p.wait is not None:

@@ -104,6 +104,7 @@ def _operands(d: Decoded) -> list[tuple[str, str, int, int]]:
 
 WRITTEN = {"vdst", "sdst"}
 SPECIAL = (VCC, M0, EXEC)  # the SGPRs past s101 whose writes matter to a required wait state
+SPECIAL_NAMES = {VCC: "vcc", VCC + 1: "vcc_hi", M0: "m0", EXEC: "exec", EXEC + 1: "exec_hi"}
 
 
 def _special(d: Decoded) -> list[tuple[str, int]]:
@@ -182,7 +183,11 @@ def plan(d: Decoded, klass: str, vgprs: int) -> Plan:
     soffset_reg = any(o == "soffset" for o, f, a, n in ops)
     wide_store = not load and klass == "vmem" and data_bytes > 8 and not (d.cls == "MUBUF" and soffset_reg)
     store_data = _rows([(f, a, n) for o, f, a, n in ops if o in ("data", "vdata")], vgprs) if wide_store else None
-    text = name + " " + ", ".join(_spelled(f, a, n) for _, f, a, n in ops)
+    spelled = {o: _spelled(f, a, n) for o, f, a, n in ops if not (lds_dma and o in ("vdata", "vdst"))}
+    for o, reg in special:
+        spelled.setdefault(o, SPECIAL_NAMES[reg])
+    order = [n for n, _ in type(inst)._fields] + ["scale_src0", "scale_src1"]
+    text = name + " " + ", ".join(spelled[o] for o in sorted(spelled, key=lambda o: order.index(o) if o in order else 99))
     return Plan(d.pc, text.strip(), klass, _rows(vec_r, vgprs), _rows(vec_w, vgprs),
                 np.asarray(sorted(set(s_r)), np.int64), np.asarray(sorted(set(s_w)), np.int64), counter,
                 lds_dma, atomic, wait, klass == "barrier",
