@@ -113,6 +113,9 @@ class HostDevice:
     def counters(self) -> Counters | None:
         return None
 
+    def findings(self) -> list[str]:
+        return []  # nothing watches the host's launches
+
     def watch(self, report: Watcher) -> None:
         pass  # a launch here finishes at once
 
