@@ -177,6 +177,7 @@ def weakened(image: bytes) -> list[tuple[int, str, bytes]]:
     """Each s_waitcnt of the code object's text in turn, weakened: made to wait for nothing, and each
     count it waits for raised by one (a miscount): (offset, the change, the patched code object)."""
     text = ELFFile(io.BytesIO(image)).get_section_by_name(".text")
+    assert text is not None
     loaded = load_image(image)
     out = []
     for d in decode(loaded.code, loaded.text_start, loaded.text_end):
