@@ -114,6 +114,7 @@ class State:
         self.r_pc = np.zeros(n, np.int32)
         self.current: Plan | None = None
         self.seen: set[str] = set()  # the kinds of writes a hazard starts from that happened at all
+        self.smem_outstanding = False  # whether a wave may have a scalar load not waited for
 
 
 _PLANS: weakref.WeakKeyDictionary[Program, dict[int, dict[int, Plan]]] = weakref.WeakKeyDictionary()
@@ -213,6 +214,7 @@ class Sanitizer:
             st.lds_issued[m] += 1
         elif p.counter == SMEM:
             st.smem_issued[m] += 1
+            st.smem_outstanding = True
 
     def _pending(self, b: Batch, st: State, p: Plan, m: np.ndarray, rows: np.ndarray, how: str, vm: bool = True,
                  lds: bool = True) -> None:
@@ -293,7 +295,7 @@ class Sanitizer:
         s = p.sreads
         seq = st.spend[s]
         bad = (seq > st.smem_done) & m
-        if bad.any():
+        if st.smem_outstanding and bad.any():
             i, w, n = self._first(bad)
             other = int(st.spend_pc[s[i], w])
             self._report(b, "waits", p, other, w, f"s{int(s[i])}",
@@ -328,6 +330,7 @@ class Sanitizer:
             st.lds_done[m] = np.maximum(st.lds_done[m], st.lds_issued[m] - lgkm)
             if lgkm == 0:
                 st.smem_done[m] = st.smem_issued[m]
+                st.smem_outstanding = bool((st.smem_issued > st.smem_done).any())
         if p.barrier:
             st.epoch[m] += 1
             arrived = np.flatnonzero(m)
