@@ -206,7 +206,7 @@ def _verify_launch(launch: Path, params: dict[str, Any]) -> None:
 
 
 def _model_launch(launch: Path, params: dict[str, Any]) -> None:
-    from wgrad_cli.model.launchfile import model_launch_file
+    from wgrad_cli.commands.launchmodel import model_launch_file
 
     model_launch_file(launch, chosen(CompilerOptions, params), chosen(Output, params), chosen(ModelOptions, params),
                       params["seed"] or 0)
@@ -324,7 +324,7 @@ def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, ou
 @wide_option
 def emu_check(selection: Selection, compilers: CompilerOptions) -> None:
     """List, per gfx950 code object of a config, the instructions the emulator lacks (before running it)."""
-    from wgrad_cli.emu.coverage import emu_check_command
+    from wgrad_cli.commands.emucheck import emu_check_command
 
     emu_check_command(selection, compilers)
 
@@ -396,7 +396,7 @@ def model(selection: Selection, compilers: CompilerOptions, output: Output, chip
           seed: int | None, shard: Shard | None) -> None:
     """Model each gfx950 kernel's time on an MI355X from the instruction stream the emulator executes
     (docs/model.md): rows labelled modelled, with the limiter and the time by cause."""
-    from wgrad_cli.model.command import model_command
+    from wgrad_cli.commands.model import model_command
 
     model_command(selection, compilers, output, chip, views, seed, shard)
 

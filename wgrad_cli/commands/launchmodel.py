@@ -19,9 +19,9 @@ from wgrad_cli.backends.registry import peak
 from wgrad_cli.config.launchfile import Buffer, LaunchFile, load_launch
 from wgrad_cli.config.options import CompilerOptions, ModelOptions, Output
 from wgrad_cli.config.shipped import config_name
-from wgrad_cli.model.launchsetup import TARGET, Built, code_object, place
+from wgrad_cli.commands.launchsetup import TARGET, Built, code_object, place
 from wgrad_cli.device.session import RunEnvironment
-from wgrad_cli.model.command import machine_of, save_modelled, say_classes
+from wgrad_cli.commands.model import machine_of, save_modelled, say_classes
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine
 from wgrad_cli.model.runtime import ModelRuntime, Plan

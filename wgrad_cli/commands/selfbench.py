@@ -42,7 +42,7 @@ from wgrad_cli.config.loader import load_config
 from wgrad_cli.config.shipped import config_file, config_name
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.device.launch import prepare
-from wgrad_cli.emu import mfma_step
+from wgrad_cli.commands import selfbench_mfma as mfma_step
 from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.errors import CheckFailed, ToolchainError
 from wgrad_cli.output.console import err, out

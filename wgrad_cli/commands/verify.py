@@ -15,7 +15,7 @@ from wgrad_cli.device.runtime import Headway
 from wgrad_cli.device.session import Session, open_session
 from wgrad_cli.errors import CheckFailed, Crashed, StoppedLaunches
 from wgrad_cli.measure.verify import Callbacks, Outcome, device_reference_possible, verify
-from wgrad_cli.model.command import model_records
+from wgrad_cli.commands.model import model_records
 from wgrad_cli.model.machine import load
 from wgrad_cli.output.console import err, out, progress
 from wgrad_cli.results.records import ModelledTime, VerifyRow
