@@ -88,14 +88,20 @@ def model_record(s: Session, rt: ModelRuntime, rec: Record, trace: Path | None =
         kernel()
     finally:
         dev.free()
+    profile = views_of(rt, code_object, trace, f"{rec.job.kernel.name} on {rec.shape.name}")
+    return _row(s, rec, p, rt.modelled[-1], rt.machine, kernel.grid, time.perf_counter() - began, profile)
+
+
+def views_of(rt: ModelRuntime, code_object: Path, trace: Path | None, what: str) -> Profile | None:
+    """The last launch's time per instruction (with rt.profile), and with `trace` (rt.timeline filled by
+    the launch) one CU's timeline of it written there."""
     modelled, program = rt.modelled[-1], rt.programs[-1]
     text = disassembly(code_object, rt.machine.arch) if rt.profile or trace else {}
     if trace and rt.timeline is not None:
         names = {d.pc: text.get(d.pc, d.mnemonic) for d in program.decoded}
         write_trace(trace, rt.timeline, names, rt.machine.issue_cycles, modelled.clock_ghz,
-                    f"{rec.job.kernel.name} on {rec.shape.name}: one modelled CU ({rt.device.name})")
-    profile = instruction_profile(modelled, program, text) if rt.profile else None
-    return _row(s, rec, p, modelled, rt.machine, kernel.grid, time.perf_counter() - began, profile)
+                    f"{what}: one modelled CU ({rt.device.name})")
+    return instruction_profile(modelled, program, text) if rt.profile else None
 
 
 def trace_path(trace: Path | None, rec: Record, several: bool) -> Path | None:
