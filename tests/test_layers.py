@@ -22,8 +22,6 @@ UPWARD = {
         "a launch asks its target's backend for the kernel's arguments and the launch limits",
     ("wgrad_cli.device.session", "wgrad_cli.backends.registry"): "a session opens its target's runtime",
     ("wgrad_cli.device.isolation", "wgrad_cli.backends.registry"): "the child process opens its target's runtime",
-    ("wgrad_cli.backends.gfx950", "wgrad_cli.emu.device"):
-        "the emulated gfx950 is the runtime that the gfx950 backend opens for --device emu, imported when opened",
 }
 
 

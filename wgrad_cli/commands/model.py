@@ -23,8 +23,9 @@ from wgrad_cli.config.options import (
     Selection,
     Shard,
 )
-from wgrad_cli.device.launch import prepare, upload
+from wgrad_cli.device.launch import DeviceProblem, prepare, upload
 from wgrad_cli.device.session import Record, RunEnvironment, Session, open_session
+from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine, load
 from wgrad_cli.model.profile import disassembly, instruction_profile
@@ -36,7 +37,7 @@ from wgrad_cli.output.console import err, out, progress
 from wgrad_cli.problem.abi import flops, min_bytes
 from wgrad_cli.problem.generate import Problem, generate
 from wgrad_cli.results.files import RESULTS_DIR, save
-from wgrad_cli.results.records import BenchRow, Profile, Summary, to_json
+from wgrad_cli.results.records import BenchRow, ModelledTime, Profile, Summary, to_json
 from wgrad_cli.results.tables import model_table, profile_tables
 
 SCALE_BLOCK = 32  # tokens per e8m0 scale
@@ -79,17 +80,37 @@ def model_record(s: Session, rt: ModelRuntime, rec: Record, trace: Path | None =
     began = time.perf_counter()
     p = generate(rec.shape.dims, rec.shape.routing, s.seed, s.config.quantization)
     dev = upload(rt, p)
-    code_object = s.builds[rec.job].code_object
-    assert code_object is not None
     rt.timeline = Timeline() if trace else None
     try:
-        kernel = prepare(rt, code_object, s.target, rec.job.kernel, p.dims, dev.args())
-        rt.plan = plan_for(rec.job.kernel, p, kernel.grid)
-        kernel()
+        grid = launch(s, rt, rec, p, dev)
     finally:
         dev.free()
+    code_object = s.builds[rec.job].code_object
+    assert code_object is not None
     profile = views_of(rt, code_object, trace, f"{rec.job.kernel.name} on {rec.shape.name}")
-    return _row(s, rec, p, rt.modelled[-1], rt.machine, kernel.grid, time.perf_counter() - began, profile)
+    return _row(s, rec, p, rt.modelled[-1], rt.machine, grid, time.perf_counter() - began, profile)
+
+
+def launch(s: Session, rt: ModelRuntime, rec: Record, p: Problem, dev: DeviceProblem) -> int:
+    """The record's kernel launched once on the model, on problem `p` uploaded as `dev` (rt.modelled
+    gets its time); returns its grid."""
+    code_object = s.builds[rec.job].code_object
+    assert code_object is not None
+    kernel = prepare(rt, code_object, s.target, rec.job.kernel, p.dims, dev.args())
+    rt.plan = plan_for(rec.job.kernel, p, kernel.grid)
+    kernel()
+    return kernel.grid
+
+
+def modelled_time(machine: Machine, s: Session, rec: Record, p: Problem, dev: DeviceProblem) -> ModelledTime:
+    """verify --model: the record's time on `machine`, on the problem verify generated and uploaded to the
+    emulated device (the model runs on that device's memory)."""
+    assert isinstance(s.rt, EmuRuntime)
+    rt = ModelRuntime(machine, heap=s.rt.heap)
+    launch(replace(s, rt=rt), rt, rec, p, dev)
+    m = rt.modelled[-1]
+    return ModelledTime(machine.name, machine.clock_ghz, m.seconds * 1e6, flops(p.dims, p.offsets.tolist()) / m.seconds
+                        / 1e12, m.limiter, round(m.clock_ghz, 4))
 
 
 def views_of(rt: ModelRuntime, code_object: Path, trace: Path | None, what: str) -> Profile | None:

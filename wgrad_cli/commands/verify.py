@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from functools import partial
 
 from rich.markup import escape
 from rich.progress import Progress
@@ -12,13 +12,12 @@ from wgrad_cli.commands.run import opened, print_header, save_results
 from wgrad_cli.config.options import DEFAULT_MACHINE, CompilerOptions, Output, RunOptions, Selection, VerifyOptions
 from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.runtime import Headway
-from wgrad_cli.device.session import Session, open_session
+from wgrad_cli.device.session import open_session
 from wgrad_cli.errors import CheckFailed, Crashed, StoppedLaunches
 from wgrad_cli.measure.verify import Callbacks, Outcome, device_reference_possible, verify
-from wgrad_cli.commands.model import model_records
+from wgrad_cli.commands.model import modelled_time
 from wgrad_cli.model.machine import load
 from wgrad_cli.output.console import err, out, progress
-from wgrad_cli.results.records import ModelledTime, VerifyRow
 from wgrad_cli.results.tables import counters_table, expert_table, verify_table
 
 
@@ -56,17 +55,6 @@ class LaunchProgress:
             err.print(line, highlight=False, markup=False)
 
 
-def with_model(s: Session, outcomes: list[Outcome], records: list[VerifyRow]) -> list[VerifyRow]:
-    """The rows with each verified kernel's time on the shipped MI355X model at its peak clock."""
-    machine = load(DEFAULT_MACHINE)
-    on_model, modelled = model_records(s, machine, [o.record for o in outcomes])
-    on_model.rt.close()
-    rows = {r.index: r for r in modelled}
-    return [replace(r, modelled=ModelledTime(machine.name, machine.clock_ghz, m.summary.median_ms * 1e3, m.tflops,
-                                             m.model.limiter if m.model else "", m.model.held_ghz if m.model else None))
-            for r in records for m in [rows[r.index]]]
-
-
 def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
                    checks: VerifyOptions) -> None:
     reference = checks.reference
@@ -86,12 +74,12 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
 
             crashes: list[Crash] = []
             hung: list[str] = []
-            outcomes = verify(s, reference, checks.rows, Callbacks(launches.start, done, crashes.append, hung.append))
+            model = partial(modelled_time, load(DEFAULT_MACHINE)) if checks.model else None
+            outcomes = verify(s, reference, checks.rows, Callbacks(launches.start, done, crashes.append, hung.append),
+                              model)
     finally:
         s.rt.close()
     records = [o.row(s.code_object(o.record.job)) for o in outcomes]
-    if checks.model:
-        records = with_model(s, outcomes, records)
     times = "; times modelled on an MI355X, not measured" if checks.model else ""
     out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}{times}"))
     if any(r.counters is not None for r in records):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from wgrad_cli.measure.check import BF16, POISON, combine, compare
 from wgrad_cli.problem.abi import Dims, flops
 from wgrad_cli.problem.generate import Problem, generate
 from wgrad_cli.problem.reference import grad_w, row_norms, sample_rows
-from wgrad_cli.results.records import CodeObject, Counters, Errors, Sampled, VerifyRow
+from wgrad_cli.results.records import CodeObject, Counters, Errors, ModelledTime, Sampled, VerifyRow
 
 NUMPY_MAX_FLOPS = 2**38  # auto: numpy up to ~0.27 TFLOP (seconds on a few cores), the device reference beyond
 COMPARE_BLOCK_ELEMENTS = 2**20  # outputs per compare() call in per_expert
@@ -41,6 +41,7 @@ class Outcome:
     experts: list[Errors]  # against the reference, whole
     sampled: list[Errors] | None = None  # numpy on sampled rows, where the reference was the device's
     counters: Counters | None = None  # what the kernel's launch executed, where the device counts it
+    modelled: ModelledTime | None = None  # its time on the timing model, where verify --model asked for it
 
     @property
     def overall(self) -> Errors:
@@ -58,7 +59,7 @@ class Outcome:
                          target=self.record.job.target, shape=self.record.shape_ref(), seed=self.seed, ok=self.ok,
                          reference=self.reference, overall=self.overall,
                          experts=self.experts, sampled=sampled,
-                         counters=self.counters)
+                         counters=self.counters, modelled=self.modelled)
 
 
 def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, np.ndarray], tokens: np.ndarray,
@@ -129,13 +130,19 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
     return Outcome(rec, p.seed, f"reference kernel on the device, every element; {how}", whole, sampled, counters)
 
 
-def check_record(s: Session, job: tuple[Record, str, int]) -> Outcome:
-    """One record (and its reference mode and rows) on its own upload of the shape's problem."""
-    rec, mode, rows = job
+# verify --model: the time of a record's kernel on the timing model, on the problem as checked and uploaded
+Model = Callable[[Session, Record, Problem, DeviceProblem], ModelledTime]
+
+
+def check_record(s: Session, job: tuple[Record, str, int, Model | None]) -> Outcome:
+    """One record (and its reference mode and rows) on its own upload of the shape's problem; with a
+    Model, that upload modelled too."""
+    rec, mode, rows, model = job
     p = generate(rec.shape.dims, rec.shape.routing, s.seed, s.config.quantization)
     dev = upload(s.rt, p)
     try:
-        return check(s, rec, p, dev, mode, rows)
+        outcome = check(s, rec, p, dev, mode, rows)
+        return replace(outcome, modelled=model(s, rec, p, dev)) if model else outcome
     finally:
         dev.free()
 
@@ -151,7 +158,7 @@ class Callbacks:
     on_hang: Callable[[str], None]
 
 
-def verify(s: Session, mode: str, rows: int, tell: Callbacks) -> list[Outcome]:
+def verify(s: Session, mode: str, rows: int, tell: Callbacks, model: Model | None = None) -> list[Outcome]:
     """Check every record, each in a process of its own where a fault could end the process (isolation.py):
     a record whose process crashed goes to on_crash, one whose launch the emulator stopped as hung
     goes to on_hang (its line), and the others still run."""
@@ -160,7 +167,7 @@ def verify(s: Session, mode: str, rows: int, tell: Callbacks) -> list[Outcome]:
         what = f"{rec.job.kernel.name} on {rec.shape.name}"
         tell.on_start(what)
         try:
-            result = isolation.run(s, what, check_record, (rec, mode, rows))
+            result = isolation.run(s, what, check_record, (rec, mode, rows, model))
         except LaunchStopped as exc:
             tell.on_hang(f"{what}: {exc.lines[0]}")
             continue
