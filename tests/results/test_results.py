@@ -184,8 +184,8 @@ def test_load_wrong_command(tmp_path: Path) -> None:
     ((2, 4), "verify-smoke-gfx950-shard-2-of-4.json"),
 ])
 def test_default_path(shard: tuple[int, int] | None, name: str) -> None:
-    assert default_path("verify", Path("configs/smoke.yaml"), "gfx950", shard) == Path("results") / name
-    assert default_path("bench", Path("/x/ci.yaml"), "sm_90", shard) == Path("results") / name.replace(
+    assert default_path("verify", "smoke", "gfx950", shard) == Path("results") / name
+    assert default_path("bench", "ci", "sm_90", shard) == Path("results") / name.replace(
         "verify-smoke-gfx950", "bench-ci-sm_90")
 
 

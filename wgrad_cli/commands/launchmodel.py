@@ -29,7 +29,7 @@ from wgrad_cli.model.runtime import ModelRuntime, Plan
 from wgrad_cli.model.schedule import Sharing
 from wgrad_cli.model.timeline import Timeline
 from wgrad_cli.output.console import err, out
-from wgrad_cli.results.files import RESULTS_DIR
+from wgrad_cli.results.files import default_path
 from wgrad_cli.results.records import BenchRow, Profile, ShapeRef, Summary
 from wgrad_cli.results.tables import model_table, profile_tables
 
@@ -93,4 +93,5 @@ def model_launch_file(path: Path, compilers: CompilerOptions, output: Output, ch
         return
     env = RunEnvironment(config_name(path), hashlib.sha256(path.read_bytes()).hexdigest(), seed, ROUTING, TARGET,
                          rt.device, platform.python_version(), np.__version__)
-    save_modelled(output.json_path or RESULTS_DIR / f"model-{launch.name}-{m.arch}.json", output, [row], env, chip, m, None)
+    save_modelled(output.json_path or default_path("model", launch.name, m.arch, None), output, [row], env, chip, m,
+                  None)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wgrad_cli.backends.registry import EMULATED_TARGET, backend
+from wgrad_cli.backends.registry import BACKENDS, EMULATED_TARGET, backend
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.codeobject import CodeObjectError, Param, match_symbol
 from wgrad_cli.compile.hsaco import arguments, metadata
@@ -46,8 +46,8 @@ def code_object(launch: LaunchFile, compilers: CompilerOptions) -> Built:
         return Built(launch.code_object, launch.code_object.read_bytes(), None, None)
     assert launch.source is not None
     cache = Cache.writable(compilers.cache_dir)
-    compiler = Toolchains.chosen(compilers, cache.root).select(TARGET, False)
-    entry = build_source(TARGET, compiler, launch.source, launch.include, launch.flags, cache)
+    compiler = Toolchains.chosen(compilers, cache.root, BACKENDS).select(TARGET, False)
+    entry = build_source(TARGET, backend(TARGET), compiler, launch.source, launch.include, launch.flags, cache)
     if isinstance(entry, list):
         raise WgradError([f"{launch.path}: source {launch.source} does not build:", *entry])
     return Built(entry.code_object, entry.code_object.read_bytes(), f"{compiler.kind} {compiler.version}",

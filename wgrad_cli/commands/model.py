@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from wgrad_cli.backends.registry import peak
+from wgrad_cli.backends.registry import BACKENDS, peak
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.options import (
     CompilerOptions,
@@ -36,7 +36,7 @@ from wgrad_cli.model.tracefile import write_trace
 from wgrad_cli.output.console import err, out, progress
 from wgrad_cli.problem.abi import flops, min_bytes
 from wgrad_cli.problem.generate import Problem, generate
-from wgrad_cli.results.files import RESULTS_DIR, save
+from wgrad_cli.results.files import default_path, save
 from wgrad_cli.results.records import BenchRow, ModelledTime, Profile, Summary, to_json
 from wgrad_cli.results.tables import model_table, profile_tables
 
@@ -96,7 +96,7 @@ def launch(s: Session, rt: ModelRuntime, rec: Record, p: Problem, dev: DevicePro
     gets its time); returns its grid."""
     code_object = s.builds[rec.job].code_object
     assert code_object is not None
-    kernel = prepare(rt, code_object, s.target, rec.job.kernel, p.dims, dev.args())
+    kernel = prepare(rt, code_object, s.target, s.backend, rec.job.kernel, p.dims, dev.args())
     rt.plan = plan_for(rec.job.kernel, p, kernel.grid)
     kernel()
     return kernel.grid
@@ -159,7 +159,8 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
                   views: ModelViews, seed: int | None, shard: Shard | None) -> None:
     m = machine_of(chip)
     run = RunOptions(Emulated(), seed, None, shard)
-    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [])
+    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [],
+                     backends=BACKENDS)
     err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}",
               highlight=False)
     s.rt.close()
@@ -171,8 +172,7 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
     say_classes(rows)
     if output.no_save:
         return
-    stem = selection.config_path.stem
-    path = output.json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
+    path = output.json_path or default_path("model", selection.config_path.stem, m.arch, shard)
     save_modelled(path, output, rows, s.environment(), chip, m, shard)
 
 

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from wgrad_cli.backends.registry import EMULATED_TARGET
+from wgrad_cli.backends.registry import BACKENDS, EMULATED_TARGET, backend
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.jobs import BuildJob, run_builds
 from wgrad_cli.compile.toolchain import Toolchains
@@ -122,7 +122,7 @@ def build_ratios(config_path: Path) -> list[Ratio]:
         cache = Cache(Path(tmp) / "step")
         times = []
         for _ in range(2):
-            t, results = _timed(run_builds, jobs, Toolchains(cache.root / "zig-shim"), cache, {}, os.cpu_count() or 1)
+            t, results = _timed(run_builds, jobs, Toolchains(cache.root / "zig-shim", BACKENDS), cache, {}, os.cpu_count() or 1)
             if not all(r.ok for r in results):
                 raise CheckFailed(f"selfbench: building {config_path} failed; run wgrad build --config {config_path}")
             times.append(t)
@@ -141,7 +141,7 @@ def emulator_ratios() -> list[Ratio]:
     goal, not a measured baseline); nothing without a gfx950 compiler to build the step."""
     with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-step-") as tmp:
         try:
-            image = mfma_step.build(Toolchains(Path(tmp) / "zig-shim").select(EMULATED_TARGET, False))
+            image = mfma_step.build(Toolchains(Path(tmp) / "zig-shim", BACKENDS).select(EMULATED_TARGET, False))
         except ToolchainError as exc:
             err.print(f"selfbench: {exc.lines[0]}; the emulator's MFMA row is skipped")
             return []
@@ -160,7 +160,7 @@ def emulator_rate_ratios() -> list[Ratio]:
     spec, d = load_specs()["reference"], EMU_RATE_DIMS
     with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-emu-") as tmp:
         cache = Cache(Path(tmp))
-        built = run_builds([BuildJob(spec, EMULATED_TARGET, d)], Toolchains(cache.root / "zig-shim"), cache, {}, 1)[0]
+        built = run_builds([BuildJob(spec, EMULATED_TARGET, d)], Toolchains(cache.root / "zig-shim", BACKENDS), cache, {}, 1)[0]
         if not built.ok or built.code_object is None:
             err.print("selfbench: the reference kernel did not build for gfx950 (`wgrad build --target gfx950` says "
                       "why); the emulator's rate row is skipped")
@@ -172,7 +172,7 @@ def emulator_rate_ratios() -> list[Ratio]:
                   problem.offsets):
             args.append(rt.alloc(a.nbytes))
             rt.copy_in(args[-1], a.ctypes.data, a.nbytes)
-        kernel = prepare(rt, built.code_object, TARGETS[EMULATED_TARGET], spec, d, args)
+        kernel = prepare(rt, built.code_object, TARGETS[EMULATED_TARGET], backend(EMULATED_TARGET), spec, d, args)
     seconds, _ = _timed(kernel)
     lanes = rt.stats[-1].lane_instructions
     return [Ratio("emulator rate, reference kernel", seconds / lanes * 1e9, 1e9 / EMU_RATE_GOAL, "ns", 1.0, True,

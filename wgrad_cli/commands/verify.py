@@ -8,6 +8,7 @@ from functools import partial
 from rich.markup import escape
 from rich.progress import Progress
 
+from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.commands.run import opened, print_header, save_results
 from wgrad_cli.config.options import DEFAULT_MACHINE, CompilerOptions, Output, RunOptions, Selection, VerifyOptions
 from wgrad_cli.device.isolation import Crash
@@ -60,7 +61,7 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     reference = checks.reference
     s = opened(selection, run, lambda: open_session(
         selection, compilers, run, checks.edge_cases,
-        extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else []))
+        extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else [], backends=BACKENDS))
     try:
         print_header(s)
         # the emulator forks its workers only while no other thread runs: no ticking refresh thread then

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from wgrad_cli.backends.registry import backend, max_shared
 from wgrad_cli.config.shipped import KERNELS_DIR
-from wgrad_cli.config.targets import TARGETS
+from wgrad_cli.config.targets import MAX_SHARED, TARGETS
 from wgrad_cli.config.yamlsource import Key, Problems, load
 from wgrad_cli.errors import ConfigError
 from wgrad_cli.problem.abi import ALIGN, Dims
@@ -96,9 +95,9 @@ def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
     tile, block, dynamic_shared, persistent, cluster = _launch(data.get("launch"), p)
     flags = _flags(data.get("targets"), p)
     for target in flags or {}:
-        if dynamic_shared > backend(target).shared_limit:
+        if dynamic_shared > TARGETS[target].shared_limit:
             p.add(("launch", "dynamic_shared"), f"{dynamic_shared} bytes is more than a {target} workgroup can have",
-                  f"at most {backend(target).shared_limit} for {target} (or build this kernel for other targets)")
+                  f"at most {TARGETS[target].shared_limit} for {target} (or build this kernel for other targets)")
     needs = data.get("needs_hip_headers", False)
     if not isinstance(needs, bool):
         p.add(("needs_hip_headers",), f"{needs!r} is not a boolean", "true or false")
@@ -128,9 +127,9 @@ def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None
     for key in value.keys() - LAUNCH_KEYS:
         p.add(("launch", key), "unknown key", f"launch has {', '.join(sorted(LAUNCH_KEYS))}")
     shared = value.get("dynamic_shared", 0)
-    if type(shared) is not int or not 0 <= shared <= max_shared():
+    if type(shared) is not int or not 0 <= shared <= MAX_SHARED:
         p.add(("launch", "dynamic_shared"), f"{shared!r} is not a byte count",
-              f"dynamic_shared is an integer in [0, {max_shared()}] (bytes per workgroup)")
+              f"dynamic_shared is an integer in [0, {MAX_SHARED}] (bytes per workgroup)")
         shared = 0
     grid = value.get("grid", "tiles")
     if not isinstance(grid, str) or grid not in GRIDS:

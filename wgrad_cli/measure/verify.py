@@ -91,7 +91,7 @@ def run_kernel(s: Session, job: BuildJob, dev: DeviceProblem, output: int) -> np
     """Poison `output`, launch once into it, wait, and return its bf16 bits (E, N, K)."""
     build = s.builds[job]
     assert build.code_object is not None
-    kernel = prepare(s.rt, build.code_object, s.target, job.kernel, dev.dims, dev.args(output))
+    kernel = prepare(s.rt, build.code_object, s.target, s.backend, job.kernel, dev.dims, dev.args(output))
     s.rt.fill(output, 0xFF, dev.output_bytes)
     kernel()
     settle(s.rt, s.events[1], s.kernel_timeout, job.label)
