@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from wgrad_cli.backends.base import Backend
-from wgrad_cli.backends.peaks import MiB
+from wgrad_cli.backends.flush import MiB
 from wgrad_cli.compile import hsaco
 from wgrad_cli.compile.codeobject import Param
 from wgrad_cli.compile.compilers import Candidate, Compiler, clang_version

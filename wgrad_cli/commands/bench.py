@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
-from wgrad_cli.backends.peaks import flush_bytes
+from wgrad_cli.backends.flush import flush_bytes
 from wgrad_cli.backends.registry import BACKENDS, backend, check_timed, peak
 from wgrad_cli.commands.run import opened, print_header, save_results
 from wgrad_cli.config.options import BenchOptions, CompilerOptions, Criterion, Output, RunOptions, Selection

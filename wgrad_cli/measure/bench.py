@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from wgrad_cli.backends.peaks import flush_bytes
+from wgrad_cli.backends.flush import flush_bytes
 from wgrad_cli.backends.registry import peak
 from wgrad_cli.compile.jobs import BuildJob
 from wgrad_cli.config.loader import Shape
