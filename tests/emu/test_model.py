@@ -32,6 +32,22 @@ KERNEL void mfma_loop(v4f *out, const v8i *in, int n) {
 }
 '''
 
+# cdna4's MFMA: 32x32x64, 16 accumulators a lane
+MFMA32_LOOP = r'''
+typedef int v8i __attribute__((ext_vector_type(8)));
+typedef float v16f __attribute__((ext_vector_type(16)));
+KERNEL void mfma_loop(v16f *out, const v8i *in, int n) {
+  v8i a = in[tid() % 64];
+  v16f acc[4] = {};
+  for (int i = 0; i < n; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) acc[j] = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a, a, acc[j], FMT, FMT, 0, 127, 0, 127);
+  v16f sum = {};
+  for (int j = 0; j < 4; j++) sum += acc[j];
+  out[gid() * 256 + tid()] = sum;
+}
+'''
+
 # One ds_read_b32 per lane at lane * STRIDE dwords, waited for before the next: STRIDE 1 hits 64
 # banks once each (1 clock), STRIDE 64 puts every lane in bank 0 (64 clocks).
 LDS_LOOP = r'''
@@ -124,6 +140,15 @@ def mfma_loop(fmt: int, n: int, grid: int = 1, block: int = 64) -> Modelled:
 def test_an_mfma_loop_costs_its_passes_per_iteration(fmt: int, passes: int) -> None:
     short, long = mfma_loop(fmt, 8), mfma_loop(fmt, 24)  # 8 MFMAs an iteration: 128 more
     assert cycles(long) - cycles(short) == pytest.approx(128 * passes * M.mfma_pass_cycles)
+
+
+@pytest.mark.parametrize("fmt, passes", [(0, 16), (4, 8)])  # fp8: 16 passes; fp4: 8
+def test_a_32x32x64_mfma_loop_costs_its_passes_per_iteration(fmt: int, passes: int) -> None:
+    image = compile_hip(MFMA32_LOOP.replace("FMT", str(fmt)))
+    assert_uses(image, r"v_mfma_scale_f32_32x32x64_f8f6f4")
+    short, long = (model(image, [np.zeros((256, 16), np.float32), np.zeros((64, 8), np.int32), n], 1, 64)
+                   for n in (8, 24))
+    assert cycles(long) - cycles(short) == pytest.approx(64 * passes * M.mfma_pass_cycles)  # 4 MFMAs an iteration
 
 
 UNLIMITED = M.with_figures(("dense_clock_ratio=1", "dense_matrix_duty=1"))  # no power limit below full duty
