@@ -121,5 +121,8 @@ def test_model_launch_honours_profile_trace_figure_and_clock(tmp_path: Path) -> 
     (row,) = doc["records"]
     assert doc["modelled"]["clock_ghz"] == 2.0 and doc["modelled"]["figures"] == ["vmem_latency_cycles=1600"]
     assert row["seed"] == 5 and row["clock_mhz"] == 2000
+    seconds = row["median_ms"] / 1e3  # the modelled row's rates, in their units
+    assert row["tflops"] == pytest.approx(row["flops"] / seconds / 1e12, rel=1e-12)
+    assert row["gbps"] == pytest.approx(row["min_bytes"] / seconds / 1e9, rel=1e-12)
     assert row["model"]["profile"] is not None and "the 12 instructions that take the most" in result.stdout
     assert json.loads(trace.read_text())["traceEvents"] and f"trace of one CU: {trace}" in result.stderr

@@ -180,3 +180,6 @@ def test_model_models_the_problem_verify_checked(tmp_path: Path, monkeypatch: py
     assert verified["modelled"]["microseconds"] == pytest.approx(modelled["median_ms"] * 1e3, rel=1e-12)
     assert verified["modelled"]["tflops"] == pytest.approx(modelled["tflops"], rel=1e-12)
     assert verified["modelled"]["limiter"] == modelled["model"]["limiter"]
+    seconds = modelled["median_ms"] / 1e3  # the modelled row's rates, in their units
+    assert modelled["tflops"] == pytest.approx(modelled["flops"] / seconds / 1e12, rel=1e-12)
+    assert modelled["gbps"] == pytest.approx(modelled["min_bytes"] / seconds / 1e9, rel=1e-12)
