@@ -96,11 +96,13 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     save_results(s, "verify", records, output, run.shard,
                  **({"crashed": [c.line for c in crashes]} if crashes else {}), **({"hung": hung} if hung else {}))
     failed = [r for r in records if not r.ok]
+    routing = {o.record.index: o.routing for o in outcomes if o.routing}
     err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes) + len(hung)} shapes passed")
     for r in failed:
         err.print(f"[red]FAILED[/] {escape(r.kernel)} on {escape(r.shape.name)}: "
                   f"{r.overall.mismatches} mismatches, {r.overall.unwritten} unwritten "
-                  f"({escape(r.reference)})", highlight=False)
+                  f"({escape(r.reference)})" + (f"; {escape(routing[r.index])}" if r.index in routing else ""),
+                  highlight=False)
     for c in crashes:
         err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
     for line in hung:

@@ -41,6 +41,7 @@ class Outcome:
     experts: list[Errors]  # against the reference, whole
     sampled: list[Errors] | None = None  # numpy on sampled rows, where the reference was the device's
     counters: Counters | None = None  # what the kernel's launch executed, where the device counts it
+    routing: str | None = None  # why the problem's offsets are not what its routing promises (the row fails)
     modelled: ModelledTime | None = None  # its time on the timing model, where verify --model asked for it
 
     @property
@@ -49,7 +50,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.overall.ok and (self.sampled is None or combine(self.sampled).ok)
+        return self.overall.ok and (self.sampled is None or combine(self.sampled).ok) and self.routing is None
 
     def row(self, code: CodeObject) -> VerifyRow:
         """The results record, with the code object that ran (Session.code_object)."""
@@ -134,6 +135,18 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
 Model = Callable[[Session, Record, Problem, DeviceProblem], ModelledTime]
 
 
+def routing_problem(rec: Record, p: Problem) -> str | None:
+    """Why the problem's expert offsets break what the shape's routing promises (an expert it fills left
+    without tokens, or one it empties given some), or None: a routing that routed nothing would
+    otherwise pass, its output and the reference both zero."""
+    promised = rec.shape.routing.empty_experts(p.dims.M, p.dims.E)
+    empty = int((np.diff(p.offsets) == 0).sum())
+    if promised is None or empty == promised:
+        return None
+    return (f"{rec.shape.routing.describe()} routing leaves {promised} of {p.dims.E} experts without tokens, "
+            f"but the problem's offsets leave {empty} ({p.offsets.tolist()})")
+
+
 def check_record(s: Session, job: tuple[Record, str, int, Model | None]) -> Outcome:
     """One record (and its reference mode and rows) on its own upload of the shape's problem; with a
     Model, that upload modelled too."""
@@ -141,7 +154,7 @@ def check_record(s: Session, job: tuple[Record, str, int, Model | None]) -> Outc
     p = generate(rec.shape.dims, rec.shape.routing, s.seed, s.config.quantization)
     dev = upload(s.rt, p)
     try:
-        outcome = check(s, rec, p, dev, mode, rows)
+        outcome = replace(check(s, rec, p, dev, mode, rows), routing=routing_problem(rec, p))
         return replace(outcome, modelled=model(s, rec, p, dev)) if model else outcome
     finally:
         dev.free()
