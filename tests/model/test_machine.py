@@ -4,6 +4,7 @@ variant's cost in passes, and an instruction class the model does not know refus
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 
 import pytest
@@ -63,3 +64,32 @@ def test_an_instruction_class_the_model_does_not_know_is_an_error() -> None:
     assert classify(d, "salu", M).kind is Kind.SALU
     with pytest.raises(ToolError, match="s_mov_b32: the emulator's instruction class 'vector_alu'"):
         classify(d, "vector_alu", M)
+
+
+# LDS forms as the model sees them: (emulator op name, LLVM mnemonic, bytes per access, accesses per lane)
+LDS_FORMS = [
+    ("DS_READ_B32", "ds_read_b32", 4, 1), ("DS_READ_B128", "ds_read_b128", 16, 1), ("DS_READ_U8", "ds_read_u8", 1, 1),
+    ("DS_READ_I16", "ds_read_i16", 2, 1), ("DS_WRITE_B64", "ds_write_b64", 8, 1), ("DS_WRITE_B96", "ds_write_b96", 12, 1),
+    ("DS_READ2_B32", "ds_read2_b32", 4, 2), ("DS_READ2_B64", "ds_read2_b64", 8, 2),
+    ("DS_READ2ST64_B64", "ds_read2st64_b64", 8, 2), ("DS_WRITE2_B32", "ds_write2_b32", 4, 2),
+    ("DS_WRITE2ST64_B64", "ds_write2st64_b64", 8, 2), ("DS_READ_B64_TR_B8", "ds_read_b64_tr_b8", 8, 1),
+    ("DS_BPERMUTE_B32", "ds_bpermute_b32", 0, 1),  # through the crossbar, not the banks
+    ("DS_ADD_U32", "ds_add_u32", 4, 1), ("DS_ADD_RTN_U64", "ds_add_rtn_u64", 8, 1),  # atomics: by their type
+]
+
+
+@pytest.mark.parametrize("op, mnemonic, size, accesses", LDS_FORMS)
+def test_each_lds_form_costs_its_bytes_and_accesses(op: str, mnemonic: str, size: int, accesses: int) -> None:
+    d = Decoded(0, 8, "DS", mnemonic, types.SimpleNamespace(op=types.SimpleNamespace(name=op)))
+    s = classify(d, "lds", M)
+    assert (s.kind, s.cycles, s.lane_bytes, s.accesses) == (Kind.LDS, M.issue_cycles, size, accesses)
+
+
+@pytest.mark.parametrize("mnemonic, size, kind", [
+    ("global_load_dwordx4", 16, Kind.LOAD), ("buffer_load_ubyte", 1, Kind.LOAD), ("global_store_short", 2, Kind.STORE),
+    ("global_atomic_add_f32", 4, Kind.LOAD), ("buffer_atomic_add_f64", 8, Kind.LOAD),
+    ("global_atomic_swap_x2", 8, Kind.LOAD), ("global_store_dwordx3", 12, Kind.STORE),
+])
+def test_each_vector_memory_form_moves_its_bytes(mnemonic: str, size: int, kind: Kind) -> None:
+    s = classify(Decoded(0, 8, "GLOBAL", mnemonic, None), "vmem", M)
+    assert (s.kind, s.lane_bytes) == (kind, size)

@@ -10,13 +10,18 @@ from click.testing import CliRunner
 from rows import SAME_RUN, bench_row, shape, write
 
 from wgrad_cli.cli import cli
+from wgrad_cli.compile.occupancy import Occupancy
+from wgrad_cli.compile.resources import Resources
 from wgrad_cli.measure.check import errors
 from wgrad_cli.output.grid import Grid
+from wgrad_cli.results.build_tables import build_table
 from wgrad_cli.results.records import (
     BenchRow,
+    BuildRecord,
     ModelFigures,
     ModelledTime,
     Sampled,
+    ShapeRef,
     Summary,
     VerifyRow,
 )
@@ -89,3 +94,30 @@ def test_compares_cells(tmp_path: Path) -> None:
     assert slower["median us"] == "1,000.0 -> 1,250.0" and slower["delta"] == "+25.0%"
     assert slower["noise"] == f"{noise:.2f}%" and slower["verdict"] == "slower"
     assert slower["TFLOP/s"] == f"{bench_row(0, 'a', 1.0).tflops:,.2f} -> {bench_row(0, 'a', 1.25).tflops:,.2f}"
+
+
+def build_record(name: str, target: str, ok: bool, resources: Resources | None, cache_hit: bool,
+                 dims: ShapeRef) -> BuildRecord:
+    return BuildRecord(shape=replace(dims, name=name), kernel="reference", target=target, ok=ok, code_object=None,
+                       compile_seconds=1.234, cache_hit=cache_hit, compiler="clang 22", resources=resources, errors=[])
+
+
+def test_build_tables_cells() -> None:
+    res = Resources("k", registers=21, agprs=4, sgprs=24, shared_bytes=1536, scratch_bytes=16, spills=2, wave_size=64,
+                    occupancy=Occupancy(3, 6, None, "registers"))
+    cuda = Resources("k", registers=40, agprs=None, sgprs=None, shared_bytes=4096, scratch_bytes=0, spills=0,
+                     wave_size=32, occupancy=Occupancy(5, None, 40, "shared memory"))
+    records = [build_record("a", "gfx950", True, res, True, shape("a")),
+               build_record("a2", "gfx950", True, res, True, shape("a")),  # the same build: one row
+               build_record("b", "sm_90a", True, cuda, False, shape("b")),
+               build_record("c", "sm_90a", False, None, False, shape("c"))]
+    assert cells(build_table(records)) == [
+        {"kernel": "reference", "target": "gfx950", "M x N x K, E": "1024 x 256 x 512, 2", "shapes": "a, a2",
+         "status": "ok", "registers": "21v 4a 24s", "LDS/smem B": "1536", "scratch B": "16", "spills": "2",
+         "occupancy": "3 WGs/CU, 6 waves/SIMD", "limited by": "registers", "compile s": "cached"},
+        {"kernel": "reference", "target": "sm_90a", "M x N x K, E": "2048 x 512 x 512, 4", "shapes": "b",
+         "status": "ok", "registers": "40", "LDS/smem B": "4096", "scratch B": "0", "spills": "0",
+         "occupancy": "5 blocks/SM, 40 warps/SM", "limited by": "shared memory", "compile s": "1.23"},
+        {"kernel": "reference", "target": "sm_90a", "M x N x K, E": "4096 x 1024 x 1024, 8", "shapes": "c",
+         "status": "FAILED", "registers": "", "LDS/smem B": "", "scratch B": "", "spills": "", "occupancy": "",
+         "limited by": "", "compile s": "1.23"}]

@@ -32,7 +32,7 @@ class Kind(IntEnum):
 TRANSCENDENTAL = re.compile(r"v_(exp|log|rcp|rsq|sqrt|sin|cos)_")
 WIDTH = {"dwordx4": 16, "dwordx3": 12, "dwordx2": 8, "dword": 4, "short": 2, "ushort": 2, "sshort": 2,
          "byte": 1, "ubyte": 1, "sbyte": 1, "b128": 16, "b96": 12, "b64": 8, "b32": 4, "b16": 2, "u16": 2,
-         "i16": 2, "d16": 2, "b8": 1, "u8": 1, "i8": 1}
+         "i16": 2, "d16": 2, "b8": 1, "u8": 1, "i8": 1, "u64": 8, "i64": 8, "f64": 8, "x2": 8}
 NO_WAIT_VM, NO_WAIT_LGKM = 63, 15  # the largest counts s_waitcnt encodes: "do not wait"
 # the emulator's op classes (emu/machine.py's Op.klass): those issued on the scalar pipe, and all
 SCALAR = {"salu", "other"}
