@@ -1,5 +1,6 @@
-"""The machine file as the timing model reads it: every figure with its field's type, every MFMA
-variant's cost in passes, and an instruction class the model does not know refused."""
+"""What the timing model charges each instruction, from the machine file: every figure read with its
+field's type, every MFMA variant's cost in passes, each LDS and vector memory form's bytes, accesses
+and addresses, and an instruction class the model does not know refused."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from wgrad_cli.emu.program import Decoded
 from wgrad_cli.errors import ToolError
 from wgrad_cli.model.machine import FIGURES, Machine, load
-from wgrad_cli.model.ops import Kind, classify
+from wgrad_cli.model.ops import Kind, Static, classify
+from wgrad_cli.model.trace import _lds_offsets
 
 M = load("mi355x")
 
@@ -93,3 +95,13 @@ def test_each_lds_form_costs_its_bytes_and_accesses(op: str, mnemonic: str, size
 def test_each_vector_memory_form_moves_its_bytes(mnemonic: str, size: int, kind: Kind) -> None:
     s = classify(Decoded(0, 8, "GLOBAL", mnemonic, None), "vmem", M)
     assert (s.kind, s.lane_bytes) == (kind, size)
+
+
+@pytest.mark.parametrize("op, size, accesses, offsets", [
+    ("DS_READ2_B32", 4, 2, [4, 12]), ("DS_READ2_B64", 8, 2, [8, 24]), ("DS_READ2ST64_B32", 4, 2, [256, 768]),
+    ("DS_WRITE2ST64_B64", 8, 2, [512, 1536]), ("DS_WRITE2_B64", 8, 2, [8, 24]),
+    ("DS_READ_B128", 16, 1, [1 + 3 * 256]),  # one 16-bit offset, offset1:offset0
+])
+def test_the_bank_model_places_each_lds_form_where_it_reads(op: str, size: int, accesses: int,
+                                                            offsets: list[int]) -> None:
+    assert _lds_offsets(op, 1, 3, Static(Kind.LDS, M.issue_cycles, size, accesses)) == offsets
