@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wgrad_cli.backends.registry import open_runtime
+from wgrad_cli.backends.registry import BACKENDS, open_runtime
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.compile.jobs import BuildJob, run_builds
@@ -37,12 +37,12 @@ def specs() -> dict[str, KernelSpec]:
 
 @pytest.fixture
 def toolchains(tmp_path: Path) -> Toolchains:
-    return Toolchains(tmp_path / "zig-shim")
+    return Toolchains(tmp_path / "zig-shim", BACKENDS)
 
 
 def _compiler(target: str, shim: Path, how: str) -> Compiler:
     try:
-        return Toolchains(shim).select(target, False)
+        return Toolchains(shim, BACKENDS).select(target, False)
     except ToolchainError as exc:
         pytest.skip(f"no {target} compiler ({how}): {exc}")
 
@@ -83,7 +83,7 @@ def gpu_build(gpu_target: Target, specs: dict[str, KernelSpec],
               tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Dims], Path]:
     """Builds (kernel name, dims) for the GPU's target with the real compiler; the code object's path."""
     cache = Cache(tmp_path_factory.mktemp("cache"))
-    toolchains = Toolchains(cache.root / "zig-shim")
+    toolchains = Toolchains(cache.root / "zig-shim", BACKENDS)
 
     def build(kernel: str, dims: Dims) -> Path:
         (result,) = run_builds([BuildJob(specs[kernel], gpu_target.name, dims)], toolchains, cache, {}, 1)

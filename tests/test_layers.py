@@ -10,21 +10,10 @@ from importgraph import graph
 
 from conftest import REPO
 
-# (importer, imported): why this import runs up the order
-UPWARD = {
-    ("wgrad_cli.config.kernelspec", "wgrad_cli.backends.registry"):
-        "a kernel spec's dynamic shared memory is checked against its targets' limits as the spec is read",
-    ("wgrad_cli.compile.jobs", "wgrad_cli.backends.registry"):
-        "a build asks its target's backend for the compile command and how to read the code object",
-    ("wgrad_cli.compile.toolchain", "wgrad_cli.backends.registry"):
-        "a target's compilers are the ones its backend looks for",
-    ("wgrad_cli.device.launch", "wgrad_cli.backends.registry"):
-        "a launch asks its target's backend for the kernel's arguments and the launch limits",
-    ("wgrad_cli.device.session", "wgrad_cli.backends.registry"): "a session opens its target's runtime",
-    ("wgrad_cli.device.isolation", "wgrad_cli.backends.registry"): "the child process opens its target's runtime",
-    ("wgrad_cli.backends.gfx950", "wgrad_cli.emu.device"):
-        "the emulated gfx950 is the runtime that the gfx950 backend opens for --device emu, imported when opened",
-}
+# (importer, imported): why this import runs up the order. None: the backend registry is consulted by the
+# commands, and each backend object handed down (compile/builder.py and device/backend.py say what those
+# floors ask of it)
+UPWARD: dict[tuple[str, str], str] = {}
 
 
 def layers() -> list[str]:

@@ -27,6 +27,7 @@ from wgrad_cli.config.options import (
     Device,
     Emulated,
     EmulatorOptions,
+    LaunchSelection,
     ModelOptions,
     ModelViews,
     Output,
@@ -39,7 +40,6 @@ from wgrad_cli.config.shipped import CONFIGS_DIR
 from wgrad_cli.errors import KernelHang, WgradError
 
 F = TypeVar("F", bound=Callable[..., Any])
-T = TypeVar("T")
 
 
 class Group(click.Group):
@@ -140,11 +140,13 @@ def toolchain_options(nvcc: bool = True) -> Callable[[F], F]:
 
 def selection_options(targets: bool = True, kernel_help: str = "Build these kernels instead of the config's.",
                       source_help: str = "Source file for the one --kernel (e.g. your checkout of the upstream "
-                                         "kernel).", config_required: bool = True) -> Callable[[F], F]:
+                                         "kernel).", launch: tuple[str, ...] | None = None) -> Callable[[F], F]:
     """--config, --kernel, --target (where the command has a choice of targets), --shape, --kernel-source
-    and --include, as `selection`."""
+    and --include, as `selection`. With `launch` (the allow-list: the names of the command's other
+    options that apply to a launch file), also --launch FILE in place of --config: `selection` is then a
+    LaunchSelection, and any option given that `launch` does not name is refused in one line."""
     def add(f: F) -> F:
-        f = gathered(Selection, "selection")(f)
+        f = launch_path(launch)(f) if launch is not None else gathered(Selection, "selection")(f)
         f = click.option("--include", "includes", multiple=True, type=click.Path(path_type=Path),
                          help="Include dir for --kernel-source's kernel (repeatable).")(f)
         f = click.option("--kernel-source", type=click.Path(path_type=Path), help=source_help)(f)
@@ -152,65 +154,50 @@ def selection_options(targets: bool = True, kernel_help: str = "Build these kern
         if targets:
             f = click.option("--target", "targets", multiple=True, help="Only these targets (repeatable).")(f)
         f = click.option("--kernel", "kernels", multiple=True, help=kernel_help)(f)
-        f = click.option("--config", "config_path", required=config_required, type=click.Path(path_type=Path),
+        f = click.option("--config", "config_path", required=launch is None, type=click.Path(path_type=Path),
                          help="YAML shape config: a file, or a shipped config's name (`wgrad configs` lists them).")(f)
+        if launch is not None:
+            f = click.option("--launch", type=click.Path(dir_okay=False, path_type=Path),
+                             help="A launch file: one launch of a code object whose arguments are not wgrad's ABI "
+                                  "(docs/launch-files.md); in place of --config.")(f)
         return f
 
     return add
 
 
-# options of a config run that a launch file (which is one launch, with its own seed-free setup) leaves out
-NOT_WITH_LAUNCH = (("--config", "config_path"), ("--kernel", "kernels"), ("--shape", "shapes"),
-                   ("--kernel-source", "kernel_source"), ("--include", "includes"), ("--shard", "shard"),
-                   ("--edge-cases", "edge_cases"), ("--per-expert", "per_expert"))
+def launch_path(accepts: tuple[str, ...]) -> Callable[[F], F]:
+    """`selection` from --config and its choices, or from --launch: then the options given (on the
+    command line) that `accepts` does not name are refused, one line for all."""
+    names = [field.name for field in fields(Selection)]
 
-
-def launch_option(run_launch: Callable[[Path, dict[str, Any]], None], leaves_out: tuple[tuple[str, str], ...] = ()
-                  ) -> Callable[[F], F]:
-    """--launch FILE: the command runs that launch file (`run_launch` gets it and the other options)
-    instead of a config; without it, --config is required."""
     def wrap(f: F) -> F:
-        f = click.option("--launch", type=click.Path(dir_okay=False, path_type=Path),
-                         help="A launch file: one launch of a code object whose arguments are not wgrad's ABI "
-                              "(docs/launch-files.md); in place of --config.")(f)
-
         @functools.wraps(f)
         def command(**params: Any) -> Any:
-            launch = params.pop("launch")
+            launch, own = params.pop("launch"), {n: params.pop(n) for n in names if n in params}
             if launch is None:
-                if params.get("config_path") is None:
+                if own["config_path"] is None:
                     raise click.UsageError("give --config (a shape config) or --launch (a launch file)")
-                return f(**params)
-            given = [flag for flag, name in (*NOT_WITH_LAUNCH, *leaves_out) if params.get(name)]
+                return f(**params, selection=Selection(**own))
+            ctx = click.get_current_context()
+            given = [max(p.opts, key=len) for p in ctx.command.params
+                     if p.name not in (*accepts, "launch")
+                     and ctx.get_parameter_source(p.name or "") is click.core.ParameterSource.COMMANDLINE]
             if given:
-                raise click.UsageError(f"--launch runs one launch file; leave out {', '.join(given)}")
-            return run_launch(launch, params)
+                raise WgradError(f"--launch runs one launch file; leave out {', '.join(given)}, which a launch "
+                                 "file does not take")
+            return f(**params, selection=LaunchSelection(launch))
 
         return command  # type: ignore[return-value]
 
     return wrap
 
 
-def chosen(cls: type[T], params: dict[str, Any]) -> T:
-    """The `cls` options object from a command's raw options (fields without one take their defaults)."""
-    return cls(**{f.name: params[f.name] for f in fields(cls) if f.name in params})  # type: ignore[arg-type]
-
-
-def _verify_launch(launch: Path, params: dict[str, Any]) -> None:
-    from wgrad_cli.backends.registry import emulated_device, emulated_only
-    from wgrad_cli.commands.launchverify import verify_launch
-
-    emulator = EmulatorOptions(params["strict_lds"], params["emu_stack_bytes"], params["emu_register_fill"],
-                               params["sanitize"])
-    device = emulated_only(emulated_device(params["device"], emulator, params["kernel_timeout"]), "--launch: launch files")
-    verify_launch(launch, chosen(CompilerOptions, params), device, params["seed"] or 0)
-
-
-def _model_launch(launch: Path, params: dict[str, Any]) -> None:
-    from wgrad_cli.model.launchfile import model_launch_file
-
-    model_launch_file(launch, chosen(CompilerOptions, params), chosen(Output, params), chosen(ModelOptions, params),
-                      params["seed"] or 0)
+# The options (parameter names) that apply to a launch file, besides --launch, on each command that takes
+# one: it is one launch on the emulated gfx950, without a config's kernels, shapes, shards or reference.
+VERIFY_LAUNCH = ("device", "seed", "kernel_timeout", "strict_lds", "emu_stack_bytes", "emu_register_fill",
+                 "sanitize", "cache_dir", "hip_cc", "rocm_path", "wide")
+MODEL_LAUNCH = ("machine", "clock", "figures", "profile", "trace", "seed", "json_path", "csv_path", "no_save",
+                "cache_dir", "hip_cc", "rocm_path", "wide")
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -280,8 +267,7 @@ def run_options(f: F) -> F:
 
 
 @cli.command()
-@launch_option(_verify_launch, (("--json", "json_path"), ("--csv", "csv_path")))
-@selection_options(config_required=False)
+@selection_options(launch=VERIFY_LAUNCH)
 @toolchain_options()
 @run_options
 @gathered(VerifyOptions, "checks")
@@ -308,17 +294,22 @@ def run_options(f: F) -> F:
 @click.option("--sanitize", is_flag=True,
               help="With --device emu: also check each wave for missing s_waitcnt, LDS races, the ISA's required "
                    "wait states and reads of never-written registers or LDS; findings exit 7 (docs/emulator.md).")
-def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output, checks: VerifyOptions,
-           strict_lds: bool, emu_stack_bytes: int | None, emu_register_fill: int | None, sanitize: bool) -> None:
+def verify(selection: Selection | LaunchSelection, compilers: CompilerOptions, run: RunOptions, output: Output,
+           checks: VerifyOptions, strict_lds: bool, emu_stack_bytes: int | None, emu_register_fill: int | None,
+           sanitize: bool) -> None:
     """Run kernels on fresh random problems and check every output; exit 1 if any shape fails."""
     from wgrad_cli.backends.registry import emulated_device, emulated_only
+    from wgrad_cli.commands.launchverify import verify_launch
     from wgrad_cli.commands.verify import verify_command
 
     emulator = EmulatorOptions(strict_lds, emu_stack_bytes, emu_register_fill, sanitize)
     if checks.model:
         emulated_only(run.device, "--model: the modelled launches")
     run = replace(run, device=emulated_device(run.device, emulator, run.kernel_timeout))
-    verify_command(selection, compilers, run, output, checks)
+    if isinstance(selection, LaunchSelection):
+        verify_launch(selection.path, compilers, emulated_only(run.device, "--launch: launch files"), run.seed or 0)
+    else:
+        verify_command(selection, compilers, run, output, checks)
 
 
 @cli.command("emu-check")
@@ -328,7 +319,7 @@ def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, ou
 @wide_option
 def emu_check(selection: Selection, compilers: CompilerOptions) -> None:
     """List, per gfx950 code object of a config, the instructions the emulator lacks (before running it)."""
-    from wgrad_cli.emu.coverage import emu_check_command
+    from wgrad_cli.commands.emucheck import emu_check_command
 
     emu_check_command(selection, compilers)
 
@@ -371,8 +362,7 @@ def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, out
 
 
 @cli.command()
-@launch_option(_model_launch)
-@selection_options(targets=False, config_required=False)
+@selection_options(targets=False, launch=MODEL_LAUNCH)
 @toolchain_options(nvcc=False)
 @wide_option
 @gathered(ModelOptions, "chip")
@@ -396,13 +386,17 @@ def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, out
               help="Results file (default results/model-<config>-gfx950[-shard-i-of-n].json).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write CSV here.")
 @click.option("--no-save", is_flag=True, help="Write no results file.")
-def model(selection: Selection, compilers: CompilerOptions, output: Output, chip: ModelOptions, views: ModelViews,
-          seed: int | None, shard: Shard | None) -> None:
+def model(selection: Selection | LaunchSelection, compilers: CompilerOptions, output: Output, chip: ModelOptions,
+          views: ModelViews, seed: int | None, shard: Shard | None) -> None:
     """Model each gfx950 kernel's time on an MI355X from the instruction stream the emulator executes
     (docs/model.md): rows labelled modelled, with the limiter and the time by cause."""
-    from wgrad_cli.model.command import model_command
+    from wgrad_cli.commands.launchmodel import model_launch_file
+    from wgrad_cli.commands.model import model_command
 
-    model_command(selection, compilers, output, chip, views, seed, shard)
+    if isinstance(selection, LaunchSelection):
+        model_launch_file(selection.path, compilers, output, chip, views, seed or 0)
+    else:
+        model_command(selection, compilers, output, chip, views, seed, shard)
 
 
 @cli.command()
@@ -483,11 +477,11 @@ def merge(shards: tuple[Path, ...], json_path: Path) -> None:
               show_default="the shipped ci config",
               help="Config whose cold and warm builds are timed.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
-def selfbench(**kw: Any) -> None:
+def selfbench(size: int, experts: int, build_config: Path, json_path: Path | None) -> None:
     """Time the host-side pipeline against its targets: reference, problem generation, warm builds."""
     from wgrad_cli.commands.selfbench import selfbench_command
 
-    selfbench_command(**kw)
+    selfbench_command(size, experts, build_config, json_path)
 
 
 @cli.command()

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 from hostdevice import HostDevice
 
+from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.cli import cli
 from wgrad_cli.commands.bench import bench_command
@@ -29,12 +30,12 @@ FAST = ["--min-samples", "3", "--min-time", "0", "--timeout", "0.5", "--warmup",
 def host(monkeypatch: pytest.MonkeyPatch, amd_compiler: Compiler) -> HostDevice:
     device = HostDevice()
 
-    def open_runtime(vendor: str, index: int) -> Runtime:
-        if vendor != "amd":
-            raise DriverError(f"no {vendor} device in this test")
-        return device  # type: ignore[return-value]
+    def no_device(index: object) -> Runtime:
+        raise DriverError("no nvidia device in this test")
 
-    monkeypatch.setattr("wgrad_cli.device.session.open_runtime", open_runtime)
+    # the session opens the device through its targets' backends: gfx950's opens the stand-in
+    monkeypatch.setattr(BACKENDS["gfx950"], "open_runtime", lambda index: device)
+    monkeypatch.setattr(BACKENDS["sm_90a"], "open_runtime", no_device)
     return device
 
 
@@ -219,7 +220,7 @@ def test_bench_cold_flushes_twice_the_last_level_cache(host: HostDevice, repo: P
 def test_device_of_another_architecture_is_refused(monkeypatch: pytest.MonkeyPatch, repo: Path, tmp_path: Path) -> None:
     """A gfx942 device is not launched on with gfx950 code: one line, exit 2, nothing built or run."""
     device = HostDevice(arch="gfx942")
-    monkeypatch.setattr("wgrad_cli.device.session.open_runtime", lambda vendor, index: device)
+    monkeypatch.setattr(BACKENDS["gfx950"], "open_runtime", lambda index: device)
     r = run(tmp_path, "verify", "--config", CONFIGS_DIR / "smoke.yaml", "--target", "gfx950", "--no-save")
     assert r.exit_code == 2 and not device.launches and not (tmp_path / "cache").exists()
     assert r.stderr.splitlines() == ["gfx950: device 0 is host stand-in (gfx942); gfx950 code needs gfx950"]

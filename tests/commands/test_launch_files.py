@@ -17,7 +17,7 @@ from clirun import assert_user_error
 from wgrad_cli.cli import cli
 from wgrad_cli.config.launchfile import load_launch
 from wgrad_cli.config.options import CompilerOptions
-from wgrad_cli.model.launchsetup import code_object, place
+from wgrad_cli.commands.launchsetup import code_object, place
 from wgrad_cli.emu.device import EmuRuntime
 
 pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.compile.hsaco import metadata as amd_metadata
@@ -52,7 +53,7 @@ def target_compiler(request: pytest.FixtureRequest) -> tuple[str, Compiler]:
 def test_reference_builds_with_resources(target_compiler: tuple[str, Compiler], specs: dict[str, KernelSpec],
                                          tmp_path: Path) -> None:
     target, compiler = target_compiler
-    r = build_one(BuildJob(specs["reference"], target, SMALL), compiler, Cache(tmp_path), {"spills": 0}, None)
+    r = build_one(BuildJob(specs["reference"], target, SMALL), BACKENDS[target], compiler, Cache(tmp_path), {"spills": 0}, None)
     assert r.ok, r.errors
     assert r.code_object and r.code_object.exists() and r.code_object.suffix in (".hsaco", ".cubin")
     res = r.resources
@@ -70,7 +71,7 @@ def test_hopper_builds_clean_for_every_shipped_shape(nvcc: Compiler, specs: dict
     dims = sorted({s.dims for c in CONFIGS_DIR.glob("*.yaml") for s in load_config(c, specs).shapes},
                   key=lambda d: (d.M, d.N, d.K, d.E))
     jobs = [BuildJob(specs["hopper"], "sm_90a", d) for d in dims]
-    results = run_builds(jobs, Toolchains(tmp_path / "shim"), Cache(tmp_path / "c"), {"spills": 0, "scratch_bytes": 0},
+    results = run_builds(jobs, Toolchains(tmp_path / "shim", BACKENDS), Cache(tmp_path / "c"), {"spills": 0, "scratch_bytes": 0},
                          workers=os.cpu_count() or 1)
     assert len(dims) > 20 and all(r.ok for r in results), [(r.job.dims, r.errors) for r in results if not r.ok]
     for r in results:
@@ -84,39 +85,39 @@ def test_cache_follows_source_and_headers(target_compiler: tuple[str, Compiler],
     kernel = own_kernel(tmp_path, specs)
     cache = Cache(tmp_path / "cache")
     job = BuildJob(kernel, target, SMALL)
-    first = build_one(job, compiler, cache, {}, None)
+    first = build_one(job, BACKENDS[job.target], compiler, cache, {}, None)
     assert first.ok and not first.cache_hit, first.errors
-    again = build_one(job, compiler, cache, {}, None)
+    again = build_one(job, BACKENDS[job.target], compiler, cache, {}, None)
     assert again.cache_hit and again.code_object == first.code_object
     (tmp_path / "scale.h").write_text("#define SCALE 3\n")
-    changed = build_one(job, compiler, cache, {}, None)
+    changed = build_one(job, BACKENDS[job.target], compiler, cache, {}, None)
     assert not changed.cache_hit and changed.code_object != first.code_object
     (tmp_path / "scale.h").write_text("#define SCALE 1\n")  # back to the first content: its entry is still there
-    assert build_one(job, compiler, cache, {}, None).code_object == first.code_object
-    other_dims = build_one(BuildJob(kernel, target, Dims(512, 256, 256, 2)), compiler, cache, {}, None)
+    assert build_one(job, BACKENDS[job.target], compiler, cache, {}, None).code_object == first.code_object
+    other_dims = build_one(BuildJob(kernel, target, Dims(512, 256, 256, 2)), BACKENDS[target], compiler, cache, {}, None)
     assert not other_dims.cache_hit
 
 
 def test_truncated_entry_is_rebuilt(amd_compiler: Compiler, specs: dict[str, KernelSpec], tmp_path: Path) -> None:
     cache = Cache(tmp_path)
     job = BuildJob(specs["reference"], "gfx950", SMALL)
-    first = build_one(job, amd_compiler, cache, {}, None)
+    first = build_one(job, BACKENDS[job.target], amd_compiler, cache, {}, None)
     assert first.code_object
     data = first.code_object.read_bytes()
     first.code_object.write_bytes(data[: len(data) // 2])
-    again = build_one(job, amd_compiler, cache, {}, None)
+    again = build_one(job, BACKENDS[job.target], amd_compiler, cache, {}, None)
     assert again.ok and not again.cache_hit and again.code_object
     assert amd_metadata(again.code_object.read_bytes())["amdhsa.kernels"]  # whole again (bytes differ: clang's CUID)
-    assert build_one(job, amd_compiler, cache, {}, None).cache_hit
+    assert build_one(job, BACKENDS[job.target], amd_compiler, cache, {}, None).cache_hit
     (again.code_object.parent / "meta.json").write_text("{not json")
-    assert not build_one(job, amd_compiler, cache, {}, None).cache_hit
+    assert not build_one(job, BACKENDS[job.target], amd_compiler, cache, {}, None).cache_hit
 
 
 def test_compile_error_reports_first_errors_and_command(target_compiler: tuple[str, Compiler],
                                                         specs: dict[str, KernelSpec], tmp_path: Path) -> None:
     target, compiler = target_compiler
     broken = own_kernel(tmp_path, specs, body=HEADER_KERNEL.replace("C[0] =", "C[0] = undeclared_name +"))
-    r = build_one(BuildJob(broken, target, SMALL), compiler, Cache(tmp_path / "c"), {}, None)
+    r = build_one(BuildJob(broken, target, SMALL), BACKENDS[target], compiler, Cache(tmp_path / "c"), {}, None)
     assert not r.ok and r.code_object is None
     assert any("undeclared_name" in line for line in r.errors)
     assert r.errors[-1].startswith("command: ") and str(tmp_path / "k.cu") in r.errors[-1]
@@ -125,12 +126,12 @@ def test_compile_error_reports_first_errors_and_command(target_compiler: tuple[s
 def test_run_goes_on_after_a_failure(amd_compiler: Compiler, specs: dict[str, KernelSpec], tmp_path: Path) -> None:
     broken = own_kernel(tmp_path, specs, body="this is not C++")
     jobs = [BuildJob(broken, "gfx950", SMALL), BuildJob(specs["reference"], "gfx950", SMALL)]
-    results = run_builds(jobs, Toolchains(tmp_path / "shim"), Cache(tmp_path / "c"), {}, 2)
+    results = run_builds(jobs, Toolchains(tmp_path / "shim", BACKENDS), Cache(tmp_path / "c"), {}, 2)
     assert [r.ok for r in results] == [False, True]
 
 
 def test_limits_fail_the_build(amd_compiler: Compiler, specs: dict[str, KernelSpec], tmp_path: Path) -> None:
-    r = build_one(BuildJob(specs["reference"], "gfx950", SMALL), amd_compiler, Cache(tmp_path),
+    r = build_one(BuildJob(specs["reference"], "gfx950", SMALL), BACKENDS["gfx950"], amd_compiler, Cache(tmp_path),
                   {"registers": 4, "spills": 0}, None)
     assert not r.ok
     assert r.errors == [f"registers = {r.resources.registers} exceeds the limit 4"]  # type: ignore[union-attr]
@@ -138,17 +139,17 @@ def test_limits_fail_the_build(amd_compiler: Compiler, specs: dict[str, KernelSp
 
 def test_wrong_symbol_and_abi_are_errors(amd_compiler: Compiler, specs: dict[str, KernelSpec], tmp_path: Path) -> None:
     renamed = own_kernel(tmp_path, specs, symbol="other_kernel")
-    r = build_one(BuildJob(renamed, "gfx950", SMALL), amd_compiler, Cache(tmp_path / "a"), {}, None)
+    r = build_one(BuildJob(renamed, "gfx950", SMALL), BACKENDS["gfx950"], amd_compiler, Cache(tmp_path / "a"), {}, None)
     assert not r.ok and "expected one kernel named 'other_kernel'" in r.errors[0]
     five = HEADER_KERNEL.replace(", const int *off", "").replace(" + off[0]", "")
-    r = build_one(BuildJob(own_kernel(tmp_path, specs, body=five), "gfx950", SMALL), amd_compiler,
+    r = build_one(BuildJob(own_kernel(tmp_path, specs, body=five), "gfx950", SMALL), BACKENDS["gfx950"], amd_compiler,
                   Cache(tmp_path / "b"), {}, None)
     assert not r.ok and "5 arguments, the ABI has 6" in r.errors[0]
 
 
 def test_isa_files(target_compiler: tuple[str, Compiler], specs: dict[str, KernelSpec], tmp_path: Path) -> None:
     target, compiler = target_compiler
-    r = build_one(BuildJob(specs["reference"], target, SMALL), compiler, Cache(tmp_path / "c"), {}, tmp_path / "isa")
+    r = build_one(BuildJob(specs["reference"], target, SMALL), BACKENDS[target], compiler, Cache(tmp_path / "c"), {}, tmp_path / "isa")
     assert r.ok, r.errors
     (isa,) = (tmp_path / "isa").iterdir()
     text = isa.read_text()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wgrad_cli.backends.gfx950 import candidates as amd_candidates
-from wgrad_cli.backends.registry import backend
+from wgrad_cli.backends.registry import BACKENDS, backend
 from wgrad_cli.backends.sm90a import candidates as nvidia_candidates
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.compilers import Compiler
@@ -59,13 +59,13 @@ def test_no_compiler_at_all_says_how_to_get_one(tmp_path: Path, monkeypatch: pyt
     for var in ("ROCM_PATH", "CUDA_HOME", "WGRAD_HIP_CC", "WGRAD_NVCC"):
         monkeypatch.delenv(var, raising=False)
     if importlib.util.find_spec("ziglang"):  # the last resort is installed here: it must be what is chosen
-        assert Toolchains(tmp_path / "shim").select("gfx950", False).kind == "zig"
+        assert Toolchains(tmp_path / "shim", BACKENDS).select("gfx950", False).kind == "zig"
         monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # stands in for "not installed"
     with pytest.raises(ToolchainError, match="gfx950: no usable compiler.*apt-get install clang-22 lld-22"):
-        Toolchains(tmp_path / "shim").select("gfx950", False)
+        Toolchains(tmp_path / "shim", BACKENDS).select("gfx950", False)
     if not Path("/usr/local/cuda/bin/nvcc").exists():
         with pytest.raises(ToolchainError, match="sm_90a: no usable compiler.*CUDA toolkit"):
-            Toolchains(tmp_path / "shim").select("sm_90a", False)
+            Toolchains(tmp_path / "shim", BACKENDS).select("sm_90a", False)
 
 
 def test_hip_headers_needed_but_missing(amd_compiler: Compiler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,7 +73,7 @@ def test_hip_headers_needed_but_missing(amd_compiler: Compiler, tmp_path: Path, 
     if amd_compiler.hip_headers:
         pytest.skip("this machine has ROCm")
     with pytest.raises(ToolchainError) as exc:
-        Toolchains(tmp_path / "shim").select("gfx950", True)
+        Toolchains(tmp_path / "shim", BACKENDS).select("gfx950", True)
     assert "includes the ROCm 7 HIP headers" in str(exc.value) and "--rocm-path" in str(exc.value)
 
 
@@ -81,7 +81,7 @@ def test_rocm_path_gives_clang_hip_headers(amd_compiler: Compiler, tmp_path: Pat
     if amd_compiler.kind != "clang":
         pytest.skip("needs a plain clang")
     rocm = str(tmp_path / "rocm")
-    compiler = Toolchains(tmp_path / "shim", hip_cc=amd_compiler.argv0[0], rocm_path=rocm).select("gfx950", True)
+    compiler = Toolchains(tmp_path / "shim", BACKENDS, hip_cc=amd_compiler.argv0[0], rocm_path=rocm).select("gfx950", True)
     argv = backend("gfx950").compile_argv(compiler, Path("k.cpp"), Path("k.hsaco"), Path("k.d"), {"WGRAD_M": 128}, (), ("-O3",))
     assert f"--rocm-path={rocm}" in argv and "-nogpuinc" not in argv
 
@@ -100,5 +100,5 @@ def test_ziglang_clang_builds_gfx950(tmp_path: Path, specs: dict[str, KernelSpec
     (zig,) = [c for c in amd_candidates(None, None, tmp_path / "shim") if c.name == "ziglang (PyPI)"]
     assert zig.compiler is not None, zig.reason
     assert os.access(tmp_path / "shim" / "lld", os.X_OK)
-    r = build_one(BuildJob(specs["reference"], "gfx950", Dims(256, 256, 256, 1)), zig.compiler, Cache(tmp_path / "c"), {}, None)
+    r = build_one(BuildJob(specs["reference"], "gfx950", Dims(256, 256, 256, 1)), BACKENDS["gfx950"], zig.compiler, Cache(tmp_path / "c"), {}, None)
     assert r.ok and r.resources and r.resources.spills == 0, r.errors

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hostdevice import HostDevice
 
+from wgrad_cli.backends.registry import BACKENDS, backend
 from wgrad_cli.backends import gfx950
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.compilers import Compiler
@@ -28,7 +29,7 @@ DIMS = Dims(128, 256, 256, 1)
 def reference(tmp_path_factory: pytest.TempPathFactory, amd_compiler: Compiler) -> tuple[KernelSpec, Path]:
     spec = load_specs()["reference"]
     cache = Cache(tmp_path_factory.mktemp("cache"))
-    (result,) = run_builds([BuildJob(spec, "gfx950", DIMS)], Toolchains(cache.root / "zig-shim"), cache, {}, 1)
+    (result,) = run_builds([BuildJob(spec, "gfx950", DIMS)], Toolchains(cache.root / "zig-shim", BACKENDS), cache, {}, 1)
     assert result.ok and result.code_object, result.errors
     return spec, result.code_object
 
@@ -42,7 +43,7 @@ def test_the_reference_kernels_launch_bounds_reach_the_gfx950_build(reference: t
 def test_a_block_above_the_launch_bounds_is_refused(reference: tuple[KernelSpec, Path]) -> None:
     spec, code_object = reference
     with pytest.raises(WgradError) as exc:
-        prepare(HostDevice(), code_object, TARGETS["gfx950"], replace(spec, block=512), DIMS, [0] * 6)
+        prepare(HostDevice(), code_object, TARGETS["gfx950"], backend(TARGETS["gfx950"]), replace(spec, block=512), DIMS, [0] * 6)
     (line,) = exc.value.lines
     assert line.startswith("reference: launch.block 512 is above the kernel's .max_flat_workgroup_size 256")
 
@@ -50,7 +51,7 @@ def test_a_block_above_the_launch_bounds_is_refused(reference: tuple[KernelSpec,
 def test_lds_beyond_the_cu_is_refused(reference: tuple[KernelSpec, Path]) -> None:
     spec, code_object = reference
     with pytest.raises(WgradError) as exc:
-        prepare(HostDevice(), code_object, TARGETS["gfx950"], replace(spec, dynamic_shared=161 * 1024), DIMS,
+        prepare(HostDevice(), code_object, TARGETS["gfx950"], backend(TARGETS["gfx950"]), replace(spec, dynamic_shared=161 * 1024), DIMS,
                 [0] * 6)
     (line,) = exc.value.lines
     assert line == ("reference: 0 bytes of static LDS plus 164864 dynamic is above the 163840 a gfx950 workgroup "

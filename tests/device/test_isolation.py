@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.config.options import Emulated
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.device import isolation
@@ -31,7 +32,7 @@ class CrashProne:
 
 
 def session() -> Session:
-    return Session(config=None, target=TARGETS["gfx950"], rt=CrashProne(Info(Emulated())), records=[],  # type: ignore[arg-type]
+    return Session(config=None, target=TARGETS["gfx950"], backend=BACKENDS["gfx950"], rt=CrashProne(Info(Emulated())), records=[],  # type: ignore[arg-type]
                    builds={}, seed=0, specs={}, kernel_timeout=1.0)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from wgrad_cli.backends.registry import BACKENDS, backend
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.compile.jobs import BuildJob, run_builds
@@ -65,7 +66,7 @@ def test_reference_kernel_runs_and_checks(gpu: Runtime, gpu_target: Target, spec
     p = generate(SMALL, Routing("zipf"), seed=5)
     dev = upload(gpu, p)
     try:
-        kernel = prepare(gpu, gpu_build("reference", SMALL), gpu_target, specs["reference"], SMALL, dev.args())
+        kernel = prepare(gpu, gpu_build("reference", SMALL), gpu_target, backend(gpu_target), specs["reference"], SMALL, dev.args())
         gpu.fill(dev.pointers["C"], 0xFF, dev.output_bytes)
         kernel()
         settle(gpu, gpu.event(), KERNEL_TIMEOUT_S, "the test's launches")
@@ -83,7 +84,7 @@ def test_empty_kernel_leaves_the_poison(gpu: Runtime, gpu_target: Target, specs:
     dev = upload(gpu, p)
     try:
         gpu.fill(dev.pointers["C"], 0xFF, dev.output_bytes)
-        prepare(gpu, gpu_build("empty", SMALL), gpu_target, specs["empty"], SMALL, dev.args())()
+        prepare(gpu, gpu_build("empty", SMALL), gpu_target, backend(gpu_target), specs["empty"], SMALL, dev.args())()
         settle(gpu, gpu.event(), KERNEL_TIMEOUT_S, "the test's launches")
         c = compare(dev.download(), grad_w(p), *row_norms(p), np.diff(p.offsets))
         assert not c.ok and c.unwritten == c.elements and (dev.download() == POISON).all()
@@ -98,13 +99,13 @@ def test_refused_before_launch(gpu: Runtime, gpu_target: Target, specs: dict[str
     args = [0] * 6
     other = replace(gpu_target, device_arch="sm_80" if gpu_target.vendor == "nvidia" else "gfx942")
     with pytest.raises(WgradError, match=f"cannot run on device 0 .*{gpu.device.arch}"):
-        prepare(gpu, code, other, ref, SMALL, args)
+        prepare(gpu, code, other, backend(other), ref, SMALL, args)
     with pytest.raises(WgradError, match="expected one kernel named 'other_kernel'"):
-        prepare(gpu, code, gpu_target, replace(ref, symbol="other_kernel"), SMALL, args)
+        prepare(gpu, code, gpu_target, backend(gpu_target), replace(ref, symbol="other_kernel"), SMALL, args)
     if gpu_target.vendor == "nvidia":  # CUDA's limit is on blocks: 2^31 - 1 per dimension
         huge = Dims(128, 2**20, 2**20, 8)
         with pytest.raises(WgradError, match="beyond the driver's 2147483647 blocks"):
-            prepare(gpu, code, gpu_target, ref, huge, args)
+            prepare(gpu, code, gpu_target, backend(gpu_target), ref, huge, args)
 
 
 class NoAmdDevice:
@@ -142,25 +143,25 @@ def test_a_persistent_grid_is_what_runs_at_once(resident: int, grid: int, nvcc: 
     that waits for a second wave would take its whole share of the tiles late."""
     dims = Dims(1024, 2048, 2048, 8)  # 1,024 tiles of 128 x 128: more than any grid here
     spec = replace(specs["reference"], tile=(128, 128), persistent=True, cluster=2)
-    (built,) = run_builds([BuildJob(specs["reference"], "sm_90a", dims)], Toolchains(tmp_path / "shim"),
+    (built,) = run_builds([BuildJob(specs["reference"], "sm_90a", dims)], Toolchains(tmp_path / "shim", BACKENDS),
                           Cache(tmp_path / "cache"), {}, 1)
     assert built.ok and built.code_object
     rt = FewResident(resident)
-    kernel = prepare(rt, built.code_object, TARGETS["sm_90a"], spec, dims, [0] * 6)  # type: ignore[arg-type]
+    kernel = prepare(rt, built.code_object, TARGETS["sm_90a"], backend(TARGETS["sm_90a"]), spec, dims, [0] * 6)  # type: ignore[arg-type]
     assert kernel.grid == grid and rt.asked == [(spec.block, spec.dynamic_shared, 2)]
-    assert prepare(rt, built.code_object, TARGETS["sm_90a"], specs["reference"], dims,  # type: ignore[arg-type]
+    assert prepare(rt, built.code_object, TARGETS["sm_90a"], backend(TARGETS["sm_90a"]), specs["reference"], dims,  # type: ignore[arg-type]
                    [0] * 6).grid == specs["reference"].tiles(dims) and len(rt.asked) == 1  # grid: tiles never asks
 
 
 def test_a_persistent_kernel_that_cannot_run_is_refused(nvcc: Compiler, specs: dict[str, KernelSpec],
                                                         tmp_path: Path) -> None:
     spec = replace(specs["reference"], tile=(128, 128), persistent=True, cluster=2)
-    (built,) = run_builds([BuildJob(specs["reference"], "sm_90a", SMALL)], Toolchains(tmp_path / "shim"),
+    (built,) = run_builds([BuildJob(specs["reference"], "sm_90a", SMALL)], Toolchains(tmp_path / "shim", BACKENDS),
                           Cache(tmp_path / "cache"), {}, 1)
     assert built.ok and built.code_object
     with pytest.raises(WgradError, match=r"reference: H200 \(stand-in\) cannot run one cluster of it at a time "
                                          r"\(2 x \d+ threads, \d+ bytes of dynamic shared memory each\)"):
-        prepare(FewResident(1), built.code_object, TARGETS["sm_90a"], spec, SMALL, [0] * 6)  # type: ignore[arg-type]
+        prepare(FewResident(1), built.code_object, TARGETS["sm_90a"], backend(TARGETS["sm_90a"]), spec, SMALL, [0] * 6)  # type: ignore[arg-type]
 
 
 @pytest.mark.gpu
@@ -171,7 +172,7 @@ def test_the_hopper_grid_runs_in_one_wave(gpu: Runtime, gpu_target: Target, gpu_
         pytest.skip("the hopper kernel is for sm_90a")
     dims = Dims(1024, 2048, 2048, 8)
     spec = specs["hopper"]
-    kernel = prepare(gpu, gpu_build("hopper", dims), gpu_target, spec, dims, [0] * 6)
+    kernel = prepare(gpu, gpu_build("hopper", dims), gpu_target, backend(gpu_target), spec, dims, [0] * 6)
     resident = gpu.resident(kernel.function, spec.block, spec.dynamic_shared, spec.cluster)
     every_unit = gpu.device.units - gpu.device.units % spec.cluster
     assert resident % spec.cluster == 0 and resident >= every_unit  # one cluster on every pair of SMs at once
@@ -185,9 +186,9 @@ def test_the_hopper_grid_runs_in_one_wave(gpu: Runtime, gpu_target: Target, gpu_
 ])
 def test_amd_refusals_before_any_call(arch: str, dims: Dims, message: str, amd_compiler: Compiler,
                                       specs: dict[str, KernelSpec], tmp_path: Path) -> None:
-    (built,) = run_builds([BuildJob(specs["reference"], "gfx950", dims)], Toolchains(tmp_path / "shim"),
+    (built,) = run_builds([BuildJob(specs["reference"], "gfx950", dims)], Toolchains(tmp_path / "shim", BACKENDS),
                           Cache(tmp_path / "cache"), {}, 1)
     assert built.ok and built.code_object
     with pytest.raises(WgradError, match=message):
-        prepare(NoAmdDevice(arch), built.code_object, TARGETS["gfx950"], specs["reference"], dims,  # type: ignore[arg-type]
+        prepare(NoAmdDevice(arch), built.code_object, TARGETS["gfx950"], backend(TARGETS["gfx950"]), specs["reference"], dims,  # type: ignore[arg-type]
                 [0] * 6)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wgrad_cli.backends.registry import backend
+from wgrad_cli.backends.registry import BACKENDS, backend
 from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.compile.hsaco import arguments as amd_params
 from wgrad_cli.compile.hsaco import metadata as amd_metadata
@@ -51,7 +51,7 @@ UNSUPPORTED_MNEMONIC = "v_sin_f32_e32"
 @functools.cache
 def _compiler() -> Compiler | str:
     try:
-        return Toolchains(_CACHE / "zig-shim").select("gfx950", False)
+        return Toolchains(_CACHE / "zig-shim", BACKENDS).select("gfx950", False)
     except ToolchainError as exc:
         return exc.lines[0]
 

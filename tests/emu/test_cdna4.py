@@ -11,6 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.cli import cli
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.compilers import Compiler
@@ -29,7 +30,7 @@ def test_builds_clean_for_the_ci_matrix(amd_compiler: Compiler, specs: dict[str,
     design names: scaled 32x32x64 MFMAs, loads straight into LDS, the RNE bf16 conversion."""
     dims = sorted({s.dims for s in load_config(CONFIGS_DIR / "ci.yaml", specs).shapes}, key=lambda d: (d.M, d.N, d.K, d.E))
     jobs = [BuildJob(specs["cdna4"], "gfx950", d) for d in dims]
-    results = run_builds(jobs, Toolchains(tmp_path / "shim"), Cache(tmp_path / "c"), {"spills": 0, "scratch_bytes": 0},
+    results = run_builds(jobs, Toolchains(tmp_path / "shim", BACKENDS), Cache(tmp_path / "c"), {"spills": 0, "scratch_bytes": 0},
                          workers=os.cpu_count() or 1, isa_dir=tmp_path / "isa")
     assert len(results) > 10 and all(r.ok for r in results), [(r.job.dims, r.errors) for r in results if not r.ok]
     for r in results:

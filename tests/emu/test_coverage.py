@@ -16,7 +16,7 @@ from emukernels import UNSUPPORTED_MNEMONIC, compile_hip, tiny_config
 from wgrad_cli.cli import cli
 from wgrad_cli.config.kernelspec import KERNELS_DIR
 from wgrad_cli.compile.codeobject import CodeObjectError
-from wgrad_cli.emu.coverage import coverage, table_opcodes
+from wgrad_cli.commands.emucheck import coverage, table_opcodes
 from wgrad_cli.emu.loader import load_image
 
 needs_clang = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped

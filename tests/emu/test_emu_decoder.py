@@ -17,6 +17,7 @@ import test_emu_scalar_exec
 import test_emu_valu
 from emukernels import CLANG, UNSUPPORTED, UNSUPPORTED_MNEMONIC, compile_hip, disassemble, need, run
 
+from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.jobs import BuildJob, run_builds
 from wgrad_cli.compile.toolchain import Toolchains
@@ -51,7 +52,7 @@ def test_decoder_agrees_with_llvm_on_the_shipped_kernels(kernel: str, tmp_path: 
     shapes = load_config(CONFIGS_DIR / "smoke.yaml", specs).shapes
     jobs = list(dict.fromkeys(BuildJob(specs[kernel], "gfx950", shape.dims) for shape in shapes))
     cache = Cache(tmp_path)
-    for result in run_builds(jobs, Toolchains(cache.root / "zig-shim"), cache, {}, os.cpu_count() or 1):
+    for result in run_builds(jobs, Toolchains(cache.root / "zig-shim", BACKENDS), cache, {}, os.cpu_count() or 1):
         assert result.ok and result.code_object is not None, result.errors
         assert_decodes_as_llvm(result.code_object.read_bytes())
 

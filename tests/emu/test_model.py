@@ -17,20 +17,29 @@ from wgrad_cli.model.trace import bank_cycles
 
 M = load("mi355x")
 
+# SHAPE's scaled MFMA in chains of CHAIN a loop iteration, each accumulator LANES floats a lane
 MFMA_LOOP = r'''
 typedef int v8i __attribute__((ext_vector_type(8)));
-typedef float v4f __attribute__((ext_vector_type(4)));
-KERNEL void mfma_loop(v4f *out, const v8i *in, int n) {
+typedef float acc_t __attribute__((ext_vector_type(LANES)));
+KERNEL void mfma_loop(acc_t *out, const v8i *in, int n) {
   v8i a = in[tid() % 64];
-  v4f acc[8] = {};
+  acc_t acc[CHAIN] = {};
   for (int i = 0; i < n; i++)
 #pragma unroll
-    for (int j = 0; j < 8; j++) acc[j] = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, a, acc[j], FMT, FMT, 0, 127, 0, 127);
-  v4f sum = {0, 0, 0, 0};
-  for (int j = 0; j < 8; j++) sum += acc[j];
+    for (int j = 0; j < CHAIN; j++) acc[j] = __builtin_amdgcn_mfma_scale_f32_SHAPE_f8f6f4(a, a, acc[j], FMT, FMT, 0, 127, 0, 127);
+  acc_t sum = {};
+  for (int j = 0; j < CHAIN; j++) sum += acc[j];
   out[gid() * 256 + tid()] = sum;
 }
 '''
+MFMA_SHAPES = {"16x16x128": (4, 8), "32x32x64": (16, 4)}  # (LANES, CHAIN); 32x32x64 is cdna4's
+
+
+def mfma_source(fmt: int, shape: str = "16x16x128") -> str:
+    lanes, chain = MFMA_SHAPES[shape]
+    return (MFMA_LOOP.replace("FMT", str(fmt)).replace("SHAPE", shape).replace("LANES", str(lanes))
+            .replace("CHAIN", str(chain)))
+
 
 # One ds_read_b32 per lane at lane * STRIDE dwords, waited for before the next: STRIDE 1 hits 64
 # banks once each (1 clock), STRIDE 64 puts every lane in bank 0 (64 clocks).
@@ -115,7 +124,7 @@ def cycles(r: Modelled) -> float:
 
 
 def mfma_loop(fmt: int, n: int, grid: int = 1, block: int = 64) -> Modelled:
-    image = compile_hip(MFMA_LOOP.replace("FMT", str(fmt)))
+    image = compile_hip(mfma_source(fmt))
     assert_uses(image, r"v_mfma_scale_f32_16x16x128_f8f6f4")
     return model(image, [np.zeros((grid * 256, 4), np.float32), np.zeros((64, 8), np.int32), n], grid, block)
 
@@ -126,6 +135,15 @@ def test_an_mfma_loop_costs_its_passes_per_iteration(fmt: int, passes: int) -> N
     assert cycles(long) - cycles(short) == pytest.approx(128 * passes * M.mfma_pass_cycles)
 
 
+@pytest.mark.parametrize("fmt, passes", [(0, 16), (4, 8)])  # fp8: 16 passes; fp4: 8
+def test_a_32x32x64_mfma_loop_costs_its_passes_per_iteration(fmt: int, passes: int) -> None:
+    image = compile_hip(mfma_source(fmt, "32x32x64"))
+    assert_uses(image, r"v_mfma_scale_f32_32x32x64_f8f6f4")
+    short, long = (model(image, [np.zeros((256, 16), np.float32), np.zeros((64, 8), np.int32), n], 1, 64)
+                   for n in (8, 24))
+    assert cycles(long) - cycles(short) == pytest.approx(64 * passes * M.mfma_pass_cycles)  # 4 MFMAs an iteration
+
+
 UNLIMITED = M.with_figures(("dense_clock_ratio=1", "dense_matrix_duty=1"))  # no power limit below full duty
 
 
@@ -133,7 +151,7 @@ def full_chip_of_mfma_loops(machine: Machine) -> tuple[Modelled, float]:
     """1,024 workgroups of 4 waves (4 waves on each SIMD of every CU, 512 fp8 MFMAs each), and their
     matrix clocks per SIMD."""
     n = 64
-    image = compile_hip(MFMA_LOOP.replace("FMT", "0"))
+    image = compile_hip(mfma_source(0))
     r = model(image, [np.zeros((1024 * 256, 4), np.float32), np.zeros((64, 8), np.int32), n], 1024, 256, machine)
     return r, 1024 * 4 * 8 * n * 8 * M.mfma_pass_cycles / M.simds
 
@@ -223,7 +241,7 @@ def test_double_buffering_hides_the_load_latency_behind_the_mfmas() -> None:
 
 def test_the_clock_scales_the_time() -> None:
     at_2 = M.at_clock(2.0)
-    image = compile_hip(MFMA_LOOP.replace("FMT", "0"))
+    image = compile_hip(mfma_source(0))
     args: list[np.ndarray | int] = [np.zeros((256, 4), np.float32), np.zeros((64, 8), np.int32), 64]
     fast, slow = model(image, args, 1, 64), model(image, args, 1, 64, at_2)
     assert slow.seconds / fast.seconds == pytest.approx(2.4 / 2.0)

@@ -158,3 +158,28 @@ def test_shards_split_emulated_runs_as_gpu_runs(tmp_path: Path) -> None:
     empty = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", "--shard", "9/9",
                                      "--cache-dir", str(tmp_path / "cache")])
     assert empty.exit_code == 2 and "slice 9 would be empty" in empty.stderr and "Traceback" not in empty.output
+
+
+def test_model_models_the_problem_verify_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wgrad_cli.commands import model as model_command
+    from wgrad_cli.measure import verify as verify_measure
+
+    made: list[str] = []
+    for module in (verify_measure, model_command):
+        real = module.generate
+        monkeypatch.setattr(module, "generate", lambda *a, real=real, name=module.__name__: made.append(name) or real(*a))
+    files = {}
+    for command in (["verify", "--device", "emu", "--model"], ["model"]):
+        files[command[0]] = tmp_path / f"{command[0]}.json"
+        result = CliRunner().invoke(cli, [*command, "--config", "smoke", "--shape", "one-expert", "--json",
+                                          str(files[command[0]])])
+        assert result.exit_code == 0, result.output
+    # verify generated the problem once, and modelled that upload; model generated its own
+    assert made == ["wgrad_cli.measure.verify", "wgrad_cli.commands.model"]
+    (verified,), (modelled,) = (json.loads(files[c].read_text())["records"] for c in ("verify", "model"))
+    assert verified["modelled"]["microseconds"] == pytest.approx(modelled["median_ms"] * 1e3, rel=1e-12)
+    assert verified["modelled"]["tflops"] == pytest.approx(modelled["tflops"], rel=1e-12)
+    assert verified["modelled"]["limiter"] == modelled["model"]["limiter"]
+    seconds = modelled["median_ms"] / 1e3  # the modelled row's rates, in their units
+    assert modelled["tflops"] == pytest.approx(modelled["flops"] / seconds / 1e12, rel=1e-12)
+    assert modelled["gbps"] == pytest.approx(modelled["min_bytes"] / seconds / 1e9, rel=1e-12)

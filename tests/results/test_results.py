@@ -16,7 +16,8 @@ from wgrad_cli.cli import cli
 from wgrad_cli.config.options import Criterion
 from wgrad_cli.config.shipped import CONFIGS_DIR, config_name
 from wgrad_cli.errors import WgradError
-from wgrad_cli.results.files import default_path, save
+from wgrad_cli.results.baseline_names import NAMES as BASELINES
+from wgrad_cli.results.files import default_path, order, save
 from wgrad_cli.results.records import SCHEMA, SHOWN, BenchRow, Peak, Ratio, VerifyRow, read_document, to_json
 
 RECORDS = [verify_row(0, "a", True), verify_row(1, "b", False)]
@@ -184,8 +185,8 @@ def test_load_wrong_command(tmp_path: Path) -> None:
     ((2, 4), "verify-smoke-gfx950-shard-2-of-4.json"),
 ])
 def test_default_path(shard: tuple[int, int] | None, name: str) -> None:
-    assert default_path("verify", Path("configs/smoke.yaml"), "gfx950", shard) == Path("results") / name
-    assert default_path("bench", Path("/x/ci.yaml"), "sm_90", shard) == Path("results") / name.replace(
+    assert default_path("verify", "smoke", "gfx950", shard) == Path("results") / name
+    assert default_path("bench", "ci", "sm_90", shard) == Path("results") / name.replace(
         "verify-smoke-gfx950", "bench-ci-sm_90")
 
 
@@ -221,3 +222,11 @@ def test_no_committed_results_file_holds_an_absolute_path(repo: Path) -> None:
     found = [f"{path.relative_to(repo)}: {s}" for path in files for s in strings(json.loads(path.read_text()))
              if ABSOLUTE.search(s)]
     assert files and found == []
+
+
+def test_a_shapes_kernel_comes_before_its_baselines_and_they_in_their_order() -> None:
+    rows = [bench_row(0, "a", 1.0, kernel=BASELINES[1], baseline=True), bench_row(0, "a", 1.0, kernel=BASELINES[0],
+            baseline=True), bench_row(0, "a", 1.0, kernel="a-later-baseline", baseline=True), bench_row(0, "a", 1.0),
+            bench_row(-1, "calibration", 0.004)]
+    assert [r.kernel for r in sorted(rows, key=order)] == ["empty", "reference", BASELINES[0], BASELINES[1],
+                                                           "a-later-baseline"]

@@ -17,7 +17,7 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.results.baseline_names import NAMES as BASELINES
 from wgrad_cli.results.records import BenchRow, to_json
 from wgrad_cli.results.speedup import geomeans, load_speedups, speedups
-from wgrad_cli.results.tables import speedup_markdown
+from wgrad_cli.results.tables import SPEEDUP_COLUMNS, speedup_markdown
 
 
 def record(index: int, kernel: str, tflops: float, run: int = 1, name: str = "a", **changes: Any) -> BenchRow:
@@ -142,3 +142,8 @@ def test_the_whole_path_under_max_autotune_is_a_torch_path_and_dequant_has_a_rat
     (row,) = speedups([*run_of(0, "a", 300.0, 200.0, 250.0, 600.0), record(0, "autotuned-grouped", 500.0), dequant])
     assert (row.torch_path, row.x_torch) == ("autotuned-grouped", 0.6)
     assert row.dequant_gvals == pytest.approx((256 + 512) * 1024 / 1e-6 / 1e9)
+
+
+def test_the_markdown_rule_has_a_cell_per_column() -> None:
+    header, rule = speedup_markdown([]).splitlines()
+    assert rule == "|" + "---|" * len(SPEEDUP_COLUMNS) and header.count("|") == len(SPEEDUP_COLUMNS) + 1

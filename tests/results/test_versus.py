@@ -52,3 +52,21 @@ def test_bad_input_is_one_line_each(repo: Path, tmp_path: Path) -> None:
     assert code == 2 and err.strip().startswith(f"{measured}: ") and "is measured; --versus" in err
     code, _, err = show("--versus", "upstream", "--calibration", str(repo / MODEL / "model-large-cdna4-2.4GHz.json"))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "give one of them" in err
+
+
+def test_a_figure_set_without_its_base_is_named_with_its_figures(repo: Path) -> None:
+    alone = repo / MODEL / "sensitivity-large-cdna4-vmem-latency-1600-2.4GHz.json"
+    code, _, err = show("--versus", "upstream", str(alone))
+    assert code == 2 and err.strip() == ("square-8k at 2.4 GHz with vmem_latency_cycles=1600: no upstream row in the "
+                                         "files; --versus needs upstream's row of every shape, clock and figure set")
+
+
+def test_each_measured_row_and_unreadable_file_is_its_line(repo: Path, tmp_path: Path) -> None:
+    measured, missing = repo / "results/h200/bench-smoke-reference.json", tmp_path / "none.json"
+    rows = read_document(measured).bench_rows
+    code, _, err = show("--versus", "upstream", str(measured), str(missing))
+    assert code == 2
+    assert err.strip().splitlines() == [
+        *(f"{measured}: {r.kernel} on {r.shape.name} is measured; --versus sets modelled rows (wgrad model) side by "
+          "side" for r in rows),
+        f"{missing}: cannot read it (No such file or directory); give a results file wgrad wrote"]

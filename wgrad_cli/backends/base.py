@@ -6,12 +6,12 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wgrad_cli.config.options import EMULATED, Device, Emulated
 from wgrad_cli.config.targets import Vendor
+from wgrad_cli.device.backend import GridLimit
 from wgrad_cli.errors import DriverError
 
 if TYPE_CHECKING:
@@ -20,19 +20,6 @@ if TYPE_CHECKING:
     from wgrad_cli.compile.resources import Resources
     from wgrad_cli.device.runtime import DeviceInfo, Runtime
     from wgrad_cli.results.records import Peak
-
-
-@dataclass(frozen=True)
-class GridLimit:
-    """The most a launch may ask for in one dimension: HSA counts work-items in 32 bits, CUDA's
-    gridDim.x counts blocks below 2^31."""
-
-    unit: str
-    limit: int
-    counts_work_items: bool
-
-    def exceeded(self, grid: int, block: int) -> bool:
-        return (grid * block if self.counts_work_items else grid) > self.limit
 
 
 class Backend(ABC):

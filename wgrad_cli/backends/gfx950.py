@@ -15,13 +15,15 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from wgrad_cli.backends.base import Backend, GridLimit
-from wgrad_cli.backends.peaks import MiB
+from wgrad_cli.backends.base import Backend
+from wgrad_cli.backends.flush import MiB
 from wgrad_cli.compile import hsaco
 from wgrad_cli.compile.codeobject import Param
 from wgrad_cli.compile.compilers import Candidate, Compiler, clang_version
 from wgrad_cli.compile.resources import Resources
 from wgrad_cli.config.options import Device, Emulated
+from wgrad_cli.config.targets import TARGETS
+from wgrad_cli.device.backend import GridLimit
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
 from wgrad_cli.results.records import Peak
 
@@ -101,7 +103,7 @@ class Gfx950(Backend):
     compiler_option, compiler_field, compiler_variable = "--hip-cc", "hip_cc", "WGRAD_HIP_CC"
     install_hint = "apt-get install clang-22 lld-22 (Debian), install ROCm (hipcc), or pip install ziglang"
     isa_suffix = ".s"
-    shared_limit = 160 * 1024
+    shared_limit = TARGETS["gfx950"].shared_limit
     grid = GridLimit("work-items (grid x block)", 2**32 - 1, True)
     runtime_module, runtime_packages = "wgrad_cli.device.hip", "hip-python"
     torch_baselines = False  # torch's ROCm wheels bring their own HIP runtime (see docs/hip.md)

@@ -34,11 +34,6 @@ def peak(device: DeviceInfo) -> Peak | None:
     return BY_VENDOR[device.vendor].peak(device)
 
 
-def max_shared() -> int:
-    """The most LDS / shared memory any target's workgroup may use."""
-    return max(b.shared_limit for b in BACKENDS.values())
-
-
 def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: float | None) -> Device:
     """The device with verify's emulator options (--strict-lds, --emu-stack-bytes, --emu-register-fill)
     applied; WgradError for any of them on a GPU. The emulator runs a launch itself, so it keeps

@@ -12,11 +12,13 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from wgrad_cli.backends.base import Backend, GridLimit
+from wgrad_cli.backends.base import Backend
 from wgrad_cli.compile import cubin
 from wgrad_cli.compile.codeobject import Param
 from wgrad_cli.compile.compilers import Candidate, Compiler, run_version
 from wgrad_cli.compile.resources import Resources
+from wgrad_cli.config.targets import TARGETS
+from wgrad_cli.device.backend import GridLimit
 from wgrad_cli.device.runtime import DeviceInfo
 from wgrad_cli.results.records import Peak
 
@@ -55,7 +57,7 @@ class Sm90a(Backend):
     compiler_option, compiler_field, compiler_variable = "--nvcc", "nvcc", "WGRAD_NVCC"
     install_hint = "install the CUDA toolkit >= 12 (nvcc), or pass --nvcc PATH"
     isa_suffix = ".ptx"
-    shared_limit = 227 * 1024
+    shared_limit = TARGETS["sm_90a"].shared_limit
     grid = GridLimit("blocks", 2**31 - 1, False)
     runtime_module, runtime_packages = "wgrad_cli.device.cuda", "cuda-bindings nvidia-ml-py"
     torch_baselines = True

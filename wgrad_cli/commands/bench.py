@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
-from wgrad_cli.backends.peaks import flush_bytes
-from wgrad_cli.backends.registry import backend, check_timed, peak
+from wgrad_cli.backends.flush import flush_bytes
+from wgrad_cli.backends.registry import BACKENDS, backend, check_timed, peak
 from wgrad_cli.commands.run import opened, print_header, save_results
 from wgrad_cli.config.options import BenchOptions, CompilerOptions, Criterion, Output, RunOptions, Selection
 from wgrad_cli.device.session import open_session
@@ -45,7 +45,7 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     if baselines or flush_kind == "read":
         require_torch()  # before any build or launch
     s = opened(selection, run, lambda: open_session(selection, compilers, run, False,
-                                                    extra=lambda _: [("empty", CALIBRATION.dims)]))
+                                                    extra=lambda _: [("empty", CALIBRATION.dims)], backends=BACKENDS))
     if baselines and not backend(s.target).torch_baselines:
         s.rt.close()
         raise WgradError(f"--baselines on a {s.target} device: PyTorch's ROCm wheels load their own libamdhip64.so beside "

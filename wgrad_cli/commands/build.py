@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.jobs import BuildJob, BuildResult, resolve_compilers, run_builds
 from wgrad_cli.compile.selection import select, shard_jobs
@@ -53,7 +54,7 @@ def build_command(selection: Selection, compilers: CompilerOptions, shard: Shard
     config, records = select(load_specs(), selection)
     jobs = shard_jobs(list(dict.fromkeys(job for job, _ in records)), shard)
     cache = Cache.writable(compilers.cache_dir)
-    toolchains = Toolchains.chosen(compilers, cache.root)
+    toolchains = Toolchains.chosen(compilers, cache.root, BACKENDS)
     resolved = resolve_compilers(jobs, toolchains)
     skipped: Skipped = {}
     for job in jobs:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.compile.cache import default_root
 from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.options import CompilerOptions
@@ -15,7 +16,7 @@ from wgrad_cli.results.records import CompilerRecord, to_json
 
 
 def info_command(compilers: CompilerOptions, json_path: Path | None) -> None:
-    toolchains = Toolchains.chosen(compilers, compilers.cache_dir or default_root())
+    toolchains = Toolchains.chosen(compilers, compilers.cache_dir or default_root(), BACKENDS)
     rows = []
     for target in TARGETS:
         candidates = list(toolchains.candidates(target))

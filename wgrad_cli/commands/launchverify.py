@@ -15,7 +15,7 @@ from rich.markup import escape
 from wgrad_cli.backends.registry import backend
 from wgrad_cli.config.launchfile import Buffer, load_launch
 from wgrad_cli.config.options import CompilerOptions, Emulated
-from wgrad_cli.model.launchsetup import TARGET, code_object, place
+from wgrad_cli.commands.launchsetup import TARGET, code_object, place
 from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.errors import CheckFailed, SanitizerFindings
 from wgrad_cli.output.console import err, out

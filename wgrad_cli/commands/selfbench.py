@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from wgrad_cli.backends.registry import EMULATED_TARGET
+from wgrad_cli.backends.registry import BACKENDS, EMULATED_TARGET, backend
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.jobs import BuildJob, run_builds
 from wgrad_cli.compile.toolchain import Toolchains
@@ -42,7 +42,7 @@ from wgrad_cli.config.loader import load_config
 from wgrad_cli.config.shipped import config_file, config_name
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.device.launch import prepare
-from wgrad_cli.emu import mfma_step
+from wgrad_cli.commands import selfbench_mfma as mfma_step
 from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.errors import CheckFailed, ToolchainError
 from wgrad_cli.output.console import err, out
@@ -122,7 +122,7 @@ def build_ratios(config_path: Path) -> list[Ratio]:
         cache = Cache(Path(tmp) / "step")
         times = []
         for _ in range(2):
-            t, results = _timed(run_builds, jobs, Toolchains(cache.root / "zig-shim"), cache, {}, os.cpu_count() or 1)
+            t, results = _timed(run_builds, jobs, Toolchains(cache.root / "zig-shim", BACKENDS), cache, {}, os.cpu_count() or 1)
             if not all(r.ok for r in results):
                 raise CheckFailed(f"selfbench: building {config_path} failed; run wgrad build --config {config_path}")
             times.append(t)
@@ -141,7 +141,7 @@ def emulator_ratios() -> list[Ratio]:
     goal, not a measured baseline); nothing without a gfx950 compiler to build the step."""
     with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-step-") as tmp:
         try:
-            image = mfma_step.build(Toolchains(Path(tmp) / "zig-shim").select(EMULATED_TARGET, False))
+            image = mfma_step.build(Toolchains(Path(tmp) / "zig-shim", BACKENDS).select(EMULATED_TARGET, False))
         except ToolchainError as exc:
             err.print(f"selfbench: {exc.lines[0]}; the emulator's MFMA row is skipped")
             return []
@@ -161,7 +161,7 @@ def _emulated_launch(name: str, d: Dims) -> Callable[[bool], tuple[float, int]] 
     spec = load_specs()[name]
     with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-emu-") as tmp:
         cache = Cache(Path(tmp))
-        built = run_builds([BuildJob(spec, EMULATED_TARGET, d)], Toolchains(cache.root / "zig-shim"), cache, {}, 1)[0]
+        built = run_builds([BuildJob(spec, EMULATED_TARGET, d)], Toolchains(cache.root / "zig-shim", BACKENDS), cache, {}, 1)[0]
         if not built.ok or built.code_object is None:
             err.print(f"selfbench: the {name} kernel did not build for gfx950 (`wgrad build --target gfx950` says "
                       "why); its emulator rows are skipped")
@@ -173,7 +173,7 @@ def _emulated_launch(name: str, d: Dims) -> Callable[[bool], tuple[float, int]] 
                   problem.offsets):
             args.append(rt.alloc(a.nbytes))
             rt.copy_in(args[-1], a.ctypes.data, a.nbytes)
-        kernel = prepare(rt, built.code_object, TARGETS[EMULATED_TARGET], spec, d, args)
+        kernel = prepare(rt, built.code_object, TARGETS[EMULATED_TARGET], backend(EMULATED_TARGET), spec, d, args)
 
     def timed(sanitize: bool) -> tuple[float, int]:
         rt.sanitize = sanitize  # read at each launch

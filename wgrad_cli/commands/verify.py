@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from functools import partial
 
 from rich.markup import escape
 from rich.progress import Progress
 
+from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.commands.run import opened, print_header, save_results
 from wgrad_cli.config.options import DEFAULT_MACHINE, CompilerOptions, Output, RunOptions, Selection, VerifyOptions
 from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.runtime import Headway
-from wgrad_cli.device.session import Session, open_session
+from wgrad_cli.device.session import open_session
 from wgrad_cli.errors import CheckFailed, Crashed, SanitizerFindings, StoppedLaunches
 from wgrad_cli.measure.verify import Callbacks, Outcome, device_reference_possible, verify
-from wgrad_cli.model.command import model_records
+from wgrad_cli.commands.model import modelled_time
 from wgrad_cli.model.machine import load
 from wgrad_cli.output.console import err, out, progress
-from wgrad_cli.results.records import ModelledTime, VerifyRow
 from wgrad_cli.results.tables import counters_table, expert_table, verify_table
 
 
@@ -56,23 +56,12 @@ class LaunchProgress:
             err.print(line, highlight=False, markup=False)
 
 
-def with_model(s: Session, outcomes: list[Outcome], records: list[VerifyRow]) -> list[VerifyRow]:
-    """The rows with each verified kernel's time on the shipped MI355X model at its peak clock."""
-    machine = load(DEFAULT_MACHINE)
-    on_model, modelled = model_records(s, machine, [o.record for o in outcomes])
-    on_model.rt.close()
-    rows = {r.index: r for r in modelled}
-    return [replace(r, modelled=ModelledTime(machine.name, machine.clock_ghz, m.summary.median_ms * 1e3, m.tflops,
-                                             m.model.limiter if m.model else "", m.model.held_ghz if m.model else None))
-            for r in records for m in [rows[r.index]]]
-
-
 def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
                    checks: VerifyOptions) -> None:
     reference = checks.reference
     s = opened(selection, run, lambda: open_session(
         selection, compilers, run, checks.edge_cases,
-        extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else []))
+        extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else [], backends=BACKENDS))
     try:
         print_header(s)
         # the emulator forks its workers only while no other thread runs: no ticking refresh thread then
@@ -86,12 +75,12 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
 
             crashes: list[Crash] = []
             hung: list[str] = []
-            outcomes = verify(s, reference, checks.rows, Callbacks(launches.start, done, crashes.append, hung.append))
+            model = partial(modelled_time, load(DEFAULT_MACHINE)) if checks.model else None
+            outcomes = verify(s, reference, checks.rows, Callbacks(launches.start, done, crashes.append, hung.append),
+                              model)
     finally:
         s.rt.close()
     records = [o.row(s.code_object(o.record.job)) for o in outcomes]
-    if checks.model:
-        records = with_model(s, outcomes, records)
     times = "; times modelled on an MI355X, not measured" if checks.model else ""
     out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}{times}"))
     if any(r.counters is not None for r in records):
@@ -107,11 +96,13 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     save_results(s, "verify", records, output, run.shard,
                  **({"crashed": [c.line for c in crashes]} if crashes else {}), **({"hung": hung} if hung else {}))
     failed = [r for r in records if not r.ok]
+    routing = {o.record.index: o.routing for o in outcomes if o.routing}
     err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes) + len(hung)} shapes passed")
     for r in failed:
         err.print(f"[red]FAILED[/] {escape(r.kernel)} on {escape(r.shape.name)}: "
                   f"{r.overall.mismatches} mismatches, {r.overall.unwritten} unwritten "
-                  f"({escape(r.reference)})", highlight=False)
+                  f"({escape(r.reference)})" + (f"; {escape(routing[r.index])}" if r.index in routing else ""),
+                  highlight=False)
     for c in crashes:
         err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
     found = [f"{o.record.job.kernel.name} on {o.record.shape.name}: {line}" for o in outcomes for line in o.findings]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wgrad_cli.backends.registry import backend
+from wgrad_cli.compile.builder import BuildBackend
 from wgrad_cli.compile.cache import Cache, Entry, sha256_text
 from wgrad_cli.compile.codeobject import CodeObjectError
 from wgrad_cli.compile.compilers import Compiler
@@ -86,18 +86,15 @@ def _run(command: list[str]) -> tuple[int, str]:
     return proc.returncode, (proc.stdout + proc.stderr).decode(errors="replace")
 
 
-def _resources(job: BuildJob, code: bytes, log: str) -> Resources:
-    return backend(job.target).resources(code, log, job.kernel.symbol, job.kernel.block, job.kernel.dynamic_shared)
-
-
-def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str, int], isa_dir: Path | None) -> BuildResult:
-    """Compile (or find in the cache) one job, read its resources and check its limits."""
+def build_one(job: BuildJob, backend: BuildBackend, compiler: Compiler, cache: Cache, limits: dict[str, int],
+              isa_dir: Path | None) -> BuildResult:
+    """Compile (or find in the cache) one job with its target's backend, read its resources and check its limits."""
     assert job.kernel.source is not None
     source = job.kernel.source.resolve()
 
     def argv(out: Path, dep: Path, isa: bool = False) -> list[str]:
-        return backend(job.target).compile_argv(compiler, source, out, dep, job.dims.defines(), job.kernel.include,
-                                                job.kernel.flags[job.target], isa)
+        return backend.compile_argv(compiler, source, out, dep, job.dims.defines(), job.kernel.include,
+                                    job.kernel.flags[job.target], isa)
 
     result = BuildResult(job, compiler=f"{compiler.kind} {compiler.version}")
     # the launch's dynamic shared memory enters the occupancy figures stored with the entry
@@ -107,14 +104,15 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
     result.cache_hit = entry is not None
     if entry is None:
         built = _compile(job.target, source, argv, cache, base,
-                         lambda code, log: {"resources": _resources(job, code, log).to_json()})
+                         lambda code, log: {"resources": backend.resources(code, log, job.kernel.symbol, job.kernel.block,
+                                                                           job.kernel.dynamic_shared).to_json()})
         if isinstance(built, list):
             result.errors = built
             return result
         entry = built
         result.compile_seconds = entry.meta["compile_seconds"]
     if isa_dir is not None:
-        result.errors += _write_isa(job.target, compiler, entry.code_object, isa_dir / job.label,
+        result.errors += _write_isa(backend, compiler, entry.code_object, isa_dir / job.label,
                                     lambda o: argv(o, Path(os.devnull), True))
     result.code_object = entry.code_object
     result.resources = Resources.from_json(entry.meta["resources"])
@@ -123,12 +121,12 @@ def build_one(job: BuildJob, compiler: Compiler, cache: Cache, limits: dict[str,
     return result
 
 
-def build_source(target: str, compiler: Compiler, source: Path, includes: tuple[Path, ...], flags: tuple[str, ...],
-                 cache: Cache) -> Entry | list[str]:
+def build_source(target: str, backend: BuildBackend, compiler: Compiler, source: Path, includes: tuple[Path, ...],
+                 flags: tuple[str, ...], cache: Cache) -> Entry | list[str]:
     """A source built with its own flags alone (no shape defines, no ABI check: a launch file's),
     from the cache where it was built before; error lines if it fails."""
     def argv(out: Path, dep: Path) -> list[str]:
-        return backend(target).compile_argv(compiler, source, out, dep, {}, includes, flags)
+        return backend.compile_argv(compiler, source, out, dep, {}, includes, flags)
 
     base = sha256_text(compiler.identity, *argv(Path("@OUT"), Path("@DEP")))
     return cache.lookup(base) or _compile(target, source, argv, cache, base, lambda code, log: {})
@@ -157,12 +155,12 @@ def _compile(target: str, source: Path, argv: Callable[[Path, Path], list[str]],
         return cache.store(base, [source, *deps], code, suffix, {"command": command, "compile_seconds": seconds, **about})
 
 
-def _write_isa(target: str, compiler: Compiler, code_object: Path, dest: Path,
+def _write_isa(backend: BuildBackend, compiler: Compiler, code_object: Path, dest: Path,
                asm_argv: Callable[[Path], list[str]]) -> list[str]:
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        disassemble = backend(target).disassemble_argv(compiler, code_object)
-        command = disassemble or asm_argv(dest.with_suffix(backend(target).isa_suffix))
+        disassemble = backend.disassemble_argv(compiler, code_object)
+        command = disassemble or asm_argv(dest.with_suffix(backend.isa_suffix))
         status, log = _run(command)
         if status != 0:
             return [*_first_errors(log), f"command: {shlex.join(command)}"]
@@ -199,7 +197,7 @@ def run_builds(jobs: list[BuildJob], toolchains: Toolchains, cache: Cache, limit
         if isinstance(compiler, ToolchainError):
             result = BuildResult(job, errors=compiler.lines)
         else:
-            result = build_one(job, compiler, cache, limits, isa_dir)
+            result = build_one(job, toolchains.backends[job.target], compiler, cache, limits, isa_dir)
         on_done(result)
         return result
 

@@ -38,6 +38,14 @@ def select(specs: dict[str, KernelSpec], chosen: Selection) -> tuple[Config, lis
     records = [(BuildJob(kernel, target, shape.dims), shape)
                for kernel, target in config.pairs() if not targets or target in targets
                for shape in config.shapes if not shapes or shape.name in shapes]
+    # a kernel's stated size limits, before anything compiles (one line per kernel, shape and limit)
+    beyond = dict.fromkeys(
+        f"{job.kernel.name} on {shape.name} (M={shape.dims.M:,}, N={shape.dims.N:,}, K={shape.dims.K:,}): {limit.why} "
+        f"({limit.require}, {job.kernel.spec_file.name}); leave the kernel or the shape out (--kernel, --shape), or "
+        "make the shape smaller"
+        for job, shape in records for limit in job.kernel.beyond(shape.dims))
+    if beyond:
+        raise WgradError(list(beyond))
     return config, records
 
 

@@ -4,11 +4,11 @@ compiler each target gets from them: its backend says where to look (compilers.p
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from wgrad_cli.backends.registry import backend
+from wgrad_cli.compile.builder import BuildBackend
 from wgrad_cli.compile.compilers import Candidate, Compiler
 from wgrad_cli.config.options import CompilerOptions
 from wgrad_cli.errors import CompilerUnusable, ToolchainError
@@ -16,29 +16,30 @@ from wgrad_cli.errors import CompilerUnusable, ToolchainError
 
 @dataclass(frozen=True)
 class Toolchains:
-    """The compiler settings of one run (flags and environment), resolved lazily per target."""
+    """The compiler settings of one run (flags and environment), resolved lazily per target by its backend."""
 
     shim_dir: Path
+    backends: Mapping[str, BuildBackend]  # by target
     hip_cc: str | None = None
     nvcc: str | None = None
     rocm_path: str | None = None
 
     @classmethod
-    def chosen(cls, options: CompilerOptions, cache_root: Path) -> Toolchains:
+    def chosen(cls, options: CompilerOptions, cache_root: Path, backends: Mapping[str, BuildBackend]) -> Toolchains:
         """The command line's compilers; zig's lld shim lives in the cache."""
-        return cls(cache_root / "zig-shim", options.hip_cc, options.nvcc, options.rocm_path)
+        return cls(cache_root / "zig-shim", backends, options.hip_cc, options.nvcc, options.rocm_path)
 
     def named(self, target: str) -> str | None:
         """The compiler given on the command line for this target, if any."""
-        named: str | None = getattr(self, backend(target).compiler_field)
+        named: str | None = getattr(self, self.backends[target].compiler_field)
         return named
 
     def candidates(self, target: str) -> Iterator[Candidate]:
-        return backend(target).candidates(self.named(target), self.rocm_path, self.shim_dir)
+        return self.backends[target].candidates(self.named(target), self.rocm_path, self.shim_dir)
 
     def explicit(self, target: str) -> tuple[str, str] | None:
         """(option or variable, value) when the user named this target's compiler."""
-        b = backend(target)
+        b = self.backends[target]
         flag, var, value = b.compiler_option, b.compiler_variable, self.named(target)
         if value:
             return flag, value
@@ -71,5 +72,5 @@ class Toolchains:
                 f"{target}: this kernel includes the ROCm 7 HIP headers, but the compilers found "
                 f"({', '.join(c.found_by for c in usable)}) have none: install ROCm 7 (hipcc), or pass "
                 "--rocm-path DIR (or set ROCM_PATH) to a ROCm install for clang to use")
-        how = backend(target).install_hint
+        how = self.backends[target].install_hint
         raise ToolchainError(f"{target}: no usable compiler ({'; '.join(f'{c.name}: {c.reason}' for c in tried)}); {how}")

@@ -12,18 +12,61 @@ cluster a kernel compiles in (CUDA's __cluster_dims__): the grid is always a mul
 
 from __future__ import annotations
 
+import ast
+import operator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from wgrad_cli.backends.registry import backend, max_shared
 from wgrad_cli.config.shipped import KERNELS_DIR
-from wgrad_cli.config.targets import TARGETS
+from wgrad_cli.config.targets import MAX_SHARED, TARGETS
 from wgrad_cli.config.yamlsource import Key, Problems, load
 from wgrad_cli.errors import ConfigError
 from wgrad_cli.problem.abi import ALIGN, Dims
 
-SPEC_KEYS = {"name", "description", "source", "include", "symbol", "launch", "targets", "needs_hip_headers"}
+SPEC_KEYS = {"name", "description", "source", "include", "symbol", "launch", "targets", "needs_hip_headers", "limits"}
+# What a size limit's expression may use: the shape's dimensions, integers, + - * // ** and max/min, and
+# one comparison (< or <=) at the top
+NAMES = ("M", "N", "K", "E")
+OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+             ast.Pow: operator.pow}
+COMPARISONS = {ast.Lt: operator.lt, ast.LtE: operator.le}
+FUNCTIONS = {"max": max, "min": min}
+
+
+class NotALimit(Exception):
+    """A size limit's expression uses something NAMES, OPERATORS, COMPARISONS and FUNCTIONS do not allow."""
+
+
+def _value(node: ast.expr, d: Dims) -> int:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name) and node.id in NAMES:
+        return int(getattr(d, node.id))
+    if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
+        left, right = _value(node.left, d), _value(node.right, d)
+        if isinstance(node.op, ast.Pow) and not 0 <= right <= 64:
+            raise NotALimit(ast.unparse(node))
+        return int(OPERATORS[type(node.op)](left, right))
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS and node.args
+            and not node.keywords):
+        return FUNCTIONS[node.func.id](_value(a, d) for a in node.args)
+    raise NotALimit(ast.unparse(node))
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A shape the kernel cannot take, stated up front in its spec (`limits:`): `require`, an expression
+    of M, N, K and E, holds for every shape it is built for, and `why` says what breaks otherwise."""
+
+    require: str
+    why: str
+
+    def holds(self, d: Dims) -> bool:
+        tree = ast.parse(self.require, mode="eval").body
+        if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1 and type(tree.ops[0]) in COMPARISONS):
+            raise NotALimit(self.require)
+        return bool(COMPARISONS[type(tree.ops[0])](_value(tree.left, d), _value(tree.comparators[0], d)))
 
 
 @dataclass(frozen=True)
@@ -41,6 +84,11 @@ class KernelSpec:
     flags: dict[str, tuple[str, ...]] = field(hash=False)  # target name -> compiler flags
     persistent: bool = False  # grid: units (one workgroup per compute unit) instead of one per tile
     cluster: int = 1  # workgroups per cluster, compiled into the kernel
+    limits: tuple[Limit, ...] = ()  # shapes it cannot take
+
+    def beyond(self, d: Dims) -> list[Limit]:
+        """The limits shape `d` breaks."""
+        return [limit for limit in self.limits if not limit.holds(d)]
 
     def tiles(self, d: Dims) -> int:
         return d.E * (d.N // self.tile[0]) * (d.K // self.tile[1])
@@ -96,9 +144,10 @@ def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
     tile, block, dynamic_shared, persistent, cluster = _launch(data.get("launch"), p)
     flags = _flags(data.get("targets"), p)
     for target in flags or {}:
-        if dynamic_shared > backend(target).shared_limit:
+        if dynamic_shared > TARGETS[target].shared_limit:
             p.add(("launch", "dynamic_shared"), f"{dynamic_shared} bytes is more than a {target} workgroup can have",
-                  f"at most {backend(target).shared_limit} for {target} (or build this kernel for other targets)")
+                  f"at most {TARGETS[target].shared_limit} for {target} (or build this kernel for other targets)")
+    limits = _limits(data.get("limits", []), p)
     needs = data.get("needs_hip_headers", False)
     if not isinstance(needs, bool):
         p.add(("needs_hip_headers",), f"{needs!r} is not a boolean", "true or false")
@@ -106,7 +155,7 @@ def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
         return None
     assert isinstance(name, str) and isinstance(symbol, str) and tile and block and flags is not None
     return KernelSpec(name, str(data.get("description", "")), source_path, include, symbol, tile, block,
-                      dynamic_shared, bool(needs), file, flags, persistent, cluster)
+                      dynamic_shared, bool(needs), file, flags, persistent, cluster, limits)
 
 
 def _paths(value: Any, path: Key, base: Path, p: Problems) -> tuple[Path, ...]:
@@ -128,9 +177,9 @@ def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None
     for key in value.keys() - LAUNCH_KEYS:
         p.add(("launch", key), "unknown key", f"launch has {', '.join(sorted(LAUNCH_KEYS))}")
     shared = value.get("dynamic_shared", 0)
-    if type(shared) is not int or not 0 <= shared <= max_shared():
+    if type(shared) is not int or not 0 <= shared <= MAX_SHARED:
         p.add(("launch", "dynamic_shared"), f"{shared!r} is not a byte count",
-              f"dynamic_shared is an integer in [0, {max_shared()}] (bytes per workgroup)")
+              f"dynamic_shared is an integer in [0, {MAX_SHARED}] (bytes per workgroup)")
         shared = 0
     grid = value.get("grid", "tiles")
     if not isinstance(grid, str) or grid not in GRIDS:
@@ -156,6 +205,28 @@ def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None
         p.add(("launch", "block"), f"{block!r} is not a thread count", "block is an integer in [1, 1024]")
         return None, None, shared, GRIDS[grid], cluster
     return tile_nk, block, shared, GRIDS[grid], cluster
+
+
+def _limits(value: Any, p: Problems) -> tuple[Limit, ...]:
+    allowed = ("limits is a list of {require: EXPRESSION, why: TEXT}, EXPRESSION comparing (< or <=) sizes made "
+               "of M, N, K, E, integers, + - * // ** and max(), min(); e.g. {require: 256 * M < 2**31, why: ...}")
+    if not isinstance(value, list):
+        p.add(("limits",), f"{value!r} is not a list", allowed)
+        return ()
+    out = []
+    for i, item in enumerate(value):
+        if not (isinstance(item, dict) and item.keys() == {"require", "why"} and isinstance(item["require"], str)
+                and isinstance(item["why"], str)):
+            p.add(("limits", i), f"{item!r} is not a limit", allowed)
+            continue
+        limit = Limit(item["require"], item["why"])
+        try:
+            limit.holds(Dims(ALIGN["M"], ALIGN["N"], ALIGN["K"], 1))
+        except (NotALimit, SyntaxError, ZeroDivisionError, ValueError, OverflowError):
+            p.add(("limits", i, "require"), f"{limit.require!r} is not a size limit", allowed)
+            continue
+        out.append(limit)
+    return tuple(out)
 
 
 def _flags(value: Any, p: Problems) -> dict[str, tuple[str, ...]] | None:

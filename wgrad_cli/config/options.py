@@ -67,6 +67,14 @@ class Selection:
 
 
 @dataclass(frozen=True)
+class LaunchSelection:
+    """--launch FILE, in place of a Selection: one launch of a code object whose arguments are not
+    wgrad's ABI (config/launchfile.py reads it)."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
 class CompilerOptions:
     """Where compiled code objects are kept, and the compilers named on the command line."""
 

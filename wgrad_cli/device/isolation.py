@@ -28,7 +28,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from wgrad_cli.backends.registry import open_runtime
 from wgrad_cli.device.session import Session
 from wgrad_cli.errors import KernelHang, ToolError, WgradError
 
@@ -60,11 +59,11 @@ def child_environment() -> dict[str, str]:
 
 def run(s: Session, what: str, work: Callable[[Session, A], R], arg: A) -> R | Crash:
     """work(s, arg), in a child process of its own where a fault could end this one (the runtime is crash_prone:
-    a GPU driver's, which the child opens again with open_runtime); here otherwise."""
+    a GPU driver's, which the child opens again through the session's backend); here otherwise."""
     if not s.rt.crash_prone:
         return work(s, arg)
     parts = {f.name: getattr(s, f.name) for f in fields(s) if f.name != "rt"}
-    request = pickle.dumps((s.target.vendor, s.rt.device.index, parts, work, arg))
+    request = pickle.dumps((s.rt.device.index, parts, work, arg))
     child = subprocess.run([sys.executable, "-P", "-m", "wgrad_cli.device.isolation"], input=request,
                            stdout=subprocess.PIPE, env=child_environment())
     if child.returncode < 0:
@@ -89,9 +88,9 @@ def main() -> None:
     """The child: open the device, run the work, answer on the original stdout (anything printed goes to stderr)."""
     out = os.dup(1)
     os.dup2(2, 1)
-    vendor, index, parts, work, arg = pickle.load(sys.stdin.buffer)
+    index, parts, work, arg = pickle.load(sys.stdin.buffer)
     try:
-        rt = open_runtime(vendor, index)
+        rt = parts["backend"].open_runtime(index)
         try:
             answer = work(Session(rt=rt, **parts), arg)
         except KernelHang as exc:  # the kernel still runs: answer, then end without the clean-up that would wait

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from wgrad_cli.backends.registry import backend
 from wgrad_cli.compile.codeobject import CodeObjectError
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.targets import Target
+from wgrad_cli.device.backend import TargetBackend
 from wgrad_cli.device.kernargs import Kernargs, pack
 from wgrad_cli.device.runtime import Runtime
 from wgrad_cli.errors import WgradError
@@ -82,22 +82,24 @@ class Kernel:
         self.rt.launch(self.function, self.grid, self.block, self.dynamic_shared, self.kernargs.address)
 
 
-def prepare(rt: Runtime, code_object: Path, target: Target, spec: KernelSpec, dims: Dims, args: list[int]) -> Kernel:
-    """Load a built kernel for launching with `args`; WgradError before any launch if it cannot run."""
+def prepare(rt: Runtime, code_object: Path, target: Target, backend: TargetBackend, spec: KernelSpec, dims: Dims,
+            args: list[int]) -> Kernel:
+    """Load a built kernel of `target` (whose backend is `backend`) for launching with `args`; WgradError
+    before any launch if it cannot run."""
     device = rt.device
     if device.arch != target.device_arch:
         raise WgradError(f"{spec.name}: its {target} code object cannot run on device {device.index} "
                          f"({device.name}, {device.arch}); {target} needs a {target.device_arch} device")
     image = code_object.read_bytes()
     try:
-        symbol, params = backend(target).kernel_params(image, spec.symbol)
+        symbol, params = backend.kernel_params(image, spec.symbol)
     except CodeObjectError as exc:
         raise WgradError(f"{spec.name} ({code_object}): {exc}") from None
-    problems = backend(target).launch_problems(image, symbol, spec.name, spec.block, spec.dynamic_shared)
+    problems = backend.launch_problems(image, symbol, spec.name, spec.block, spec.dynamic_shared)
     if problems:
         raise WgradError(problems)
     grid = spec.grid(dims, device.units)
-    limit = backend(target).grid
+    limit = backend.grid
     if limit.exceeded(grid, spec.block):
         raise WgradError(f"{spec.name}: M={dims.M} N={dims.N} K={dims.K} E={dims.E} needs {grid} workgroups of "
                          f"{spec.block} threads, beyond the driver's {limit.limit} {limit.unit} per dimension; use fewer experts "

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 
-from wgrad_cli.backends.registry import open_runtime
 from wgrad_cli.compile.cache import Cache, sha256_file
 from wgrad_cli.compile.jobs import BuildJob, BuildResult, run_builds
 from wgrad_cli.compile.selection import select, shard_jobs
@@ -24,6 +23,7 @@ from wgrad_cli.config.loader import Config, Shape
 from wgrad_cli.config.options import CompilerOptions, Device, RunOptions, Selection
 from wgrad_cli.config.shipped import config_name
 from wgrad_cli.config.targets import TARGETS, Target
+from wgrad_cli.device.backend import RunBackend
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
 from wgrad_cli.errors import DriverError, NoDevice, WgradError
 from wgrad_cli.output.console import progress
@@ -63,6 +63,7 @@ class Record:
 class Session:
     config: Config
     target: Target
+    backend: RunBackend  # the target's
     rt: Runtime
     records: list[Record]
     builds: dict[BuildJob, BuildResult]
@@ -94,14 +95,14 @@ class Session:
                               np.__version__)
 
 
-def probe(targets: list[str], device: Device) -> tuple[Target, Runtime]:
-    """The first target whose vendor's driver opens device `device` with a matching architecture;
-    NoDevice where no driver opens one, DriverError where only devices of other architectures are."""
+def probe(targets: list[str], device: Device, backends: Mapping[str, RunBackend]) -> tuple[Target, Runtime]:
+    """The first target whose backend opens device `device` with a matching architecture; NoDevice where
+    none opens one, DriverError where only devices of other architectures are."""
     failures, found = [], False
     for name in targets:
         target = TARGETS[name]
         try:
-            rt = open_runtime(target.vendor, device)
+            rt = backends[name].open_runtime(device)
         except DriverError as exc:
             failures += [f"{name}: {line}" for line in exc.lines]
             continue
@@ -117,15 +118,16 @@ def probe(targets: list[str], device: Device) -> tuple[Target, Runtime]:
 
 
 def open_session(selection: Selection, compilers: CompilerOptions, run: RunOptions, edge_cases: bool,
-                 extra: Callable[[Dims], list[tuple[str, Dims]]]) -> Session:
-    """Load the config, open the device, choose the records (sharded) and build what they need.
+                 extra: Callable[[Dims], list[tuple[str, Dims]]], backends: Mapping[str, RunBackend]) -> Session:
+    """Load the config, open the device (through the first of its targets' `backends` that has one),
+    choose the records (sharded) and build what they need.
 
     `extra` maps a record's dims to the helper kernels the command will run for it, as (kernel
     name, dims) builds: the reference kernel for shapes verified on the device, bench's empty kernel.
     """
     specs = load_specs()
     config, pairs = select(specs, selection)
-    target, rt = probe(list(dict.fromkeys(job.target for job, _ in pairs)), run.device)  # targets with work, config order
+    target, rt = probe(list(dict.fromkeys(job.target for job, _ in pairs)), run.device, backends)  # targets with work, config order
     expanded = [(job, shape) for job, shape in pairs if job.target == target.name]
     if edge_cases:
         expanded += [(job, replace(shape, name=f"{shape.name}+{suffix}", routing=routing))
@@ -140,7 +142,7 @@ def open_session(selection: Selection, compilers: CompilerOptions, run: RunOptio
     jobs = list(dict.fromkeys([r.job for r in records] + [
         BuildJob(specs[name], target.name, dims) for r in records for name, dims in extra(r.shape.dims)]))
     cache = Cache.writable(compilers.cache_dir)
-    toolchains = Toolchains.chosen(compilers, cache.root)
+    toolchains = Toolchains.chosen(compilers, cache.root, backends)
     with progress("compiling", len(jobs)) as bar:
         results = run_builds(jobs, toolchains, cache, config.limits, os.cpu_count() or 1,
                              on_done=lambda r: bar.update(bar.task_ids[0], advance=1, description=r.job.label))
@@ -148,5 +150,5 @@ def open_session(selection: Selection, compilers: CompilerOptions, run: RunOptio
     if failed:
         rt.close()
         raise WgradError(["builds failed (see wgrad build for the table):", *failed])
-    return Session(config, target, rt, records, {r.job: r for r in results},
+    return Session(config, target, backends[target.name], rt, records, {r.job: r for r in results},
                    config.seed if run.seed is None else run.seed, specs, run.wait_seconds)

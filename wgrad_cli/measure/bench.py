@@ -1,7 +1,7 @@
 """`wgrad bench`: time each kernel on a fresh random problem and report rates against the device's peaks.
 
-Timing (measure.py) and when to stop (stopping.py) are kept apart from what is reported here,
-and the tables from both (tables.py). Cold (the default): one launch per sample, after a flush of
+Taking samples (sampling.py) and when to stop (stopping.py) are kept apart from what is reported
+here, and the tables from both (results/tables.py). Cold (the default): one launch per sample, after a flush of
 twice the last-level cache; the flush also keeps the device busy while the launch is submitted,
 so the host's launch cost stays outside the events. A baseline's sample is many torch launches:
 a spin kernel sized from their submission time goes ahead of each, for the same reason. Hot: back-to-back launches, as many per sample as fill about a millisecond
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from wgrad_cli.backends.peaks import flush_bytes
+from wgrad_cli.backends.flush import flush_bytes
 from wgrad_cli.backends.registry import peak
 from wgrad_cli.compile.jobs import BuildJob
 from wgrad_cli.config.loader import Shape
@@ -53,7 +53,7 @@ T = TypeVar("T", int, float)
 def _kernel(s: Session, job: BuildJob, dev: DeviceProblem) -> Kernel:
     code_object = s.builds[job].code_object
     assert code_object is not None
-    return prepare(s.rt, code_object, s.target, job.kernel, dev.dims, dev.args())
+    return prepare(s.rt, code_object, s.target, s.backend, job.kernel, dev.dims, dev.args())
 
 
 def _median(values: list[T]) -> T | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from wgrad_cli.measure.check import BF16, POISON, combine, compare
 from wgrad_cli.problem.abi import Dims, flops
 from wgrad_cli.problem.generate import Problem, generate
 from wgrad_cli.problem.reference import grad_w, row_norms, sample_rows
-from wgrad_cli.results.records import CodeObject, Counters, Errors, Sampled, VerifyRow
+from wgrad_cli.results.records import CodeObject, Counters, Errors, ModelledTime, Sampled, VerifyRow
 
 NUMPY_MAX_FLOPS = 2**38  # auto: numpy up to ~0.27 TFLOP (seconds on a few cores), the device reference beyond
 COMPARE_BLOCK_ELEMENTS = 2**20  # outputs per compare() call in per_expert
@@ -42,6 +42,8 @@ class Outcome:
     sampled: list[Errors] | None = None  # numpy on sampled rows, where the reference was the device's
     counters: Counters | None = None  # what the kernel's launch executed, where the device counts it
     findings: tuple[str, ...] = ()  # the sanitizer's lines for the kernel's launch (verify --sanitize)
+    routing: str | None = None  # why the problem's offsets are not what its routing promises (the row fails)
+    modelled: ModelledTime | None = None  # its time on the timing model, where verify --model asked for it
 
     @property
     def overall(self) -> Errors:
@@ -49,7 +51,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.overall.ok and (self.sampled is None or combine(self.sampled).ok)
+        return self.overall.ok and (self.sampled is None or combine(self.sampled).ok) and self.routing is None
 
     def row(self, code: CodeObject) -> VerifyRow:
         """The results record, with the code object that ran (Session.code_object)."""
@@ -59,7 +61,7 @@ class Outcome:
                          target=self.record.job.target, shape=self.record.shape_ref(), seed=self.seed, ok=self.ok,
                          reference=self.reference, overall=self.overall,
                          experts=self.experts, sampled=sampled,
-                         counters=self.counters)
+                         counters=self.counters, modelled=self.modelled)
 
 
 def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, np.ndarray], tokens: np.ndarray,
@@ -91,7 +93,7 @@ def run_kernel(s: Session, job: BuildJob, dev: DeviceProblem, output: int) -> np
     """Poison `output`, launch once into it, wait, and return its bf16 bits (E, N, K)."""
     build = s.builds[job]
     assert build.code_object is not None
-    kernel = prepare(s.rt, build.code_object, s.target, job.kernel, dev.dims, dev.args(output))
+    kernel = prepare(s.rt, build.code_object, s.target, s.backend, job.kernel, dev.dims, dev.args(output))
     s.rt.fill(output, 0xFF, dev.output_bytes)
     kernel()
     settle(s.rt, s.events[1], s.kernel_timeout, job.label)
@@ -133,13 +135,31 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
                    findings)
 
 
-def check_record(s: Session, job: tuple[Record, str, int]) -> Outcome:
-    """One record (and its reference mode and rows) on its own upload of the shape's problem."""
-    rec, mode, rows = job
+# verify --model: the time of a record's kernel on the timing model, on the problem as checked and uploaded
+Model = Callable[[Session, Record, Problem, DeviceProblem], ModelledTime]
+
+
+def routing_problem(rec: Record, p: Problem) -> str | None:
+    """Why the problem's expert offsets break what the shape's routing promises (an expert it fills left
+    without tokens, or one it empties given some), or None: a routing that routed nothing would
+    otherwise pass, its output and the reference both zero."""
+    promised = rec.shape.routing.empty_experts(p.dims.M, p.dims.E)
+    empty = int((np.diff(p.offsets) == 0).sum())
+    if promised is None or empty == promised:
+        return None
+    return (f"{rec.shape.routing.describe()} routing leaves {promised} of {p.dims.E} experts without tokens, "
+            f"but the problem's offsets leave {empty} ({p.offsets.tolist()})")
+
+
+def check_record(s: Session, job: tuple[Record, str, int, Model | None]) -> Outcome:
+    """One record (and its reference mode and rows) on its own upload of the shape's problem; with a
+    Model, that upload modelled too."""
+    rec, mode, rows, model = job
     p = generate(rec.shape.dims, rec.shape.routing, s.seed, s.config.quantization)
     dev = upload(s.rt, p)
     try:
-        return check(s, rec, p, dev, mode, rows)
+        outcome = replace(check(s, rec, p, dev, mode, rows), routing=routing_problem(rec, p))
+        return replace(outcome, modelled=model(s, rec, p, dev)) if model else outcome
     finally:
         dev.free()
 
@@ -155,7 +175,7 @@ class Callbacks:
     on_hang: Callable[[str], None]
 
 
-def verify(s: Session, mode: str, rows: int, tell: Callbacks) -> list[Outcome]:
+def verify(s: Session, mode: str, rows: int, tell: Callbacks, model: Model | None = None) -> list[Outcome]:
     """Check every record, each in a process of its own where a fault could end the process (isolation.py):
     a record whose process crashed goes to on_crash, one whose launch the emulator stopped as hung
     goes to on_hang (its line), and the others still run."""
@@ -164,7 +184,7 @@ def verify(s: Session, mode: str, rows: int, tell: Callbacks) -> list[Outcome]:
         what = f"{rec.job.kernel.name} on {rec.shape.name}"
         tell.on_start(what)
         try:
-            result = isolation.run(s, what, check_record, (rec, mode, rows))
+            result = isolation.run(s, what, check_record, (rec, mode, rows, model))
         except LaunchStopped as exc:
             tell.on_hang(f"{what}: {exc.lines[0]}")
             continue

@@ -4,19 +4,14 @@ a source for every figure), with the clock the user sets."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from importlib import resources
-from typing import Any
+from typing import Any, get_type_hints
 
 import yaml
 
 from wgrad_cli.errors import WgradError
 
-FIGURES = ("clock_ghz", "compute_units", "xcds", "simds_per_cu", "issue_cycles", "transcendental_cycles",
-           "mfma_pass_cycles", "lds_bytes_per_cu", "lds_banks", "lds_bytes_per_cycle", "lds_latency_cycles",
-           "smem_latency_cycles", "vmem_latency_cycles", "vmem_bytes_per_cycle_per_cu", "l2_bytes_per_xcd",
-           "llc_bytes", "llc_bytes_per_second", "hbm_bytes_per_second", "dense_clock_ratio", "dense_matrix_duty")
-FLOATS = ("clock_ghz", "llc_bytes_per_second", "hbm_bytes_per_second", "dense_clock_ratio", "dense_matrix_duty")
 FP8_FORMATS = 1  # f8f6f4 format numbers 0 (e4m3) and 1 (e5m2) are fp8 (LLVM's MFMAScaleFormats::FP8_E5M2)
 
 
@@ -83,7 +78,7 @@ class Machine:
         for setting in settings:
             name, _, value = setting.partition("=")
             if name not in FIGURES or name == "clock_ghz":
-                problems.append(f"--figure {setting}: no figure {name!r}; one of {', '.join(FIGURES[1:])} (the clock "
+                problems.append(f"--figure {setting}: no figure {name!r}; one of {', '.join(list(FIGURES)[1:])} (the clock "
                                 "is --clock)")
                 continue
             try:
@@ -94,7 +89,7 @@ class Machine:
             if number <= 0:
                 problems.append(f"--figure {setting}: must be above 0")
                 continue
-            changes[name] = number if isinstance(getattr(self, name), float) else round(number)
+            changes[name] = number if FIGURES[name] is float else round(number)
         if problems:
             raise WgradError(problems)
         sources = {**self.sources, **{k: f"set with --figure (machine file: {self.sources[k]})" for k in changes}}
@@ -103,6 +98,11 @@ class Machine:
     @property
     def simds(self) -> int:
         return self.compute_units * self.simds_per_cu
+
+
+# The figures a machine file gives (each with its source): Machine's numbers, clock_ghz first, by type
+FIGURES: dict[str, type[int] | type[float]] = {
+    f.name: kind for f in fields(Machine) if (kind := get_type_hints(Machine)[f.name]) in (int, float)}
 
 
 def names() -> list[str]:
@@ -119,5 +119,5 @@ def load(name: str) -> Machine:
     sources = {k: str(data[k]["source"]) for k in (*FIGURES, "mfma_passes")}
     mfma = tuple(MfmaCost(re.compile(p["match"]), int(p["passes"]), int(p.get("fp8", p["passes"])))
                  for p in data["mfma_passes"]["patterns"])
-    numbers = {k: float(v) if k in FLOATS else int(v) for k, v in values.items()}
+    numbers = {k: FIGURES[k](v) for k, v in values.items()}
     return Machine(str(data["name"]), str(data["arch"]), **numbers, mfma=mfma, sources=sources)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from enum import IntEnum
 
 from wgrad_cli.emu.ops.lds import CROSS_LANE, READ2, READS, TRANSPOSE, WRITE2, WRITES
 from wgrad_cli.emu.program import Decoded, Program
+from wgrad_cli.errors import ToolError
 from wgrad_cli.model.machine import FP8_FORMATS, Machine
 
 
@@ -31,8 +32,11 @@ class Kind(IntEnum):
 TRANSCENDENTAL = re.compile(r"v_(exp|log|rcp|rsq|sqrt|sin|cos)_")
 WIDTH = {"dwordx4": 16, "dwordx3": 12, "dwordx2": 8, "dword": 4, "short": 2, "ushort": 2, "sshort": 2,
          "byte": 1, "ubyte": 1, "sbyte": 1, "b128": 16, "b96": 12, "b64": 8, "b32": 4, "b16": 2, "u16": 2,
-         "i16": 2, "d16": 2, "b8": 1, "u8": 1, "i8": 1}
+         "i16": 2, "d16": 2, "b8": 1, "u8": 1, "i8": 1, "u64": 8, "i64": 8, "f64": 8, "x2": 8}
 NO_WAIT_VM, NO_WAIT_LGKM = 63, 15  # the largest counts s_waitcnt encodes: "do not wait"
+# the emulator's op classes (emu/machine.py's Op.klass): those issued on the scalar pipe, and all
+SCALAR = {"salu", "other"}
+KNOWN = SCALAR | {"mfma", "valu", "lds", "vmem", "smem", "barrier", "branch"}
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,10 @@ def classify(d: Decoded, klass: str, m: Machine) -> Static:
         return Static(Kind.END, 0)
     if klass == "branch":
         return Static(Kind.BRANCH, m.issue_cycles)
-    return Static(Kind.SALU, m.issue_cycles)
+    if klass in SCALAR:
+        return Static(Kind.SALU, m.issue_cycles)
+    raise ToolError(f"{name}: the emulator's instruction class {klass!r} is not one the timing model knows "
+                    f"({', '.join(sorted(KNOWN))}); model/ops.py must place it on a pipe")
 
 
 def statics(program: Program, m: Machine) -> dict[int, Static]:

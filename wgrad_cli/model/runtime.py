@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from wgrad_cli.device.runtime import DeviceInfo
 from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.emu.dispatch import Launch
+from wgrad_cli.emu.memory import Heap
 from wgrad_cli.emu.program import Program
 from wgrad_cli.model.launch import Modelled, model_launch
 from wgrad_cli.model.machine import Machine
@@ -27,8 +28,11 @@ class Plan:
 
 
 class ModelRuntime(EmuRuntime):
-    def __init__(self, machine: Machine, profile: bool = False) -> None:
+    def __init__(self, machine: Machine, profile: bool = False, heap: Heap | None = None) -> None:
+        """`heap`: an emulated device's memory to run on (verify --model models the buffers verify uploaded)."""
         super().__init__(workers=1)
+        if heap is not None:
+            self.heap = heap
         self.machine = machine
         self.profile = profile  # each launch's time per instruction, by cause
         self.timeline: Timeline | None = None  # filled by the next launch with one CU's run (a trace)

@@ -30,6 +30,16 @@ class Routing:
             "explicit": "explicit",
         }[self.kind]
 
+    def empty_experts(self, M: int, E: int) -> int | None:
+        """How many of E experts this routing leaves without tokens on M tokens, worked out from what it
+        promises rather than from offsets_for (verify holds each problem's offsets to it); None where
+        it promises nothing (zipf: the weights and the seed decide)."""
+        if self.kind == "explicit":
+            return sum(a == b for a, b in zip(self.offsets, self.offsets[1:]))
+        # experts that share the tokens evenly: each gets a 128-token block while there are blocks
+        sharing = {"uniform": E, "empty": E - min(self.empty, E), "single": 1}.get(self.kind)
+        return None if sharing is None else E - min(sharing, M // STEP)
+
     def offsets_for(self, M: int, E: int, rng: np.random.Generator) -> list[int]:
         """E+1 non-decreasing multiples of 128 from 0 to M (all 0 when every expert is empty);
         explicit offsets are returned as given."""

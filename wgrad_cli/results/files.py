@@ -33,10 +33,11 @@ def order(r: Row) -> tuple[int, int, int]:
     return r.index, r.run, rank if r.baseline else 0
 
 
-def default_path(command: str, config: Path, arch: str, shard: tuple[int, int] | None) -> Path:
-    """results/<command>-<config>-<arch>[-shard-i-of-n].json"""
+def default_path(command: str, name: str, arch: str, shard: tuple[int, int] | None) -> Path:
+    """results/<command>-<name>-<arch>[-shard-i-of-n].json, `name` the config's (its file's stem) or the
+    launch file's: every results file a command writes by default is named here."""
     suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""
-    return RESULTS_DIR / f"{command}-{config.stem}-{arch}{suffix}.json"
+    return RESULTS_DIR / f"{command}-{name}-{arch}{suffix}.json"
 
 
 def _flat(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Every table the commands print about results, from typed records (records.py): bench's and
 verify's, selfbench's, the emulator's counters, per-expert figures, speed-ups and compare's deltas, with the
-footers that go under them (build's and info's are report.py's). Nothing here imports the device
+footers that go under them (build's and info's are build_tables.py's). Nothing here imports the device
 stack, so show, compare and speedup print on any machine.
 """
 

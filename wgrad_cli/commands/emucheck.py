@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
-from wgrad_cli.backends.registry import EMULATED_TARGET
+from wgrad_cli.backends.registry import BACKENDS, EMULATED_TARGET
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.codeobject import CodeObjectError, match_symbol
 from wgrad_cli.compile.jobs import run_builds
@@ -75,7 +75,7 @@ def emu_check_command(selection: Selection, compilers: CompilerOptions) -> None:
     records = [(job, shape) for job, shape in records if job.target == TARGET]
     jobs = list(dict.fromkeys(job for job, _ in records))
     cache = Cache.writable(compilers.cache_dir)
-    toolchains = Toolchains.chosen(compilers, cache.root)
+    toolchains = Toolchains.chosen(compilers, cache.root, BACKENDS)
     with err.status(f"building {plural(len(jobs), 'gfx950 code object')}"):
         results = run_builds(jobs, toolchains, cache, {}, len(jobs))
     table = Grid(f"wgrad emu-check {selection.config_path.name}: what the emulator cannot run")

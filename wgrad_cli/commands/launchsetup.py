@@ -7,10 +7,11 @@ from __future__ import annotations
 import ctypes
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from wgrad_cli.backends.registry import EMULATED_TARGET, backend
+from wgrad_cli.backends.registry import BACKENDS, EMULATED_TARGET, backend
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.codeobject import CodeObjectError, Param, match_symbol
 from wgrad_cli.compile.hsaco import arguments, metadata
@@ -29,6 +30,7 @@ TARGET = EMULATED_TARGET  # launch files run where the emulator does
 class Built:
     """The code object a launch file runs and how it came about."""
 
+    path: Path  # the code object's file (given, or in the cache)
     image: bytes
     compiler: str | None  # None: given built
     flags: list[str] | None
@@ -41,14 +43,15 @@ class Built:
 def code_object(launch: LaunchFile, compilers: CompilerOptions) -> Built:
     """The launch file's code object: read, or built from its source with its flags (cached)."""
     if launch.code_object is not None:
-        return Built(launch.code_object.read_bytes(), None, None)
+        return Built(launch.code_object, launch.code_object.read_bytes(), None, None)
     assert launch.source is not None
     cache = Cache.writable(compilers.cache_dir)
-    compiler = Toolchains.chosen(compilers, cache.root).select(TARGET, False)
-    entry = build_source(TARGET, compiler, launch.source, launch.include, launch.flags, cache)
+    compiler = Toolchains.chosen(compilers, cache.root, BACKENDS).select(TARGET, False)
+    entry = build_source(TARGET, backend(TARGET), compiler, launch.source, launch.include, launch.flags, cache)
     if isinstance(entry, list):
         raise WgradError([f"{launch.path}: source {launch.source} does not build:", *entry])
-    return Built(entry.code_object.read_bytes(), f"{compiler.kind} {compiler.version}", list(launch.flags))
+    return Built(entry.code_object, entry.code_object.read_bytes(), f"{compiler.kind} {compiler.version}",
+                 list(launch.flags))
 
 
 @dataclass

@@ -1,10 +1,11 @@
-"""peaks.py: the peak rates and cache sizes bench reports against, from a DeviceInfo."""
+"""The peak rates and cache sizes bench reports against (registry.peak, from a DeviceInfo), and the
+cold-run flush sized from them (flush.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from wgrad_cli.backends.peaks import flush_bytes
+from wgrad_cli.backends.flush import flush_bytes
 from wgrad_cli.backends.registry import peak
 from wgrad_cli.device.runtime import DeviceInfo
 

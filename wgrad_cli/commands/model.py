@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from wgrad_cli.backends.registry import peak
+from wgrad_cli.backends.registry import BACKENDS, peak
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.options import (
     CompilerOptions,
@@ -23,8 +23,9 @@ from wgrad_cli.config.options import (
     Selection,
     Shard,
 )
-from wgrad_cli.device.launch import prepare, upload
+from wgrad_cli.device.launch import DeviceProblem, prepare, upload
 from wgrad_cli.device.session import Record, RunEnvironment, Session, open_session
+from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine, load
 from wgrad_cli.model.profile import disassembly, instruction_profile
@@ -35,8 +36,8 @@ from wgrad_cli.model.tracefile import write_trace
 from wgrad_cli.output.console import err, out, progress
 from wgrad_cli.problem.abi import flops, min_bytes
 from wgrad_cli.problem.generate import Problem, generate
-from wgrad_cli.results.files import RESULTS_DIR, save
-from wgrad_cli.results.records import BenchRow, Profile, Summary, to_json
+from wgrad_cli.results.files import default_path, save
+from wgrad_cli.results.records import BenchRow, ModelledTime, Profile, Summary, to_json
 from wgrad_cli.results.tables import model_table, profile_tables
 
 SCALE_BLOCK = 32  # tokens per e8m0 scale
@@ -79,23 +80,49 @@ def model_record(s: Session, rt: ModelRuntime, rec: Record, trace: Path | None =
     began = time.perf_counter()
     p = generate(rec.shape.dims, rec.shape.routing, s.seed, s.config.quantization)
     dev = upload(rt, p)
-    code_object = s.builds[rec.job].code_object
-    assert code_object is not None
     rt.timeline = Timeline() if trace else None
     try:
-        kernel = prepare(rt, code_object, s.target, rec.job.kernel, p.dims, dev.args())
-        rt.plan = plan_for(rec.job.kernel, p, kernel.grid)
-        kernel()
+        grid = launch(s, rt, rec, p, dev)
     finally:
         dev.free()
+    code_object = s.builds[rec.job].code_object
+    assert code_object is not None
+    profile = views_of(rt, code_object, trace, f"{rec.job.kernel.name} on {rec.shape.name}")
+    return _row(s, rec, p, rt.modelled[-1], rt.machine, grid, time.perf_counter() - began, profile)
+
+
+def launch(s: Session, rt: ModelRuntime, rec: Record, p: Problem, dev: DeviceProblem) -> int:
+    """The record's kernel launched once on the model, on problem `p` uploaded as `dev` (rt.modelled
+    gets its time); returns its grid."""
+    code_object = s.builds[rec.job].code_object
+    assert code_object is not None
+    kernel = prepare(rt, code_object, s.target, s.backend, rec.job.kernel, p.dims, dev.args())
+    rt.plan = plan_for(rec.job.kernel, p, kernel.grid)
+    kernel()
+    return kernel.grid
+
+
+def modelled_time(machine: Machine, s: Session, rec: Record, p: Problem, dev: DeviceProblem) -> ModelledTime:
+    """verify --model: the record's time on `machine`, on the problem verify generated and uploaded to the
+    emulated device (the model runs on that device's memory)."""
+    assert isinstance(s.rt, EmuRuntime)
+    rt = ModelRuntime(machine, heap=s.rt.heap)
+    launch(replace(s, rt=rt), rt, rec, p, dev)
+    m = rt.modelled[-1]
+    return ModelledTime(machine.name, machine.clock_ghz, m.seconds * 1e6, flops(p.dims, p.offsets.tolist()) / m.seconds
+                        / 1e12, m.limiter, round(m.clock_ghz, 4))
+
+
+def views_of(rt: ModelRuntime, code_object: Path, trace: Path | None, what: str) -> Profile | None:
+    """The last launch's time per instruction (with rt.profile), and with `trace` (rt.timeline filled by
+    the launch) one CU's timeline of it written there."""
     modelled, program = rt.modelled[-1], rt.programs[-1]
     text = disassembly(code_object, rt.machine.arch) if rt.profile or trace else {}
     if trace and rt.timeline is not None:
         names = {d.pc: text.get(d.pc, d.mnemonic) for d in program.decoded}
         write_trace(trace, rt.timeline, names, rt.machine.issue_cycles, modelled.clock_ghz,
-                    f"{rec.job.kernel.name} on {rec.shape.name}: one modelled CU ({rt.device.name})")
-    profile = instruction_profile(modelled, program, text) if rt.profile else None
-    return _row(s, rec, p, modelled, rt.machine, kernel.grid, time.perf_counter() - began, profile)
+                    f"{what}: one modelled CU ({rt.device.name})")
+    return instruction_profile(modelled, program, text) if rt.profile else None
 
 
 def trace_path(trace: Path | None, rec: Record, several: bool) -> Path | None:
@@ -132,7 +159,8 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
                   views: ModelViews, seed: int | None, shard: Shard | None) -> None:
     m = machine_of(chip)
     run = RunOptions(Emulated(), seed, None, shard)
-    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [])
+    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [],
+                     backends=BACKENDS)
     err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}",
               highlight=False)
     s.rt.close()
@@ -144,8 +172,7 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
     say_classes(rows)
     if output.no_save:
         return
-    stem = selection.config_path.stem
-    path = output.json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
+    path = output.json_path or default_path("model", selection.config_path.stem, m.arch, shard)
     save_modelled(path, output, rows, s.environment(), chip, m, shard)
 
 
