@@ -21,7 +21,7 @@ from wgrad_cli.emu.device import EmuRuntime
 from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import decode
 from wgrad_cli.emu.sanitize_plan import waitcnt
-from wgrad_cli.model.launchsetup import code_object, place
+from wgrad_cli.commands.launchsetup import code_object, place
 
 LAUNCH = Path(__file__).parent.parent / "data" / "launch"
 NO_VM, NO_LGKM = 63, 15  # s_waitcnt counts that wait for nothing
