@@ -16,6 +16,7 @@ import click
 from wgrad_cli import __version__
 from wgrad_cli.config.options import (
     EMULATED,
+    DATA_PATTERNS,
     FLUSHES,
     HIP_STACK_BYTES,
     HIP_STACK_CAP,
@@ -358,6 +359,15 @@ def emu_check(selection: Selection, compilers: CompilerOptions) -> None:
                                       "changes every sample, or a read of the buffer by torch (docs/timing.md).")
 @click.option("--discard-throttled", is_flag=True,
               help="Leave samples whose clock, read while they ran, was held down out of the figures.")
+@click.option("--interleave/--no-interleave", default=None,
+              help="Sample each shape's kernels and baselines in alternating rounds, the speed-up per round "
+                   "(default: on with baselines; docs/timing.md).")
+@click.option("--rotating", type=click.IntRange(min=2), metavar="N",
+              help="Cold without a flush: each launch reads the next of at least N copies of the inputs, as many "
+                   "as exceed the last-level cache together.")
+@click.option("--data", type=click.Choice(DATA_PATTERNS), default="random", show_default=True,
+              help="The inputs' values: random from the seed, or every value zero or one (to see the data's "
+                   "effect on clock and time).")
 def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
           timing: BenchOptions) -> None:
     """Time kernels on fresh random problems (cold cache by default): TFLOP/s, GB/s, % of peak."""

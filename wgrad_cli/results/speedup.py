@@ -4,7 +4,9 @@ path under max-autotune), the bf16 ceiling and, where it was timed, bf16 on the 
 faster of bf16-grouped and bf16-loop), all on the same shape in the same run, with geometric
 means; beside them the compiled dequantization's rate, in values per second. `bench --baselines`
 prints them for its run; `wgrad speedup` for several results files at once, so a table spanning
-configs (the docs') comes from the tool, not by hand. The tables are in tables.py.
+configs (the docs') comes from the tool, not by hand. The tables are in tables.py. Where the run
+sampled in interleaved rounds, the speed-up over the torch path per round (median, 20th-80th
+percentile) stands beside the ratio of medians.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results.baseline_names import CEILING, DEQUANT, SAME_SHAPE, TORCH_PATHS
-from wgrad_cli.results.records import BenchRow, ShapeRef, read_each
+from wgrad_cli.results.records import BenchRow, Paired, ShapeRef, read_each
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Speedup:
     ceiling_tflops: float
     same_shape_tflops: float | None  # the faster bf16 GEMM on this shape; None in files from before it
     dequant_gvals: float | None  # the compiled dequantization, G values per second; None in files from before it
+    paired: Paired | None = None  # over the torch path, per interleaved round; None where not interleaved
 
     @property
     def x_torch(self) -> float:
@@ -73,7 +76,8 @@ def speedups(records: list[BenchRow]) -> list[Speedup]:
         path = max(torch, key=lambda name: base[name].tflops)
         same = max((base[name].tflops for name in SAME_SHAPE if name in base), default=None)
         rows.append(Speedup(r.kernel, r.shape, r.tflops, path, base[path].tflops, base[CEILING].tflops, same,
-                            dequant_rate(base[DEQUANT]) if DEQUANT in base else None))
+                            dequant_rate(base[DEQUANT]) if DEQUANT in base else None,
+                            next((x for x in r.paired if x.baseline == path), None)))
     return rows
 
 
