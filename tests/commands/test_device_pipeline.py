@@ -223,3 +223,58 @@ def test_device_of_another_architecture_is_refused(monkeypatch: pytest.MonkeyPat
     r = run(tmp_path, "verify", "--config", CONFIGS_DIR / "smoke.yaml", "--target", "gfx950", "--no-save")
     assert r.exit_code == 2 and not device.launches and not (tmp_path / "cache").exists()
     assert r.stderr.splitlines() == ["gfx950: device 0 is host stand-in (gfx942); gfx950 code needs gfx950"]
+
+
+def test_bench_rotating_launches_on_copies_that_exceed_the_cache_and_flushes_nothing(
+        host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    """--rotating 2 on a 128x256x256 problem: the stand-in's 1 MiB cache (gfx950's table says 288 MiB)
+    needs more copies than 2; each launch writes the next copy's output, and no sample is flushed."""
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
+            "--rotating", "2", "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    data = doc(tmp_path / "b.json")
+    calibration, one = data["records"]
+    each = 128 * (256 + 256) + (256 + 256) * 4 + 2 * 4 + 2 * 256 * 256  # operands, scales, offsets, C
+    assert one["rotating"] == (288 << 20) // each + 1 and one["flush"] is None and one["flush_bytes"] == 0
+    assert data["rotating"] == 2 and data["flush"] is None and host.fills == 0
+    outputs = host.outputs  # fewer launches than copies here: each on a copy of its own
+    assert 3 < len(outputs) < one["rotating"] and len(set(outputs)) == len(outputs)
+    assert "cold (at least 2 copies of the inputs rotated per launch)" in r.output
+
+
+@pytest.mark.parametrize("pattern, elements, scales", [("zeros", (0.0, 0.0), (-127, -127)),
+                                                       ("ones", (256.0, 256.0), (-8, -8))])
+def test_bench_data_pattern_is_launched_recorded_and_shown(host: HostDevice, repo: Path, tmp_path: Path,
+                                                           pattern: str, elements: tuple[float, float],
+                                                           scales: tuple[int, int]) -> None:
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "two-zipf", *FAST,
+            "--data", pattern, "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    data = doc(tmp_path / "b.json")
+    inputs = data["records"][1]["inputs"]
+    assert data["data"] == pattern and inputs["pattern"] == pattern and inputs["octaves"] is None
+    assert (inputs["element_min"], inputs["element_max"]) == elements
+    assert (inputs["scale_min"], inputs["scale_max"]) == scales
+    shown = CliRunner().invoke(cli, ["show", str(tmp_path / "b.json"), "--wide"])
+    assert shown.exit_code == 0 and f"{pattern}: [{elements[0]:g}, {elements[1]:g}] x 2^[{scales[0]}, {scales[1]}]" \
+        in shown.output
+
+
+def test_bench_random_inputs_record_the_generators_ranges(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "two-zipf", *FAST,
+            "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    inputs = doc(tmp_path / "b.json")["records"][1]["inputs"]
+    assert inputs["pattern"] == "random" and inputs["octaves"] == 8
+    assert inputs["element_min"] == -448.0 and inputs["element_max"] == 448.0  # OCP: each block's max saturates
+    assert inputs["scale_min"] < inputs["scale_max"]
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--hot", "--rotating", "4"], "--rotating 4: rotating copies empty the cache for cold samples; with --hot"),
+    (["--interleave"], "--interleave: rounds pair each kernel with the baselines of its shape; add --baselines"),
+])
+def test_bench_refuses_options_that_do_not_go_together(host: HostDevice, repo: Path, tmp_path: Path,
+                                                       args: list[str], line: str) -> None:
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", *FAST, *args)
+    assert r.exit_code == 2 and line in r.output and "Traceback" not in r.output
