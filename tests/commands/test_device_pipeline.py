@@ -3,8 +3,11 @@ the host stand-in for an AMD GPU (tests/hostdevice.py), since no machine here ha
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 from hostdevice import HostDevice
 
+from wgrad_cli.backends.gfx950 import Gfx950
 from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.cli import cli
 from wgrad_cli.commands.bench import bench_command
@@ -21,6 +25,7 @@ from wgrad_cli.device.runtime import Runtime
 from wgrad_cli.errors import DriverError
 from wgrad_cli.measure.stopping import REASONS
 from wgrad_cli.problem.abi import Dims
+from wgrad_cli.problem.generate import Problem
 
 FAST = ["--min-samples", "3", "--min-time", "0", "--timeout", "0.5", "--warmup", "1"]
 
@@ -278,3 +283,47 @@ def test_bench_refuses_options_that_do_not_go_together(host: HostDevice, repo: P
                                                        args: list[str], line: str) -> None:
     r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", *FAST, *args)
     assert r.exit_code == 2 and line in r.output and "Traceback" not in r.output
+
+
+@pytest.fixture
+def host_baselines(host: HostDevice, monkeypatch: pytest.MonkeyPatch) -> HostDevice:
+    """Stand-ins for torch's baselines (torch with a GPU cannot run here): each spends a known host
+    time, which the stand-in's events (the host clock) time; the spin ahead of a sample is a no-op."""
+    def baselines(_p: Problem, names: tuple[str, ...], copies: int) -> dict[str, Callable[[], None]]:
+        assert copies >= 1
+        return {name: functools.partial(time.sleep, seconds) for name, seconds in
+                (("torch-grouped", 0.004), ("bf16-ceiling", 0.001)) if name in names}
+
+    monkeypatch.setattr("wgrad_cli.measure.bench.baselines", baselines)
+    monkeypatch.setattr("wgrad_cli.measure.bench._spin", lambda _s, _fn, _what: (lambda: None, 0.05))
+    monkeypatch.setattr("wgrad_cli.commands.bench.require_torch", lambda: None)
+    monkeypatch.setattr(Gfx950, "torch_baselines", True)
+    return host
+
+
+def test_bench_interleaves_each_shape_and_records_speedups_per_round(host_baselines: HostDevice, repo: Path,
+                                                                    tmp_path: Path) -> None:
+    """With baselines, rounds are the default: every path of a shape has as many samples as there
+    were rounds, the kernel's row has its speed-up over each baseline per round, and the speed-up
+    table gives the one over the torch path, the median of the rounds', with their 20-80% range."""
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
+            "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    data = doc(tmp_path / "b.json")
+    calibration, *rows = data["records"]
+    assert data["interleave"] is True and not calibration["interleaved"]
+    assert [x["kernel"] for x in rows] == ["reference", "torch-grouped", "bf16-ceiling"]
+    assert all(x["interleaved"] for x in rows) and len({x["samples"] for x in rows}) == 1
+    kernel = rows[0]
+    assert [p["baseline"] for p in kernel["paired"]] == ["torch-grouped", "bf16-ceiling"]
+    grouped = kernel["paired"][0]
+    assert grouped["rounds"] == kernel["samples"] and grouped["p20"] <= grouped["median"] <= grouped["p80"]
+    assert all(not x["paired"] for x in rows[1:])
+    shown = CliRunner().invoke(cli, ["speedup", str(tmp_path / "b.json"), "--wide"])
+    assert shown.exit_code == 0, shown.output
+    assert f"| {grouped['median']:.2f} | {grouped['p20']:.2f}-{grouped['p80']:.2f} |" in " ".join(shown.output.split())
+    blocked = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
+                  "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--no-interleave",
+                  "--json", tmp_path / "blocked.json")
+    assert blocked.exit_code == 0, blocked.output
+    assert not any(x["interleaved"] or x["paired"] for x in doc(tmp_path / "blocked.json")["records"])

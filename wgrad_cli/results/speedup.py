@@ -5,8 +5,9 @@ faster of bf16-grouped and bf16-loop), all on the same shape in the same run, wi
 means; beside them the compiled dequantization's rate, in values per second. `bench --baselines`
 prints them for its run; `wgrad speedup` for several results files at once, so a table spanning
 configs (the docs') comes from the tool, not by hand. The tables are in tables.py. Where the run
-sampled in interleaved rounds, the speed-up over the torch path per round (median, 20th-80th
-percentile) stands beside the ratio of medians.
+sampled in interleaved rounds, the speed-up over the torch path is the median of its ratios per
+round (the two samples of a round seconds apart at most), their 20th-80th percentiles beside it;
+elsewhere, the ratio of the medians.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class Speedup:
 
     @property
     def x_torch(self) -> float:
-        return self.tflops / self.torch_tflops
+        return self.paired.median if self.paired else self.tflops / self.torch_tflops
 
     @property
     def x_ceiling(self) -> float:
