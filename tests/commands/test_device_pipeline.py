@@ -231,9 +231,11 @@ def test_device_of_another_architecture_is_refused(monkeypatch: pytest.MonkeyPat
 
 
 def test_bench_rotating_launches_on_copies_that_exceed_the_cache_and_flushes_nothing(
-        host: HostDevice, repo: Path, tmp_path: Path) -> None:
-    """--rotating 2 on a 128x256x256 problem: the stand-in's 1 MiB cache (gfx950's table says 288 MiB)
-    needs more copies than 2; each launch writes the next copy's output, and no sample is flushed."""
+        torch_stand_in: HostDevice, repo: Path, tmp_path: Path) -> None:
+    """--rotating 2 on a 128x256x256 problem: gfx950's 288 MiB of last-level cache needs more copies
+    than 2; each launch writes the next copy's output, no sample is flushed, and a spin goes ahead
+    of every sample (torch's, stood in for here)."""
+    host = torch_stand_in
     r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
             "--rotating", "2", "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
@@ -244,6 +246,7 @@ def test_bench_rotating_launches_on_copies_that_exceed_the_cache_and_flushes_not
     assert data["rotating"] == 2 and data["flush"] is None and host.fills == 0
     outputs = host.outputs  # fewer launches than copies here: each on a copy of its own
     assert 3 < len(outputs) < one["rotating"] and len(set(outputs)) == len(outputs)
+    assert one["spin_ms"] == calibration["spin_ms"] == 0.05
     assert "cold (at least 2 copies of the inputs rotated per launch)" in " ".join(r.output.split())
 
 
@@ -286,7 +289,7 @@ def test_bench_refuses_options_that_do_not_go_together(host: HostDevice, repo: P
 
 
 @pytest.fixture
-def host_baselines(host: HostDevice, monkeypatch: pytest.MonkeyPatch) -> HostDevice:
+def torch_stand_in(host: HostDevice, monkeypatch: pytest.MonkeyPatch) -> HostDevice:
     """Stand-ins for torch's baselines (torch with a GPU cannot run here): each spends a known host
     time, which the stand-in's events (the host clock) time; the spin ahead of a sample is a no-op."""
     def baselines(_p: Problem, names: tuple[str, ...], copies: int) -> dict[str, Callable[[], None]]:
@@ -301,13 +304,12 @@ def host_baselines(host: HostDevice, monkeypatch: pytest.MonkeyPatch) -> HostDev
     return host
 
 
-def test_bench_interleaves_each_shape_and_records_speedups_per_round(host_baselines: HostDevice, repo: Path,
-                                                                    tmp_path: Path) -> None:
-    """With baselines, rounds are the default: every path of a shape has as many samples as there
-    were rounds, the kernel's row has its speed-up over each baseline per round, and the speed-up
+@pytest.mark.usefixtures("torch_stand_in")
+def test_bench_interleaves_each_shape_and_records_speedups_per_round(repo: Path, tmp_path: Path) -> None:
+    """--interleave: every path of a shape has as many samples as there were rounds, the kernel's row has its speed-up over each baseline per round, and the speed-up
     table gives the one over the torch path, the median of the rounds', with their 20-80% range."""
     r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
-            "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--json", tmp_path / "b.json")
+            "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--interleave", "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
     data = doc(tmp_path / "b.json")
     calibration, *rows = data["records"]
@@ -323,7 +325,6 @@ def test_bench_interleaves_each_shape_and_records_speedups_per_round(host_baseli
     assert shown.exit_code == 0, shown.output
     assert f"| {grouped['median']:.2f} | {grouped['p20']:.2f}-{grouped['p80']:.2f} |" in " ".join(shown.output.split())
     blocked = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
-                  "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--no-interleave",
-                  "--json", tmp_path / "blocked.json")
+                  "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--json", tmp_path / "blocked.json")
     assert blocked.exit_code == 0, blocked.output
     assert not any(x["interleaved"] or x["paired"] for x in doc(tmp_path / "blocked.json")["records"])

@@ -44,7 +44,7 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     baselines = timing.baselines or bool(timing.only_baselines)
     hot, repeat, warmup, rotating = timing.hot, timing.repeat, timing.warmup, timing.rotating
     flush_kind = None if hot or rotating else timing.flush
-    interleave = baselines if timing.interleave is None else timing.interleave
+    interleave = bool(timing.interleave)
     problems = ([f"--rotating {rotating}: rotating copies empty the cache for cold samples; with --hot the cache is "
                  "kept warm on purpose, so leave one of them out"] if hot and rotating else [])
     problems += (["--interleave: rounds pair each kernel with the baselines of its shape; add --baselines (or "
@@ -54,7 +54,7 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     plan = Plan(criterion, hot, repeat, warmup, timing.flush, timing.discard_throttled,
                 timing.only_baselines or BASELINES, interleave, rotating, timing.data)
     check_timed(run.device)
-    if baselines or flush_kind == "read":
+    if baselines or flush_kind == "read" or rotating:  # rotating spins with torch ahead of each sample
         require_torch()  # before any build or launch
     s = opened(selection, run, lambda: open_session(selection, compilers, run, False,
                                                     extra=lambda _: [("empty", CALIBRATION.dims)]))

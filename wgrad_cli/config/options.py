@@ -139,7 +139,7 @@ class BenchOptions:
     only_baselines: tuple[str, ...]
     flush: str  # one of FLUSHES
     discard_throttled: bool
-    interleave: bool | None = None  # None: on where baselines are timed
+    interleave: bool = False  # each shape's kernels and baselines sampled in alternating rounds
     rotating: int | None = None  # cold: rotate at least this many copies of the inputs, no flush
     data: str = "random"  # one of DATA_PATTERNS
 

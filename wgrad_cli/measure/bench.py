@@ -13,6 +13,8 @@ samples, since times that short are noisy.
 
 Rotating (--rotating N): cold without a flush; every launch reads the next of at least N copies of
 its shape's inputs (and writes its own output), as many as exceed the last-level cache together.
+With no flush ahead, a spin goes ahead of every sample, kernels' too, or the events would time the
+host's submission of the launch (on an H100, the empty kernel's 3.0 us became 7.7 us without it).
 Interleaved (--interleave): the kernels and baselines of a shape in one process, sampled in rounds
 (sampling.interleave), each kernel row carrying its speed-up over each baseline per round.
 """
@@ -186,7 +188,7 @@ class Run:
     launch: Callable[[], None]
     criterion: Criterion
     repeat: int
-    many: bool  # the launch is torch's, many launches: a spin goes ahead of each sample
+    many: bool  # a spin goes ahead of each sample: many launches (torch's), or none ahead (rotating)
 
 
 def _flush(s: Session, kind: str, ptr: int, nbytes: int) -> Flush:
@@ -207,8 +209,13 @@ def _flush(s: Session, kind: str, ptr: int, nbytes: int) -> Flush:
 
 def _spin(s: Session, fn: Callable[[], None], what: str) -> tuple[Callable[[], None], float]:
     """A spin long enough to hide the host's submission of one sample of `fn` (SPIN_MARGIN times
-    the slowest of three timed submissions), and its length in ms."""
+    the slowest of three timed submissions after an untimed one), and its length in ms. The first
+    call of a path loads its kernels' modules (CUDA loads them lazily, on first launch): on an H100
+    it took 107-198 ms of the eager paths' submission, which a spin sized from it would then add to
+    every sample of theirs."""
     torch = require_torch()
+    fn()
+    settle(s.rt, s.events[1], s.kernel_timeout, what)
     slowest = 0.0
     for _ in range(3):
         began = time.perf_counter()
@@ -247,7 +254,7 @@ def _measured(s: Session, plan: Plan, shape: Shape, runs: Callable[[list[DeviceP
             devs.append(upload(s.rt, p))
         shared = Shared(flush, copies if plan.rotating and not plan.hot else None,
                         work or (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims)), inputs_of(p, plan.data))
-        chosen = runs(devs, p, copies)
+        chosen = [replace(r, many=True) for r in runs(devs, p, copies)] if shared.rotating else runs(devs, p, copies)
         if plan.interleave and len(chosen) > 1:
             return _rounds(s, plan, shape, chosen, shared)
         rows = []

@@ -291,7 +291,8 @@ def _rounds(p: Paired | None) -> str:
 def _speedup_cells(rows: list[Speedup]) -> list[list[str]]:
     """The table's cells, shared by the terminal and the Markdown form: a row per Speedup, then
     each kernel's geometric means."""
-    cells = [[r.kernel, r.shape.name, r.shape.label(), f"{r.tflops:,.1f}", r.torch_path,
+    runs = any(r.run > 1 for r in rows)
+    cells = [[r.kernel, f"{r.shape.name} (run {r.run})" if runs else r.shape.name, r.shape.label(), f"{r.tflops:,.1f}", r.torch_path,
               f"{r.torch_tflops:,.1f}", f"{r.x_torch:.2f}", _rounds(r.paired), f"{r.ceiling_tflops:,.1f}",
               f"{r.x_ceiling:.2f}",
               cell(r.same_shape_tflops, ",.1f"), cell(r.x_same_shape, ".2f"), cell(r.dequant_gvals, ",.0f")]
