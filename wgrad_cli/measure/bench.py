@@ -14,7 +14,7 @@ samples, since times that short are noisy.
 Rotating (--rotating N): cold without a flush; every launch reads the next of at least N copies of
 its shape's inputs (and writes its own output), as many as exceed the last-level cache together.
 With no flush ahead, a spin goes ahead of every sample, kernels' too, or the events would time the
-host's submission of the launch (on an H100, the empty kernel's 3.0 us became 7.7 us without it).
+host's submission of the launch (on an H100, the empty kernel's 3.0 us became 7.6 us without it).
 Interleaved (--interleave): the kernels and baselines of a shape in one process, sampled in rounds
 (sampling.interleave), each kernel row carrying its speed-up over each baseline per round.
 """
