@@ -44,6 +44,8 @@ class HostDevice:
         self.watts: list[float] = []  # power readings the stand-in reports in turn (none: not reported)
         self.capped: list[bool] = []  # power-limit readings reported in turn (none: not reported)
         self.readings: list[Reading] = []  # what its sensors reported, in order
+        self.outputs: list[int] = []  # the output pointer of each launch of a kernel with operands, in order
+        self.fills = 0  # memsets (bench's cache flushes)
 
     def alloc(self, nbytes: int) -> int:
         if self.max_alloc is not None and nbytes > self.max_alloc:
@@ -63,6 +65,7 @@ class HostDevice:
         ctypes.memmove(address, ptr, nbytes)
 
     def fill(self, ptr: int, byte: int, nbytes: int) -> None:
+        self.fills += 1
         ctypes.memset(ptr, byte, nbytes)
 
     def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object:
@@ -79,6 +82,7 @@ class HostDevice:
                                           for a in args)
         if "empty" in symbol:
             return
+        self.outputs.append(int(C.ctypes.data))
         E = off.size // 4 - 1
         M = math.isqrt(A.size * B.size * 2 * E // C.size)
         d = Dims(M, A.size // M, B.size // M, E)

@@ -20,7 +20,7 @@ from wgrad_cli.config.shipped import shipped_configs
 from wgrad_cli.results.records import read_document
 
 BLOCK = re.compile(r"<!-- (wgrad [^\n]*?) -->\n(.*?)<!-- end -->", re.S)
-PAGES = ["README.md", "docs/h200-results.md", "docs/timing.md", "docs/model.md", "docs/cdna4-design.md"]
+PAGES = ["README.md", "docs/nvidia-results.md", "docs/timing.md", "docs/model.md", "docs/cdna4-design.md"]
 
 
 def printed(repo: Path, command: str) -> str:
@@ -129,13 +129,14 @@ def test_the_path_scan_finds_what_it_must() -> None:
 
 
 def test_the_peak_the_results_page_names_is_the_one_the_files_record_and_divide_by(repo: Path) -> None:
-    """docs/h200-results.md says what `% peak` is of; every bench file under results/h200 records that
-    peak and divides its rows' TFLOP/s by it, and it is the datasheet rate wgrad knows for the H200."""
-    prose = " ".join((repo / "docs" / "h200-results.md").read_text().split())
+    """docs/nvidia-results.md says what `% peak` is of; every bench file under results/h200 and
+    results/h100 records that peak and divides its rows' TFLOP/s by it, and it is the datasheet rate
+    wgrad knows for both cards (the same dense FP8 rate)."""
+    prose = " ".join((repo / "docs" / "nvidia-results.md").read_text().split())
     (label, rate), = re.findall(r"`% peak` \([^)]*\) is against the datasheet's dense (\w+) rate, ([\d,]+) TFLOP/s", prose)
     tflops = float(rate.replace(",", ""))
-    assert DATASHEET["H200"][0] == tflops and label == "FP8"
-    files = sorted((repo / "results" / "h200").glob("bench-*.json"))
+    assert DATASHEET["H200"][0] == DATASHEET["H100 80GB HBM3"][0] == tflops and label == "FP8"
+    files = sorted([*(repo / "results" / "h200").glob("bench-*.json"), *(repo / "results" / "h100").glob("bench-*.json")])
     assert files
     for path in files:
         doc = read_document(path)

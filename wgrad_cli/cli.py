@@ -16,6 +16,7 @@ import click
 from wgrad_cli import __version__
 from wgrad_cli.config.options import (
     EMULATED,
+    DATA_PATTERNS,
     FLUSHES,
     HIP_STACK_BYTES,
     HIP_STACK_CAP,
@@ -353,6 +354,15 @@ def emu_check(selection: Selection, compilers: CompilerOptions) -> None:
                                       "changes every sample, or a read of the buffer by torch (docs/timing.md).")
 @click.option("--discard-throttled", is_flag=True,
               help="Leave samples whose clock, read while they ran, was held down out of the figures.")
+@click.option("--interleave/--no-interleave", default=False, show_default=True,
+              help="Sample each shape's kernels and baselines in alternating rounds, the speed-up per round "
+                   "(needs --baselines; docs/timing.md says why it is not the default).")
+@click.option("--rotating", type=click.IntRange(min=2), metavar="N",
+              help="Cold without a flush: each launch reads the next of at least N copies of the inputs, as many "
+                   "as exceed the last-level cache together, a spin ahead of each sample (needs torch).")
+@click.option("--data", type=click.Choice(DATA_PATTERNS), default="random", show_default=True,
+              help="The inputs' values: random from the seed, or every value zero or one (to see the data's "
+                   "effect on clock and time).")
 def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
           timing: BenchOptions) -> None:
     """Time kernels on fresh random problems (cold cache by default): TFLOP/s, GB/s, % of peak."""
@@ -419,13 +429,14 @@ def compare(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> 
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--kernel", "kernels", multiple=True, help="Only this kernel's rows (repeatable; default: every kernel).")
 @click.option("--markdown", is_flag=True, help="Print the table as Markdown, every column (as in docs/).")
+@click.option("--every-run", is_flag=True, help="A row per run of a bench --repeat file, not only the first.")
 @wide_option
-def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -> None:
+def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool, every_run: bool) -> None:
     """Speed-ups over the baselines across bench results files (run with --baselines), with the
-    geometric mean per kernel over every row given."""
+    geometric mean per kernel over every row given, and each file's device, date and baselines."""
     from wgrad_cli.commands.files import speedup_command
 
-    speedup_command(list(files), kernels, markdown)
+    speedup_command(list(files), kernels, markdown, every_run)
 
 
 @cli.command()

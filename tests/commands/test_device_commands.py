@@ -126,3 +126,20 @@ def test_bench_baselines_with_no_tokens(gpu: Runtime, tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     rows = doc(tmp_path / "b.json")["records"][1:]
     assert len(rows) == 9 and all(x["flops"] == 0 and x["median_ms"] > 0 for x in rows)
+
+
+def test_bench_interleaved_and_rotating_on_the_gpu(gpu: Runtime, tmp_path: Path) -> None:
+    """Rounds on a real GPU: every path of the shape has one sample per round and the kernel's row its
+    speed-up per round over each baseline; rotating, the rows name their copies and no flush."""
+    pytest.importorskip("torch")
+    r = run("bench", "--config", CONFIGS_DIR / "ci.yaml", "--shape", "gaps", "--baseline", "bf16-ceiling",
+            "--baseline", "compiled-grouped", "--interleave", "--rotating", "2", *FAST, "--cache-dir",
+            tmp_path / "cache", "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    data = doc(tmp_path / "b.json")
+    rows = data["records"][1:]
+    assert data["interleave"] and data["rotating"] == 2 and data["flush"] is None
+    assert all(x["interleaved"] and x["rotating"] >= 2 and x["flush"] is None and x["spin_ms"] for x in rows)
+    assert len({x["samples"] for x in rows}) == 1
+    assert sorted(p["baseline"] for p in rows[0]["paired"]) == ["bf16-ceiling", "compiled-grouped"]
+    assert all(p["rounds"] == rows[0]["samples"] and p["median"] > 0 for p in rows[0]["paired"])

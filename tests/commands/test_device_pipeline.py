@@ -3,8 +3,11 @@ the host stand-in for an AMD GPU (tests/hostdevice.py), since no machine here ha
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 from hostdevice import HostDevice
 
+from wgrad_cli.backends.gfx950 import Gfx950
 from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.cli import cli
@@ -22,6 +26,7 @@ from wgrad_cli.device.runtime import Runtime
 from wgrad_cli.errors import DriverError
 from wgrad_cli.measure.stopping import REASONS
 from wgrad_cli.problem.abi import Dims
+from wgrad_cli.problem.generate import Problem
 
 FAST = ["--min-samples", "3", "--min-time", "0", "--timeout", "0.5", "--warmup", "1"]
 
@@ -224,3 +229,103 @@ def test_device_of_another_architecture_is_refused(monkeypatch: pytest.MonkeyPat
     r = run(tmp_path, "verify", "--config", CONFIGS_DIR / "smoke.yaml", "--target", "gfx950", "--no-save")
     assert r.exit_code == 2 and not device.launches and not (tmp_path / "cache").exists()
     assert r.stderr.splitlines() == ["gfx950: device 0 is host stand-in (gfx942); gfx950 code needs gfx950"]
+
+
+def test_bench_rotating_launches_on_copies_that_exceed_the_cache_and_flushes_nothing(
+        torch_stand_in: HostDevice, repo: Path, tmp_path: Path) -> None:
+    """--rotating 2 on a 128x256x256 problem: gfx950's 288 MiB of last-level cache needs more copies
+    than 2; each launch writes the next copy's output, no sample is flushed, and a spin goes ahead
+    of every sample (torch's, stood in for here)."""
+    host = torch_stand_in
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
+            "--rotating", "2", "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    data = doc(tmp_path / "b.json")
+    calibration, one = data["records"]
+    each = 128 * (256 + 256) + (256 + 256) * 4 + 2 * 4 + 2 * 256 * 256  # operands, scales, offsets, C
+    assert one["rotating"] == (288 << 20) // each + 1 and one["flush"] is None and one["flush_bytes"] == 0
+    assert data["rotating"] == 2 and data["flush"] is None and host.fills == 0
+    outputs = host.outputs  # fewer launches than copies here: each on a copy of its own
+    assert 3 < len(outputs) < one["rotating"] and len(set(outputs)) == len(outputs)
+    assert one["spin_ms"] == calibration["spin_ms"] == 0.05
+    assert "cold (at least 2 copies of the inputs rotated per launch)" in " ".join(r.output.split())
+
+
+@pytest.mark.parametrize("pattern, elements, scales", [("zeros", (0.0, 0.0), (-127, -127)),
+                                                       ("ones", (256.0, 256.0), (-8, -8))])
+def test_bench_data_pattern_is_launched_recorded_and_shown(host: HostDevice, repo: Path, tmp_path: Path,
+                                                           pattern: str, elements: tuple[float, float],
+                                                           scales: tuple[int, int]) -> None:
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "two-zipf", *FAST,
+            "--data", pattern, "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    data = doc(tmp_path / "b.json")
+    inputs = data["records"][1]["inputs"]
+    assert data["data"] == pattern and inputs["pattern"] == pattern and inputs["octaves"] is None
+    assert (inputs["element_min"], inputs["element_max"]) == elements
+    assert (inputs["scale_min"], inputs["scale_max"]) == scales
+    shown = CliRunner().invoke(cli, ["show", str(tmp_path / "b.json"), "--wide"])
+    assert shown.exit_code == 0 and f"{pattern}: [{elements[0]:g}, {elements[1]:g}] x 2^[{scales[0]}, {scales[1]}]" \
+        in shown.output
+
+
+def test_bench_random_inputs_record_the_generators_ranges(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "two-zipf", *FAST,
+            "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    inputs = doc(tmp_path / "b.json")["records"][1]["inputs"]
+    assert inputs["pattern"] == "random" and inputs["octaves"] == 8
+    assert inputs["element_min"] == -448.0 and inputs["element_max"] == 448.0  # OCP: each block's max saturates
+    assert inputs["scale_min"] < inputs["scale_max"]
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--hot", "--rotating", "4"], "--rotating 4: rotating copies empty the cache for cold samples; with --hot"),
+    (["--interleave"], "--interleave: rounds pair each kernel with the baselines of its shape; add --baselines"),
+])
+def test_bench_refuses_options_that_do_not_go_together(host: HostDevice, repo: Path, tmp_path: Path,
+                                                       args: list[str], line: str) -> None:
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", *FAST, *args)
+    assert r.exit_code == 2 and line in r.output and "Traceback" not in r.output
+
+
+@pytest.fixture
+def torch_stand_in(host: HostDevice, monkeypatch: pytest.MonkeyPatch) -> HostDevice:
+    """Stand-ins for torch's baselines (torch with a GPU cannot run here): each spends a known host
+    time, which the stand-in's events (the host clock) time; the spin ahead of a sample is a no-op."""
+    def baselines(_p: Problem, names: tuple[str, ...], copies: int) -> dict[str, Callable[[], None]]:
+        assert copies >= 1
+        return {name: functools.partial(time.sleep, seconds) for name, seconds in
+                (("torch-grouped", 0.004), ("bf16-ceiling", 0.001)) if name in names}
+
+    monkeypatch.setattr("wgrad_cli.measure.bench.baselines", baselines)
+    monkeypatch.setattr("wgrad_cli.measure.bench._spin", lambda _s, _fn, _what: (lambda: None, 0.05))
+    monkeypatch.setattr("wgrad_cli.commands.bench.require_torch", lambda: None)
+    monkeypatch.setattr(Gfx950, "torch_baselines", True)
+    return host
+
+
+@pytest.mark.usefixtures("torch_stand_in")
+def test_bench_interleaves_each_shape_and_records_speedups_per_round(repo: Path, tmp_path: Path) -> None:
+    """--interleave: every path of a shape has as many samples as there were rounds, the kernel's row has its speed-up over each baseline per round, and the speed-up
+    table gives the one over the torch path, the median of the rounds', with their 20-80% range."""
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
+            "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--interleave", "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    data = doc(tmp_path / "b.json")
+    calibration, *rows = data["records"]
+    assert data["interleave"] is True and not calibration["interleaved"]
+    assert [x["kernel"] for x in rows] == ["reference", "torch-grouped", "bf16-ceiling"]
+    assert all(x["interleaved"] for x in rows) and len({x["samples"] for x in rows}) == 1
+    kernel = rows[0]
+    assert [p["baseline"] for p in kernel["paired"]] == ["torch-grouped", "bf16-ceiling"]
+    grouped = kernel["paired"][0]
+    assert grouped["rounds"] == kernel["samples"] and grouped["p20"] <= grouped["median"] <= grouped["p80"]
+    assert all(not x["paired"] for x in rows[1:])
+    shown = CliRunner().invoke(cli, ["speedup", str(tmp_path / "b.json"), "--wide"])
+    assert shown.exit_code == 0, shown.output
+    assert f"| {grouped['median']:.2f} | {grouped['p20']:.2f}-{grouped['p80']:.2f} |" in " ".join(shown.output.split())
+    blocked = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
+                  "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--json", tmp_path / "blocked.json")
+    assert blocked.exit_code == 0, blocked.output
+    assert not any(x["interleaved"] or x["paired"] for x in doc(tmp_path / "blocked.json")["records"])

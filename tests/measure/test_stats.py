@@ -1,12 +1,13 @@
-"""stats.summarize: the figures bench reports per shape, against numpy."""
+"""stats: the figures bench reports per shape, against numpy, and the per-round speed-ups of
+interleaved rounds."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from wgrad_cli.measure.stats import summarize
-from wgrad_cli.results.records import Summary, to_json
+from wgrad_cli.measure.stats import paired, round_ratios, summarize
+from wgrad_cli.results.records import Paired, Summary, to_json
 
 
 def test_known_data() -> None:
@@ -34,3 +35,19 @@ def test_single_sample() -> None:
 def test_fields_are_plain_floats() -> None:
     """The summary goes into JSON records as is: no numpy scalars."""
     assert all(type(v) in (int, float) for v in to_json(summarize([1.0, 2.0, 4.0])).values())
+
+
+def test_round_ratios_are_the_baselines_time_over_the_kernels_per_round() -> None:
+    assert round_ratios([1.0, 2.0, 0.0], [2.0, 3.0, 5.0]) == [2.0, 1.5]  # a round without a kernel time has none
+    with pytest.raises(ValueError, match="not paired"):
+        round_ratios([1.0], [1.0, 2.0])
+
+
+def test_paired_gives_the_median_and_the_20_80_range_of_the_ratios() -> None:
+    kernel = [1.0] * 10
+    baseline = [float(x) for x in range(1, 11)]
+    p = paired("torch-grouped", kernel, baseline)
+    assert p is not None and (p.baseline, p.rounds) == ("torch-grouped", 10)
+    assert (p.median, p.p20, p.p80) == pytest.approx((5.5, 2.8, 8.2))
+    assert isinstance(p, Paired)
+    assert paired("torch-grouped", [0.0], [1.0]) is None

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from wgrad_cli.config.options import Criterion
-from wgrad_cli.measure.stopping import Running, verdict
+from wgrad_cli.measure.stopping import Running, rounds_verdict, verdict
 
 CRITERION = Criterion(min_samples=10, min_seconds=0.5, max_noise=0.01, timeout=15.0, max_samples=1000)
 
@@ -115,3 +115,27 @@ def test_stability_waits_for_min_time_and_can_be_switched_off() -> None:
                       samples) == ("max-samples", 1000)
     assert first_stop(Criterion(min_samples=10, min_seconds=0.5, max_noise=0.01, max_samples=1000, stable_noise=0.0),
                       samples) == ("max-samples", 1000)
+
+
+def test_rounds_stop_once_every_ratio_has_converged() -> None:
+    steady, noisy = running([2.0] * 10), running([1.0, 1.5] * 5)
+    assert rounds_verdict(CRITERION, [steady, steady], 1000.0, 1.0) == "converged"
+    assert rounds_verdict(CRITERION, [steady, noisy], 1000.0, 1.0) is None  # one ratio still spread
+    assert rounds_verdict(CRITERION, [steady], 100.0, 1.0) is None  # 0.1 s of kernel time, below min_seconds
+    assert rounds_verdict(CRITERION, [steady, noisy], 1000.0, 15.1) == "timeout"
+    assert rounds_verdict(CRITERION, [running([2.0] * 9)], 1000.0, 1.0) is None  # 9 rounds
+
+
+def test_rounds_stable_where_a_ratio_settled_but_never_converged() -> None:
+    """Each round's verdict looks at every ratio: stable once the noisy one has settled (about 5%, as
+    test_stable_once_the_noise_estimate_settles) and the other converged; not before."""
+    noisy = Running()
+    steady = running([2.0] * 10)
+    ratios = np.random.default_rng(1).lognormal(0.0, 0.05, size=1000).tolist()
+    stops = []
+    for x in ratios:
+        noisy.add(x)
+        steady.add(2.0)
+        stops.append(rounds_verdict(CRITERION, [noisy, steady], 1000.0, 1.0))
+    first = next(i for i, v in enumerate(stops) if v)
+    assert stops[first] == "stable" and first + 1 == first_stop(CRITERION, ratios)[1]

@@ -15,7 +15,7 @@ from rows import write as write_rows
 from wgrad_cli.cli import cli
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results.baseline_names import NAMES as BASELINES
-from wgrad_cli.results.records import BenchRow, to_json
+from wgrad_cli.results.records import BenchRow, Paired, to_json
 from wgrad_cli.results.speedup import geomeans, load_speedups, speedups
 from wgrad_cli.results.tables import SPEEDUP_COLUMNS, speedup_markdown
 
@@ -94,8 +94,22 @@ def test_rows_without_both_baselines_are_left_out() -> None:
 def test_markdown_has_a_row_per_shape_and_the_mean() -> None:
     md = speedup_markdown(speedups([*run_of(0, "a", 300.0, 200.0, 250.0, 600.0),
                                     *run_of(1, "b", 400.0, 500.0, 100.0, 800.0)])).splitlines()
-    assert md[2] == "| hopper | a | 1024 x 256 x 512, 2 | 300.0 | torch-loop | 250.0 | 1.20 | 600.0 | 0.50 | | | |"
-    assert md[-1] == "| hopper | geometric mean (2 rows) | | | | | 0.98 | | 0.50 | | | |"
+    assert md[2] == "| hopper | a | 1024 x 256 x 512, 2 | 300.0 | torch-loop | 250.0 | 1.20 | | 600.0 | 0.50 | | | |"
+    assert md[-1] == "| hopper | geometric mean (2 rows) | | | | | 0.98 | | | 0.50 | | | |"
+
+
+def test_interleaved_rows_give_the_median_of_the_rounds_and_every_run_its_row() -> None:
+    """An interleaved kernel row's speed-up over the torch path is its rounds' median (not the ratio
+    of medians), their 20-80% range beside it; --every-run pairs each run with its own baselines."""
+    rounds = Paired("torch-loop", 40, 1.25, 1.1, 1.3)
+    records = [replace(r, paired=[rounds]) if r.kernel == "hopper" else r for r in run_of(0, "a", 300.0, 200.0, 250.0,
+                                                                                          600.0)]
+    again = [replace(r, run=2, tflops=r.tflops * (1.5 if r.kernel == "hopper" else 1.0)) for r in records]
+    (first,) = speedups([*records, *again])
+    assert first.x_torch == 1.25 and first.run == 1
+    md = speedup_markdown(speedups([*records, *again], every_run=True)).splitlines()
+    assert md[2].startswith("| hopper | a (run 1) |") and "| 1.25 | 1.10-1.30 |" in md[2]
+    assert md[3].startswith("| hopper | a (run 2) |") and "| 1.25 | 1.10-1.30 |" in md[3]
 
 
 def write(path: Path, command: str, records: list[Any]) -> Path:
@@ -105,7 +119,9 @@ def write(path: Path, command: str, records: list[Any]) -> Path:
 def test_files_join_in_order_and_bad_ones_are_one_line_each(tmp_path: Path) -> None:
     first = write(tmp_path / "one.json", "bench", run_of(0, "a", 300.0, 200.0, 250.0, 600.0))
     second = write(tmp_path / "two.json", "bench", run_of(0, "b", 400.0, 500.0, 100.0, 800.0))
-    assert [r.shape.name for r in load_speedups([second, first])] == ["b", "a"]
+    rows, sources = load_speedups([second, first])
+    assert [r.shape.name for r in rows] == ["b", "a"]
+    assert sources[0].startswith(f"{second}: ") and "baselines torch-grouped, torch-loop, bf16-ceiling" in sources[0]
     plain = write(tmp_path / "plain.json", "bench", [record(0, "hopper", 300.0)])
     verify = write(tmp_path / "verify.json", "verify", [])
     torn = write(tmp_path / "torn.json", "bench", [{k: v for k, v in to_json(r).items() if k != "tflops"}
@@ -122,10 +138,14 @@ def test_command(tmp_path: Path) -> None:
              for n, mine in (("a", 300.0), ("b", 500.0))]
     result = CliRunner().invoke(cli, ["speedup", "--markdown", *files])
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[-1] == "| hopper | geometric mean (2 rows) | | | | | 1.55 | | 0.65 | | | |"
+    table, sources = result.output.split("\n\n")
+    assert table.splitlines()[-1] == "| hopper | geometric mean (2 rows) | | | | | 1.55 | | | 0.65 | | | |"
+    assert all(len(line) <= 100 for line in sources.splitlines())
+    named = " ".join(sources.split()).split(" baselines torch-grouped, torch-loop, bf16-ceiling")
+    assert [n.strip().split(": an unnamed device, 20")[0] for n in named[:2]] == files and named[2] == ""
     both = write(tmp_path / "both.json", "bench", [*run_of(0, "a", 300.0, 200.0, 250.0, 600.0), record(1, "hopper_v9", 240.0)])
     v9 = CliRunner().invoke(cli, ["speedup", "--markdown", "--kernel", "hopper_v9", str(both)])
-    assert v9.exit_code == 0 and [line.split(" | ")[0] for line in v9.output.splitlines()[2:]] == ["| hopper_v9"] * 2
+    assert v9.exit_code == 0 and [line.split(" | ")[0] for line in v9.output.splitlines()[2:4]] == ["| hopper_v9"] * 2
     unknown = CliRunner().invoke(cli, ["speedup", "--kernel", "hopper_v8", "--kernel", "hopper", str(both)])
     assert unknown.exit_code == 2 and unknown.output.strip() == \
         "--kernel hopper_v8: no speed-up rows in the files given; they have hopper, hopper_v9"

@@ -29,8 +29,11 @@ class BenchSettings:
     criterion: Criterion
     peak: Peak | None  # the device's peaks, where its backend knows them: what % peak divides by
     warmup: int
-    flush: str | None  # how a cold sample's cache was flushed (options.FLUSHES); None when hot
+    flush: str | None  # how a cold sample's cache was flushed (options.FLUSHES); None when hot or rotating
     discard_throttled: bool
+    rotating: int | None  # cold: at least this many copies of the inputs rotated per launch (rows say how many)
+    interleave: bool  # each shape's kernels and baselines sampled in alternating rounds
+    data: str  # the inputs' pattern (options.DATA_PATTERNS)
 
 
 def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
@@ -39,10 +42,19 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     if unknown(timing.only_baselines):
         raise WgradError(unknown(timing.only_baselines))
     baselines = timing.baselines or bool(timing.only_baselines)
-    hot, repeat, warmup, flush_kind = timing.hot, timing.repeat, timing.warmup, timing.flush
-    plan = Plan(criterion, hot, repeat, warmup, flush_kind, timing.discard_throttled, timing.only_baselines or BASELINES)
+    hot, repeat, warmup, rotating = timing.hot, timing.repeat, timing.warmup, timing.rotating
+    flush_kind = None if hot or rotating else timing.flush
+    interleave = bool(timing.interleave)
+    problems = ([f"--rotating {rotating}: rotating copies empty the cache for cold samples; with --hot the cache is "
+                 "kept warm on purpose, so leave one of them out"] if hot and rotating else [])
+    problems += (["--interleave: rounds pair each kernel with the baselines of its shape; add --baselines (or "
+                  "--baseline NAME), or leave --interleave out"] if interleave and not baselines else [])
+    if problems:
+        raise WgradError(problems)
+    plan = Plan(criterion, hot, repeat, warmup, timing.flush, timing.discard_throttled,
+                timing.only_baselines or BASELINES, interleave, rotating, timing.data)
     check_timed(run.device)
-    if baselines or flush_kind == "read":
+    if baselines or flush_kind == "read" or rotating:  # rotating spins with torch ahead of each sample
         require_torch()  # before any build or launch
     s = opened(selection, run, lambda: open_session(selection, compilers, run, False,
                                                     extra=lambda _: [("empty", CALIBRATION.dims)], backends=BACKENDS))
@@ -53,7 +65,8 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
                          "out near zero); time the kernels without --baselines, and the torch paths with torch's events")
     known = peak(s.rt.device)
     flush = 0 if hot else flush_bytes(s.rt.device, known)
-    details = to_json(BenchSettings(criterion, known, warmup, None if hot else flush_kind, timing.discard_throttled))
+    details = to_json(BenchSettings(criterion, known, warmup, flush_kind, timing.discard_throttled, rotating, interleave,
+                                    timing.data))
     finished: list[BenchRow] = []
     try:
         print_header(s)
@@ -78,7 +91,10 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     finally:
         s.rt.close()
     cache = ("hot (back-to-back launches, times per launch)" if hot
+             else f"cold (at least {rotating} copies of the inputs rotated per launch)" if rotating
              else f"cold ({flush / 2**20:.0f} MiB flushed before each sample: {flush_kind})")
+    cache += ", interleaved rounds" if interleave else ""
+    cache += f", inputs {timing.data}" if timing.data != "random" else ""
     out.print(bench_table(records, f"wgrad bench on {s.rt.device.name} ({s.target}), {cache}"))
     rows = speedups(records)
     if rows:

@@ -4,6 +4,7 @@ any machine (tests/results/test_presentation.py)."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from rich.markup import escape
@@ -16,6 +17,8 @@ from wgrad_cli.results.files import save
 from wgrad_cli.results.plot import render
 from wgrad_cli.results.speedup import load_speedups, only
 from wgrad_cli.results.tables import compare_table, document_table, speedup_markdown, speedup_table
+
+SOURCE_WIDTH = 100  # the lines naming each file's device, date and baselines wrap here, as tables fit it
 
 
 def compare_command(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> None:
@@ -30,13 +33,18 @@ def compare_command(base: Path, new: Path, threshold: float, allow: tuple[str, .
         raise CheckFailed()
 
 
-def speedup_command(files: list[Path], kernels: tuple[str, ...], markdown: bool) -> None:
-    rows = only(load_speedups(files), kernels)
+def speedup_command(files: list[Path], kernels: tuple[str, ...], markdown: bool, every_run: bool) -> None:
+    loaded, sources = load_speedups(files, every_run)
+    rows = only(loaded, kernels)
     if markdown:
         print(speedup_markdown(rows))
     else:
+        which = "every run" if every_run else "first run"
         out.print(speedup_table(rows, f"speed-up over the baselines, {plural(len(files), 'results file')} "
-                                      "(first run of each shape)"))
+                                      f"({which} of each shape)"))
+    print()  # a line right under a Markdown table would read as one of its rows
+    for line in sources:
+        print(textwrap.fill(line, SOURCE_WIDTH, subsequent_indent="  ", break_on_hyphens=False))
 
 
 def plot_command(files: list[Path], output: Path) -> None:

@@ -10,6 +10,8 @@ EMULATED = "emu"  # --device emu: gfx950's emulated device
 # zero: a memset of zeros (as nvbench's and triton's flushes); pattern: a byte that changes every
 # sample; read: a reduction over the buffer that writes nothing back (needs torch)
 FLUSHES = ("zero", "pattern", "read")
+# bench --data: the inputs' values, random from the seed or all one constant (problem.generate.PATTERNS)
+DATA_PATTERNS = ("random", "zeros", "ones")
 
 
 # The stack a kernel with a dynamic stack gets per work-item, as the HIP runtime sizes it (ROCm/clr, f9f995c):
@@ -147,6 +149,9 @@ class BenchOptions:
     only_baselines: tuple[str, ...]
     flush: str  # one of FLUSHES
     discard_throttled: bool
+    interleave: bool = False  # each shape's kernels and baselines sampled in alternating rounds
+    rotating: int | None = None  # cold: rotate at least this many copies of the inputs, no flush
+    data: str = "random"  # one of DATA_PATTERNS
 
 
 @dataclass(frozen=True)

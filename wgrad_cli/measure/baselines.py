@@ -25,6 +25,8 @@ baselines load only where it imports with a CUDA or ROCm device.
 - bf16-grouped and bf16-loop: the torch paths' GEMMs on operands dequantized beforehand (not
   timed). The bf16 rate on this problem's own shape: E N K outputs, each over one expert's
   tokens, which the ceiling's single GEMM (N K outputs over all tokens) does not pay for.
+With copies > 1 (bench --rotating), each baseline holds that many copies of its operands (and of
+the ones dequantized beforehand) and every call runs on the next copy in turn, as the kernels do.
 - fp8-ceiling: one cuBLAS fp8 GEMM (torch._scaled_mm, per-tensor scales of 1, fast accumulation,
   bf16 out) of the same FLOPs on the e4m3 bytes as they are: the block scales are ignored, so its
   output is not the answer. cuBLAS's rate on the fp8 tensor cores, what an fp8 design is held to.
@@ -32,9 +34,11 @@ baselines load only where it imports with a CUDA or ROCm device.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -85,10 +89,11 @@ def unknown(names: tuple[str, ...]) -> list[str]:
     return [f"--baseline {n}: no such baseline; choose from {', '.join(NAMES)}" for n in names if n not in NAMES]
 
 
-def baselines(p: Problem, names: tuple[str, ...] = NAMES) -> dict[str, Callable[[], None]]:
-    """name -> a callable that runs that baseline once on `p`, asynchronously, for each of `names`."""
+def baselines(p: Problem, names: tuple[str, ...] = NAMES, copies: int = 1) -> dict[str, Callable[[], None]]:
+    """name -> a callable that runs that baseline once on `p`, asynchronously, for each of `names`; on
+    the next of `copies` copies of its operands at each call."""
     try:
-        made = _baselines(p, names)
+        made = _baselines(p, names, copies)
     except RuntimeError as exc:
         raise _torch_failure("the set-up", exc) from None
     return {name: guarded(name, run) for name, run in made.items()}
@@ -114,7 +119,21 @@ def dequantizer(torch: Any) -> Callable[[Any, Any], Any]:
     return dequantize
 
 
-def _baselines(p: Problem, names: tuple[str, ...]) -> dict[str, Callable[[], None]]:
+@dataclass(frozen=True)
+class _Copy:
+    """One copy of a baseline's operands on the device: e4m3 bytes with their packed scales, and the
+    same dequantized beforehand (bf16) or viewed as fp8."""
+
+    a: tuple[Any, Any]
+    b: tuple[Any, Any]
+    a_bf16: Any
+    b_bf16: Any
+    a_fp8: Any
+    b_fp8: Any
+    out: Any  # the per-expert loop's output
+
+
+def _baselines(p: Problem, names: tuple[str, ...], copies: int) -> dict[str, Callable[[], None]]:
     torch = require_torch()
     d, off = p.dims, p.offsets.tolist()
     lo, hi = off[0], off[-1]
@@ -128,25 +147,29 @@ def _baselines(p: Problem, names: tuple[str, ...]) -> dict[str, Callable[[], Non
         return (torch.from_numpy(np.ascontiguousarray(q[:, lo:hi])).cuda(),
                 torch.from_numpy(packed[lo // STEP:hi // STEP]).cuda())
 
-    a, b = upload(p.A, p.scale_A), upload(p.B, p.scale_B)
-    offs = torch.tensor([o - lo for o in off[1:]], dtype=torch.int32, device="cuda")
-    out = torch.empty((d.E, d.N, d.K), dtype=torch.bfloat16, device="cuda")
+    def copy() -> _Copy:
+        a, b = upload(p.A, p.scale_A), upload(p.B, p.scale_B)
+        a_fp8, b_fp8 = (q.view(torch.float8_e4m3fn) for q, _ in (a, b))
+        out = torch.empty((d.E, d.N, d.K), dtype=torch.bfloat16, device="cuda")
+        return _Copy(a, b, *operands(compiled, a, b), a_fp8, b_fp8, out)  # compiles here, in the set-up
 
-    def operands(dequantize: Callable[[Any, Any], Any]) -> tuple[Any, Any]:
+    offs = torch.tensor([o - lo for o in off[1:]], dtype=torch.int32, device="cuda")
+
+    def operands(dequantize: Callable[[Any, Any], Any], a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
         return dequantize(*a), dequantize(*b)
 
-    def grouped(x: Any, y: Any) -> None:
+    def grouped(x: Any, y: Any, c: _Copy) -> None:
         if hi > lo:
             torch._grouped_mm(x, y.t(), offs=offs, out_dtype=torch.bfloat16)
         else:  # no tokens: _grouped_mm refuses operands without columns, and the answer is zeros
-            out.zero_()
+            c.out.zero_()
 
-    def loop(x: Any, y: Any) -> None:
+    def loop(x: Any, y: Any, c: _Copy) -> None:
         for e in range(d.E):
             if off[e + 1] > off[e]:
-                torch.matmul(x[:, off[e] - lo:off[e + 1] - lo], y[:, off[e] - lo:off[e + 1] - lo].t(), out=out[e])
+                torch.matmul(x[:, off[e] - lo:off[e + 1] - lo], y[:, off[e] - lo:off[e + 1] - lo].t(), out=c.out[e])
             else:
-                out[e].zero_()
+                c.out[e].zero_()
 
     def whole_path(qa: Any, sa: Any, qb: Any, sb: Any) -> Any:
         return torch._grouped_mm(eager(qa, sa), eager(qb, sb).t(), offs=offs, out_dtype=torch.bfloat16)
@@ -161,32 +184,32 @@ def _baselines(p: Problem, names: tuple[str, ...]) -> dict[str, Callable[[], Non
     forms: list[Callable[..., Any]] = [torch.compile(whole_path, mode=autotune, dynamic=False),
                                        lambda qa, sa, qb, sb: staged_gemm(*staged_dequantize(qa, sa, qb, sb))]
 
-    def autotuned_grouped() -> None:
+    def autotuned_grouped(c: _Copy) -> None:
         if hi > lo:
-            forms[0](*a, *b)
+            forms[0](*c.a, *c.b)
         else:
-            out.zero_()
+            c.out.zero_()
 
-    def dequantize_only() -> None:
-        operands(compiled)
-
-    a_bf16, b_bf16 = operands(compiled)  # compiles here, in the set-up, where a failure is reported as such
-    a_fp8, b_fp8 = (q.view(torch.float8_e4m3fn) for q, _ in (a, b))
+    held = [copy() for _ in range(copies)]
     one = torch.ones((), dtype=torch.float32, device="cuda")
 
-    def fp8_mm() -> None:
+    def fp8_mm(c: _Copy) -> None:
         if hi > lo:  # no tokens: no GEMM to time (the other baselines time empty torch calls)
-            torch._scaled_mm(a_fp8, b_fp8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True)
+            torch._scaled_mm(c.a_fp8, c.b_fp8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                             use_fast_accum=True)
 
-    runs: tuple[Callable[[], None], ...] = (
-        lambda: grouped(*operands(eager)), lambda: loop(*operands(eager)),
-        lambda: grouped(*operands(compiled)), lambda: loop(*operands(compiled)), autotuned_grouped,
-        dequantize_only,
-        lambda: torch.mm(a_bf16, b_bf16.t()), lambda: grouped(a_bf16, b_bf16), lambda: loop(a_bf16, b_bf16), fp8_mm)
+    def dequantize_only(c: _Copy) -> None:
+        operands(compiled, c.a, c.b)
+
+    runs: tuple[Callable[[_Copy], None], ...] = (
+        lambda c: grouped(*operands(eager, c.a, c.b), c), lambda c: loop(*operands(eager, c.a, c.b), c),
+        lambda c: grouped(*operands(compiled, c.a, c.b), c), lambda c: loop(*operands(compiled, c.a, c.b), c),
+        autotuned_grouped, dequantize_only, lambda c: torch.mm(c.a_bf16, c.b_bf16.t()),
+        lambda c: grouped(c.a_bf16, c.b_bf16, c), lambda c: loop(c.a_bf16, c.b_bf16, c), fp8_mm)
     chosen = {name: run for name, run in zip(NAMES, runs) if name in names}
     while "autotuned-grouped" in chosen:
         try:
-            autotuned_grouped()  # autotunes here, in the set-up
+            autotuned_grouped(held[0])  # autotunes here, in the set-up
             break
         except RuntimeError as exc:  # inductor's failure on one shape leaves the other baselines standing
             forms.pop(0)
@@ -199,4 +222,10 @@ def _baselines(p: Problem, names: tuple[str, ...]) -> dict[str, Callable[[], Non
             del chosen["autotuned-grouped"]
     torch.cuda.synchronize()
     torch._dynamo.config.error_on_recompile = True  # a recompile while timed would time the compiler
-    return chosen
+    return {name: _rotated(run, held) for name, run in chosen.items()}
+
+
+def _rotated(run: Callable[[_Copy], None], held: list[_Copy]) -> Callable[[], None]:
+    """`run` on the next of `held` at each call."""
+    turn = itertools.cycle(held)
+    return lambda: run(next(turn))

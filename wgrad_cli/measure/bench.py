@@ -10,10 +10,18 @@ would also time its submission (about the calibration row's time).
 A calibration row first: the empty kernel (one workgroup), timed exactly as the shapes are,
 the floor below which a kernel's time cannot be told apart from the launch; it stops at 2,000
 samples, since times that short are noisy.
+
+Rotating (--rotating N): cold without a flush; every launch reads the next of at least N copies of
+its shape's inputs (and writes its own output), as many as exceed the last-level cache together.
+With no flush ahead, a spin goes ahead of every sample, kernels' too, or the events would time the
+host's submission of the launch (on an H100, the empty kernel's 3.0 us became 7.6 us without it).
+Interleaved (--interleave): the kernels and baselines of a shape in one process, sampled in rounds
+(sampling.interleave), each kernel row carrying its speed-up over each baseline per round.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -32,14 +40,15 @@ from wgrad_cli.device.session import Record, Session
 from wgrad_cli.device.waiting import settle, wait
 from wgrad_cli.errors import Crashed
 from wgrad_cli.measure.baselines import baselines, require_torch, spin
-from wgrad_cli.measure.sampling import Flush, Measurement, measure
-from wgrad_cli.measure.stats import summarize
+from wgrad_cli.measure.sampling import Flush, Measurement, Path, interleave, measure
+from wgrad_cli.measure.stats import paired, summarize
 from wgrad_cli.problem.abi import Dims, flops, min_bytes
-from wgrad_cli.problem.generate import Problem, generate
+from wgrad_cli.problem.generate import OCTAVES, PATTERNS, Problem, generate, patterned
+from wgrad_cli.problem.mxfp8 import E8M0_BIAS, element_range, unpack_scales
 from wgrad_cli.problem.routing import Routing
 from wgrad_cli.results.baseline_names import NAMES as BASELINES
 from wgrad_cli.results.files import order
-from wgrad_cli.results.records import BenchRow, CodeObject, ShapeRef
+from wgrad_cli.results.records import BenchRow, CodeObject, Inputs, ShapeRef
 
 CALIBRATION = Shape("calibration", Dims(128, 256, 256, 1), Routing())  # the empty kernel: a grid of one
 CALIBRATION_SAMPLES = 2000
@@ -56,15 +65,43 @@ def _kernel(s: Session, job: BuildJob, dev: DeviceProblem) -> Kernel:
     return prepare(s.rt, code_object, s.target, s.backend, job.kernel, dev.dims, dev.args())
 
 
+def _rotate(launches: list[Kernel]) -> Callable[[], None]:
+    """Each call launches the next of `launches` in turn (one: that one)."""
+    if len(launches) == 1:
+        return launches[0]
+    turn = itertools.cycle(launches)
+    return lambda: next(turn)()
+
+
+def inputs_of(p: Problem, pattern: str) -> Inputs:
+    """What `p`'s operands hold, as its rows record it."""
+    scales = [unpack_scales(x).astype(int) - E8M0_BIAS for x in (p.scale_A, p.scale_B)]
+    low, high = element_range(p.A, p.B)
+    return Inputs(pattern, OCTAVES if PATTERNS[pattern] is None else None, low, high,
+                  int(min(x.min() for x in scales)), int(max(x.max() for x in scales)))
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What every row of a shape's measurement shares: how its cache was emptied, its work (FLOPs,
+    bytes) and its inputs."""
+
+    flush: Flush | None
+    rotating: int | None  # copies rotated per launch, in place of a flush
+    work: tuple[int, int]
+    inputs: Inputs
+
+
 def _median(values: list[T]) -> T | None:
     """The upper median, a value that was read (None for none)."""
     return sorted(values)[len(values) // 2] if values else None
 
 
-def _record(s: Session, head: Head, batch: int, m: Measurement, run: int, plan: Plan, flush: Flush | None,
-            work: tuple[int, int], spin_ms: float | None) -> BenchRow:
+def _record(s: Session, head: Head, batch: int, m: Measurement, run: int, plan: Plan, shared: Shared,
+            spin_ms: float | None) -> BenchRow:
     """The row of one measurement. With plan.discard_throttled, samples flagged as throttled are left
     out of the figures (all are kept where every sample was)."""
+    flush, work = shared.flush, shared.work
     kept = [t for t, throttled in zip(m.times_ms, m.throttled) if not throttled]
     if not plan.discard_throttled or not kept:
         kept = m.times_ms
@@ -89,7 +126,7 @@ def _record(s: Session, head: Head, batch: int, m: Measurement, run: int, plan: 
         flush=flush.kind if flush else None, spin_ms=None if spin_ms is None else round(spin_ms, 4),
         overlap=round(len(m.readings) / m.read, 3) if m.read else None,
         throttled=round(sum(m.throttled) / len(m.throttled), 3) if m.read else None,
-        discarded=len(m.times_ms) - len(kept))
+        discarded=len(m.times_ms) - len(kept), inputs=shared.inputs, rotating=shared.rotating)
 
 
 def launches_per_sample(s: Session, kernel: Callable[[], None], hot: bool, what: str) -> int:
@@ -138,6 +175,9 @@ class Plan:
     flush: str = "zero"  # options.FLUSHES
     discard_throttled: bool = False
     baselines: tuple[str, ...] = BASELINES  # which baselines run, with_baselines
+    interleave: bool = False  # a shape's kernels and baselines sampled in rounds, in one process
+    rotating: int | None = None  # cold: at least this many copies of the inputs rotated per launch, no flush
+    data: str = "random"  # the inputs' pattern (options.DATA_PATTERNS)
 
 
 @dataclass(frozen=True)
@@ -148,7 +188,7 @@ class Run:
     launch: Callable[[], None]
     criterion: Criterion
     repeat: int
-    many: bool  # the launch is torch's, many launches: a spin goes ahead of each sample
+    many: bool  # a spin goes ahead of each sample: many launches (torch's), or none ahead (rotating)
 
 
 def _flush(s: Session, kind: str, ptr: int, nbytes: int) -> Flush:
@@ -169,8 +209,13 @@ def _flush(s: Session, kind: str, ptr: int, nbytes: int) -> Flush:
 
 def _spin(s: Session, fn: Callable[[], None], what: str) -> tuple[Callable[[], None], float]:
     """A spin long enough to hide the host's submission of one sample of `fn` (SPIN_MARGIN times
-    the slowest of three timed submissions), and its length in ms."""
+    the slowest of three timed submissions after an untimed one), and its length in ms. The first
+    call of a path loads its kernels' modules (CUDA loads them lazily, on first launch): on an H100
+    it took 107-198 ms of the eager paths' submission, which a spin sized from it would then add to
+    every sample of theirs."""
     torch = require_torch()
+    fn()
+    settle(s.rt, s.events[1], s.kernel_timeout, what)
     slowest = 0.0
     for _ in range(3):
         began = time.perf_counter()
@@ -182,32 +227,73 @@ def _spin(s: Session, fn: Callable[[], None], what: str) -> tuple[Callable[[], N
     return lambda: spin(torch, ms, clock), ms
 
 
-def _measured(s: Session, plan: Plan, shape: Shape, runs: Callable[[DeviceProblem, Problem], list[Run]],
+def _copies(plan: Plan, p: Problem, llc_bytes: int) -> int:
+    """How many copies of `p` a sample rotates through: 1 unless rotating; then at least plan.rotating,
+    and enough that together they exceed the last-level cache."""
+    if not plan.rotating:
+        return 1
+    each = p.A.nbytes + p.B.nbytes + p.scale_A.nbytes + p.scale_B.nbytes + p.offsets.nbytes
+    each += 2 * p.dims.E * p.dims.N * p.dims.K  # the output
+    return max(plan.rotating, llc_bytes // each + 1)
+
+
+def _measured(s: Session, plan: Plan, shape: Shape, runs: Callable[[list[DeviceProblem], Problem, int], list[Run]],
               work: tuple[int, int] | None = None) -> list[BenchRow]:
-    """Upload the shape's problem, measure each of `runs` on it `plan.repeat` times (cold: after a flush of
-    the last-level cache), and give their rows; `work` is (FLOPs, bytes), from the problem if None."""
-    rows = []
+    """Upload the shape's problem (as many copies as rotate), measure each of `runs` on it `plan.repeat`
+    times (cold: after a flush of the last-level cache, or rotating) and give their rows; interleaved, in
+    rounds. `work` is (FLOPs, bytes), from the problem if None."""
     nbytes = flush_bytes(s.rt.device, peak(s.rt.device))
-    ptr = None if plan.hot or plan.flush == "read" else s.rt.alloc(nbytes)
+    flushed = not plan.hot and not plan.rotating
+    ptr = s.rt.alloc(nbytes) if flushed and plan.flush != "read" else None
+    devs: list[DeviceProblem] = []
     try:
-        flush = None if plan.hot else _flush(s, plan.flush, ptr or 0, nbytes)
-        p = generate(shape.dims, shape.routing, s.seed, s.config.quantization)
-        dev = upload(s.rt, p)
-        try:
-            work = work or (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims))
-            for r in runs(dev, p):
-                what = f"{r.head.kernel} on {shape.name}"
-                batch = launches_per_sample(s, r.launch, plan.hot, what)
-                ahead, spin_ms = _spin(s, r.launch, what) if r.many else (None, None)
-                for run in range(1, r.repeat + 1):
-                    m = measure(s.rt, s.events, r.launch, r.criterion, flush, plan.warmup, batch, s.kernel_timeout,
-                                what, ahead)
-                    rows.append(_record(s, r.head, batch, m, run, plan, flush, work, spin_ms))
-        finally:
-            dev.free()
+        flush = _flush(s, plan.flush, ptr or 0, nbytes) if flushed else None
+        p = patterned(generate(shape.dims, shape.routing, s.seed, s.config.quantization), plan.data)
+        copies = 1 if plan.hot else _copies(plan, p, nbytes // 2)
+        for _ in range(copies):
+            devs.append(upload(s.rt, p))
+        shared = Shared(flush, copies if plan.rotating and not plan.hot else None,
+                        work or (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims)), inputs_of(p, plan.data))
+        chosen = [replace(r, many=True) for r in runs(devs, p, copies)] if shared.rotating else runs(devs, p, copies)
+        if plan.interleave and len(chosen) > 1:
+            return _rounds(s, plan, shape, chosen, shared)
+        rows = []
+        for r in chosen:
+            what = f"{r.head.kernel} on {shape.name}"
+            batch = launches_per_sample(s, r.launch, plan.hot, what)
+            ahead, spin_ms = _spin(s, r.launch, what) if r.many else (None, None)
+            for run in range(1, r.repeat + 1):
+                m = measure(s.rt, s.events, r.launch, r.criterion, flush, plan.warmup, batch, s.kernel_timeout,
+                            what, ahead)
+                rows.append(_record(s, r.head, batch, m, run, plan, shared, spin_ms))
+        return rows
     finally:
+        for dev in devs:
+            dev.free()
         if ptr is not None:
             s.rt.free(ptr)
+
+
+def _rounds(s: Session, plan: Plan, shape: Shape, runs: list[Run], shared: Shared) -> list[BenchRow]:
+    """`runs` (kernels first, then baselines) sampled in interleaved rounds, `plan.repeat` times; the
+    timeout covers the rounds, so it is the per-path timeout times the paths; each kernel row carries
+    its speed-up over every baseline, per round."""
+    paths, spins = [], []
+    for r in runs:
+        what = f"{r.head.kernel} on {shape.name}"
+        batch = launches_per_sample(s, r.launch, plan.hot, what)
+        ahead, spin_ms = _spin(s, r.launch, what) if r.many else (None, None)
+        paths.append(Path(r.launch, batch, ahead, what))
+        spins.append(spin_ms)
+    kernels = sum(not r.head.baseline for r in runs)
+    criterion = replace(runs[0].criterion, timeout=runs[0].criterion.timeout * len(runs))
+    rows = []
+    for run in range(1, plan.repeat + 1):
+        ms = interleave(s.rt, s.events, paths, kernels, criterion, shared.flush, plan.warmup, s.kernel_timeout)
+        for i, (r, path, m, spin_ms) in enumerate(zip(runs, paths, ms, spins)):
+            pairs = [paired(b.head.kernel, m.times_ms, mb.times_ms) for b, mb in zip(runs[kernels:], ms[kernels:])]
+            row = _record(s, r.head, path.batch, m, run, plan, shared, spin_ms)
+            rows.append(replace(row, interleaved=True, paired=[x for x in pairs if x] if i < kernels else []))
     return rows
 
 
@@ -215,35 +301,45 @@ def calibrate(s: Session, plan: Plan) -> list[BenchRow]:
     """The calibration row: the empty kernel, one workgroup, timed as the shapes are."""
     empty = BuildJob(s.specs["empty"], s.target.name, CALIBRATION.dims)
 
-    def runs(dev: DeviceProblem, _p: Problem) -> list[Run]:
-        kernel = _kernel(s, empty, dev)
-        head = replace(_head(s, Record(-1, empty, CALIBRATION), kernel), calibration=True)
-        return [Run(head, kernel, replace(plan.criterion, max_samples=CALIBRATION_SAMPLES), 1, False)]
+    def runs(devs: list[DeviceProblem], _p: Problem, _n: int) -> list[Run]:
+        kernels = [_kernel(s, empty, dev) for dev in devs]
+        head = replace(_head(s, Record(-1, empty, CALIBRATION), kernels[0]), calibration=True)
+        return [Run(head, _rotate(kernels), replace(plan.criterion, max_samples=CALIBRATION_SAMPLES), 1, False)]
 
     return _measured(s, plan, CALIBRATION, runs, (0, 0))
+
+
+def _kernel_runs(s: Session, plan: Plan, recs: list[Record], devs: list[DeviceProblem]) -> list[Run]:
+    runs = []
+    for rec in recs:
+        kernels = [_kernel(s, rec.job, dev) for dev in devs]
+        runs.append(Run(_head(s, rec, kernels[0]), _rotate(kernels), plan.criterion, plan.repeat, False))
+    return runs
+
+
+def _baseline_runs(plan: Plan, rec: Record, p: Problem, copies: int) -> list[Run]:
+    return [Run(Head(rec.index, name, rec.job.target, rec.shape_ref(), CodeObject(), None, baseline=True), fn,
+                plan.criterion, plan.repeat, True)
+            for name, fn in baselines(p, plan.baselines, copies).items()]
 
 
 def measure_record(s: Session, job: tuple[Plan, Record]) -> list[BenchRow]:
     """One kernel on one shape, `repeat` rows."""
     plan, rec = job
-
-    def runs(dev: DeviceProblem, _p: Problem) -> list[Run]:
-        kernel = _kernel(s, rec.job, dev)
-        return [Run(_head(s, rec, kernel), kernel, plan.criterion, plan.repeat, False)]
-
-    return _measured(s, plan, rec.shape, runs)
+    return _measured(s, plan, rec.shape, lambda devs, _p, _n: _kernel_runs(s, plan, [rec], devs))
 
 
 def measure_baselines(s: Session, job: tuple[Plan, Record]) -> list[BenchRow]:
     """The torch baselines on a record's shape, `repeat` rows each."""
     plan, rec = job
+    return _measured(s, plan, rec.shape, lambda _devs, p, copies: _baseline_runs(plan, rec, p, copies))
 
-    def runs(_dev: DeviceProblem, p: Problem) -> list[Run]:
-        return [Run(Head(rec.index, name, rec.job.target, rec.shape_ref(), CodeObject(), None, baseline=True), fn,
-                    plan.criterion, plan.repeat, True)
-                for name, fn in baselines(p, plan.baselines).items()]
 
-    return _measured(s, plan, rec.shape, runs)
+def measure_shape(s: Session, job: tuple[Plan, list[Record]]) -> list[BenchRow]:
+    """Every kernel of one shape and the torch baselines on it, interleaved in rounds, `repeat` rows each."""
+    plan, recs = job
+    return _measured(s, plan, recs[0].shape,
+                     lambda devs, p, copies: _kernel_runs(s, plan, recs, devs) + _baseline_runs(plan, recs[0], p, copies))
 
 
 def bench(s: Session, plan: Plan, with_baselines: bool, on_step: Callable[[str], None],
@@ -268,6 +364,10 @@ def bench(s: Session, plan: Plan, with_baselines: bool, on_step: Callable[[str],
 
     step("calibration: the empty kernel", calibrate, plan)
     for shape, recs in s.by_shape().items():
+        if with_baselines and plan.interleave:
+            step(f"{', '.join(r.job.kernel.name for r in recs)} and the torch baselines on {shape.name}, interleaved "
+                 "(setting up: the first compiles)", measure_shape, (plan, recs))
+            continue
         for rec in recs:
             step(f"{rec.job.kernel.name} on {shape.name}", measure_record, (plan, rec))
         if with_baselines:

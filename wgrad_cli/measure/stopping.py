@@ -7,11 +7,15 @@ kernel whose noise never gets that low stops once the noise estimate itself has 
 last STABLE_WINDOW samples are compared with the current one, and when their RMS distance from it
 is under `stable_noise` of it, more samples would not change the answer. Stop regardless after
 `timeout` seconds of wall time (the result then says so) or at `max_samples`.
+
+Interleaved rounds (bench --interleave) apply the same rule to the spread of each kernel-to-baseline
+ratio, one per round: sampling stops once every ratio has converged or settled.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import math
@@ -59,13 +63,38 @@ class Running:
         return math.sqrt(sum((x - current) ** 2 for x in self._noise) / len(self._noise)) / current
 
 
+def _settled(criterion: Criterion, running: Running) -> str | None:
+    """converged or stable once the spread allows it (the caller checks the sample count and time)."""
+    if running.rel_stdev() <= criterion.max_noise:
+        return "converged"
+    if running.n % STABLE_EVERY == 0 and running.noise_spread() < criterion.stable_noise:
+        return "stable"
+    return None
+
+
+def _ended(criterion: Criterion, n: int, wall_seconds: float) -> str | None:
+    if wall_seconds >= criterion.timeout:
+        return "timeout"
+    return "max-samples" if n >= criterion.max_samples else None
+
+
 def verdict(criterion: Criterion, running: Running, wall_seconds: float) -> str | None:
     """None to go on; else why sampling stopped: converged, stable, timeout or max-samples."""
     if running.n >= criterion.min_samples and running.total_ms / 1e3 >= criterion.min_seconds:
-        if running.rel_stdev() <= criterion.max_noise:
-            return "converged"
-        if running.n % STABLE_EVERY == 0 and running.noise_spread() < criterion.stable_noise:
-            return "stable"
-    if wall_seconds >= criterion.timeout:
-        return "timeout"
-    return "max-samples" if running.n >= criterion.max_samples else None
+        settled = _settled(criterion, running)
+        if settled:
+            return settled
+    return _ended(criterion, running.n, wall_seconds)
+
+
+def rounds_verdict(criterion: Criterion, ratios: Sequence[Running], kernel_ms: float, wall_seconds: float) -> str | None:
+    """Interleaved rounds: None to go on; else why they stopped. `ratios` holds one Running per
+    kernel-to-baseline ratio (a value per round), `kernel_ms` the kernels' device time so far: after
+    `min_samples` rounds and `min_seconds` of it, stop once every ratio has converged (converged) or
+    converged or settled (stable)."""
+    rounds = min((r.n for r in ratios), default=0)
+    if ratios and rounds >= criterion.min_samples and kernel_ms / 1e3 >= criterion.min_seconds:
+        settled = [_settled(criterion, r) for r in ratios]
+        if all(settled):
+            return "converged" if all(x == "converged" for x in settled) else "stable"
+    return _ended(criterion, rounds, wall_seconds)

@@ -19,6 +19,9 @@ from wgrad_cli.problem.mxfp8 import pack_scales, quantize
 from wgrad_cli.problem.routing import Routing
 
 OCTAVES = 8  # block magnitudes span 2^-8 .. 2^8 around N(0, 1)
+# what a problem's values are drawn from: random (from the seed, as above) or every value the same, so
+# that the data's effect on a power-limited device's clock and time can be seen (docs/timing.md)
+PATTERNS: dict[str, float | None] = {"random": None, "zeros": 0.0, "ones": 1.0}
 CHUNK_BYTES = 32 << 20  # generate this much float32 at a time: bounded memory, cache-friendly
 
 
@@ -69,3 +72,18 @@ def generate(dims: Dims, routing: Routing, seed: int, quantization: str = "ocp")
     A, ea = random_operand(dims.N, dims.M, quantization, a_seed)
     B, eb = random_operand(dims.K, dims.M, quantization, b_seed)
     return Problem(dims, offsets, A, B, pack_scales(ea), pack_scales(eb), seed, quantization)
+
+
+def patterned(p: Problem, pattern: str) -> Problem:
+    """`p` with every value of both operands set to `pattern`'s constant and quantized as the generator
+    quantizes (the routing kept); `p` itself for random."""
+    value = PATTERNS[pattern]
+    if value is None:
+        return p
+
+    def constant(rows: int) -> tuple[np.ndarray, np.ndarray]:
+        q, e8 = quantize(np.full((rows, p.dims.M), value, dtype=np.float32), p.quantization)
+        return q, pack_scales(e8)
+
+    (A, scale_A), (B, scale_B) = constant(p.dims.N), constant(p.dims.K)
+    return Problem(p.dims, p.offsets, A, B, scale_A, scale_B, p.seed, p.quantization)

@@ -76,3 +76,11 @@ def dequantize(q: np.ndarray, e8: np.ndarray, dtype: type = np.float64, out: np.
     out = np.take(_values(E4M3, dtype), q, out=out)
     out.reshape(rows, length // BLOCK, BLOCK)[...] *= np.take(_values(E8M0, dtype), e8)[:, :, None]
     return out
+
+
+def element_range(*operands: np.ndarray) -> tuple[float, float]:
+    """The least and greatest value of the e4m3 bytes of `operands` (NaN codes left out; (0, 0) for none)."""
+    present = sum(np.bincount(q.ravel(), minlength=256) for q in operands) > 0
+    values = _values(E4M3, np.float64)[present]
+    values = values[~np.isnan(values)]
+    return (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)

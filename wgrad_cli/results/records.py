@@ -29,8 +29,9 @@ from wgrad_cli.errors import WgradError
 # rows with their flush kind, spin, sensor overlap and throttling, the compare gate's provenance;
 # 3: modelled bench rows (`model`), which an older wgrad must not read as measured; 4: a modelled
 # row's per-instruction profile (`model.profile`), a verify row's modelled time (`modelled`); 5: the
-# clock a modelled kernel holds under the power limit (`model.held_ghz`, `modelled.held_ghz`)
-SCHEMA = 5
+# clock a modelled kernel holds under the power limit (`model.held_ghz`, `modelled.held_ghz`); 6: a bench
+# row's inputs (`inputs`), rotating copies (`rotating`), interleaved rounds and paired speed-ups (`paired`)
+SCHEMA = 6
 COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, speedup and plot read
 SHOWN = (*COMMANDS, "selfbench", "build", "info")  # every document show prints
 
@@ -202,6 +203,36 @@ class ModelFigures:
     held_ghz: float | None = None  # the clock held under the power limit (None, before schema 5: the clock given)
 
 
+@dataclass(frozen=True)
+class Inputs:
+    """What a bench row's operands held: the pattern they were drawn from and, as drawn, the range
+    of their e4m3 elements and of their block scales (powers of two)."""
+
+    pattern: str  # random (problem.generate, from the seed) or a constant: problem.PATTERNS
+    octaves: int | None  # random: each 32-block of N(0, 1) values times 2^k, |k| <= octaves; None for a constant
+    element_min: float
+    element_max: float
+    scale_min: int  # least block scale exponent (e8m0 - 127) of either operand
+    scale_max: int
+
+    def label(self) -> str:
+        spread = f" 2^+-{self.octaves}" if self.octaves is not None else ""
+        return (f"{self.pattern}{spread}: [{self.element_min:g}, {self.element_max:g}] "
+                f"x 2^[{self.scale_min}, {self.scale_max}]")
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A kernel's speed-up over one baseline from interleaved rounds: per round, the baseline's
+    time over the kernel's; the median and 20th-80th percentiles of those ratios."""
+
+    baseline: str
+    rounds: int
+    median: float
+    p20: float
+    p80: float
+
+
 @dataclass(frozen=True, kw_only=True)
 class BenchRow(CodeObject):
     index: int  # place in the unsharded run; -1 for the calibration row
@@ -234,6 +265,10 @@ class BenchRow(CodeObject):
     discarded: int = 0  # throttled samples left out of the figures (--discard-throttled)
     shard: int | None = None  # in merged files, the shard that ran it
     model: ModelFigures | None = None  # set: the time is modelled (wgrad model), not measured
+    inputs: Inputs | None = None  # None in files before schema 6
+    rotating: int | None = None  # cold without a flush: the copies of the inputs rotated per launch
+    interleaved: bool = False  # sampled in rounds with the other paths of its shape (bench --interleave)
+    paired: list[Paired] = field(default_factory=list)  # a kernel's interleaved speed-ups, one per baseline
 
     @property
     def modelled(self) -> bool:

@@ -15,7 +15,7 @@ from wgrad_cli.output.console import cell
 from wgrad_cli.output.grid import Grid
 from wgrad_cli.results.build_tables import build_table, toolchain_table
 from wgrad_cli.results.compare import Delta
-from wgrad_cli.results.records import BenchRow, Document, ModelFigures, Profile, Ratio, VerifyRow
+from wgrad_cli.results.records import BenchRow, Document, ModelFigures, Paired, Profile, Ratio, VerifyRow
 from wgrad_cli.results.speedup import Speedup, geomeans
 
 
@@ -35,7 +35,9 @@ def bench_table(records: Sequence[BenchRow], title: str) -> Grid:
     """One row per measured run, the calibration row first (from result records, also merged ones).
 
     A hot row's cache column shows its launches per sample (x24); its times are per launch; a cold
-    row's, its flush (zero, pattern or read; blank in files from before the choice). mJ is the
+    row's, its flush (zero, pattern or read; blank in files from before the choice) or `rot N`, the
+    copies of the inputs rotated per launch; `rounds` marks rows sampled in interleaved rounds; inputs
+    (wide) what the operands held (blank in files before schema 6). mJ is the
     board's energy per launch, estimated as the median power times the median time; capped is the
     share of readings during which the power limit held the clock down; overlap the share of
     samples whose sensors were read while the timed launch ran, throttled the share whose clock was
@@ -44,19 +46,20 @@ def bench_table(records: Sequence[BenchRow], title: str) -> Grid:
     essential = ("kernel", "shape", "run", "median us", "rel stdev", "TFLOP/s", "W", "stop")
     for name in ("kernel", "shape", "M x N x K, E", "routing", "run", "cache", "samples", "median us", "min us",
                  "p20-p80 us", "rel stdev", "TFLOP/s", "GB/s", "% peak", "clock MHz", "W", "mJ", "capped", "spin us",
-                 "overlap", "throttled", "stop"):
-        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "cache", "stop") else "right",
+                 "overlap", "throttled", "inputs", "stop"):
+        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "cache", "inputs", "stop") else "right",
                          detail=name not in essential)
     for r in records:
         stop = r.stop if r.stop in ("converged", "stable") else f"[yellow]{r.stop}[/]"
-        cache = r.cache + (f" x{r.batch}" if r.batch > 1 else "") + (f" {r.flush}" if r.flush else "")
+        cache = (r.cache + (f" x{r.batch}" if r.batch > 1 else "") + (f" {r.flush}" if r.flush else "")
+                 + (f" rot {r.rotating}" if r.rotating else "") + (" rounds" if r.interleaved else ""))
         rates = ["", ""] if r.calibration else [f"{r.tflops:,.2f}", f"{r.gbps:,.1f}"]
         throttled = cell(r.throttled, ".0%") + (f" (-{r.discarded})" if r.discarded else "")
         table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.run), cache, str(r.summary.samples),
                       _us(r.summary.median_ms), _us(r.summary.min_ms), f"{_us(r.summary.p20_ms)}-{_us(r.summary.p80_ms)}", f"{100 * r.summary.rel_stdev:.2f}%",
                       *rates, cell(r.pct_peak, ".2f"), cell(r.clock_mhz, ""), cell(r.power_w, ".0f"), _energy(r),
                       cell(r.power_capped, ".0%"), "" if r.spin_ms is None else _us(r.spin_ms),
-                      cell(r.overlap, ".0%"), throttled, stop)
+                      cell(r.overlap, ".0%"), throttled, r.inputs.label() if r.inputs else "", stop)
     return table
 
 
@@ -275,20 +278,28 @@ def document_table(doc: Document, title: str) -> Grid:
 
 
 SPEEDUP_COLUMNS = ("kernel", "shape", "M x N x K, E", "TFLOP/s", "torch path", "TFLOP/s", "x torch path",
-                   "bf16 ceiling", "x ceiling", "bf16 same shape", "x same shape", "dequant Gval/s")
-SPEEDUP_DETAIL = (2, 5, 7, 9, 11)  # dims, the baselines' own rates and the dequantization's; the ratios stay
+                   "rounds p20-p80", "bf16 ceiling", "x ceiling", "bf16 same shape", "x same shape",
+                   "dequant Gval/s")
+SPEEDUP_DETAIL = (2, 5, 7, 8, 10, 12)  # dims, rates, the rounds' spread and the dequantization's; the ratios stay
+
+
+def _rounds(p: Paired | None) -> str:
+    """An interleaved speed-up's 20-80% range over the rounds (blank where not interleaved)."""
+    return "" if p is None else f"{p.p20:.2f}-{p.p80:.2f}"
 
 
 def _speedup_cells(rows: list[Speedup]) -> list[list[str]]:
     """The table's cells, shared by the terminal and the Markdown form: a row per Speedup, then
     each kernel's geometric means."""
-    cells = [[r.kernel, r.shape.name, r.shape.label(), f"{r.tflops:,.1f}", r.torch_path,
-              f"{r.torch_tflops:,.1f}", f"{r.x_torch:.2f}", f"{r.ceiling_tflops:,.1f}", f"{r.x_ceiling:.2f}",
+    runs = any(r.run > 1 for r in rows)
+    cells = [[r.kernel, f"{r.shape.name} (run {r.run})" if runs else r.shape.name, r.shape.label(), f"{r.tflops:,.1f}", r.torch_path,
+              f"{r.torch_tflops:,.1f}", f"{r.x_torch:.2f}", _rounds(r.paired), f"{r.ceiling_tflops:,.1f}",
+              f"{r.x_ceiling:.2f}",
               cell(r.same_shape_tflops, ",.1f"), cell(r.x_same_shape, ".2f"), cell(r.dequant_gvals, ",.0f")]
              for r in rows]
     for kernel, (x_torch, x_ceiling, x_same) in geomeans(rows).items():
         n = sum(r.kernel == kernel for r in rows)
-        cells.append([kernel, f"geometric mean ({n} row{'s' * (n != 1)})", "", "", "", "", f"{x_torch:.2f}", "",
+        cells.append([kernel, f"geometric mean ({n} row{'s' * (n != 1)})", "", "", "", "", f"{x_torch:.2f}", "", "",
                       f"{x_ceiling:.2f}", "", cell(x_same, ".2f"), ""])
     return cells
 
