@@ -18,6 +18,7 @@ from wgrad_cli.results.build_tables import build_table
 from wgrad_cli.results.records import (
     BenchRow,
     BuildRecord,
+    Inputs,
     ModelFigures,
     ModelledTime,
     Sampled,
@@ -69,13 +70,15 @@ def test_model_tables_cells() -> None:
 def test_bench_tables_cells() -> None:
     row = replace(bench_row(0, "a", 1.0), run=3, summary=Summary(17, 1.2345, 1.1111, 1.2, 1.3, 1.24, 0.0123),
                   tflops=45.678, gbps=321.46, pct_peak=9.87, clock_mhz=2100, power_w=650.4, power_capped=0.25,
-                  flush="zero", spin_ms=0.0456, overlap=0.5, throttled=0.4, discarded=2)
+                  flush="zero", spin_ms=0.0456, overlap=0.5, throttled=0.4, discarded=2,
+                  inputs=Inputs("random", 8, -448.0, 416.0, -16, 2))
     (got,) = cells(bench_table([row], "t"))
     assert got == {"kernel": "reference", "shape": "a", "M x N x K, E": "1024 x 256 x 512, 2", "routing": "zipf s=1.5",
                    "run": "3", "cache": "cold zero", "samples": "17", "median us": "1,234.5", "min us": "1,111.1",
                    "p20-p80 us": "1,200.0-1,300.0", "rel stdev": "1.23%", "TFLOP/s": "45.68", "GB/s": "321.5",
                    "% peak": "9.87", "clock MHz": "2100", "W": "650", "mJ": "803", "capped": "25%", "spin us": "45.6",
-                   "overlap": "50%", "throttled": "40% (-2)", "stop": "converged"}
+                   "overlap": "50%", "throttled": "40% (-2)", "inputs": "random 2^+-8: [-448, 416] x 2^[-16, 2]",
+                   "stop": "converged"}
 
 
 def test_compares_cells(tmp_path: Path) -> None:
