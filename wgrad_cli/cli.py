@@ -140,11 +140,15 @@ def toolchain_options(nvcc: bool = True) -> Callable[[F], F]:
 
 def selection_options(targets: bool = True, kernel_help: str = "Build these kernels instead of the config's.",
                       source_help: str = "Source file for the one --kernel (e.g. your checkout of the upstream "
-                                         "kernel).", config_required: bool = True) -> Callable[[F], F]:
-    """--config, --kernel, --target (where the command has a choice of targets), --shape, --kernel-source
-    and --include, as `selection`."""
+                                         "kernel); without --kernel, your own kernel with its spec beside it "
+                                         "(mine.yaml beside mine.hip).", config_required: bool = True) -> Callable[[F], F]:
+    """--config, --kernel, --target (where the command has a choice of targets), --shape, --kernel-source,
+    --include and --spec, as `selection`."""
     def add(f: F) -> F:
         f = gathered(Selection, "selection")(f)
+        f = click.option("--spec", "spec_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+                         help="Your own kernel's spec file (YAML, as kernels/*.yaml; repeatable): its kernel runs on "
+                              "the config's shapes in place of the config's kernels, unless --kernel names them.")(f)
         f = click.option("--include", "includes", multiple=True, type=click.Path(path_type=Path),
                          help="Include dir for --kernel-source's kernel (repeatable).")(f)
         f = click.option("--kernel-source", type=click.Path(path_type=Path), help=source_help)(f)
@@ -162,7 +166,7 @@ def selection_options(targets: bool = True, kernel_help: str = "Build these kern
 # options of a config run that a launch file (which is one launch, with its own seed-free setup) leaves out
 NOT_WITH_LAUNCH = (("--config", "config_path"), ("--kernel", "kernels"), ("--shape", "shapes"),
                    ("--kernel-source", "kernel_source"), ("--include", "includes"), ("--shard", "shard"),
-                   ("--edge-cases", "edge_cases"), ("--per-expert", "per_expert"))
+                   ("--edge-cases", "edge_cases"), ("--per-expert", "per_expert"), ("--spec", "spec_files"))
 
 
 def launch_option(run_launch: Callable[[Path, dict[str, Any]], None], leaves_out: tuple[tuple[str, str], ...] = ()
@@ -319,7 +323,7 @@ def verify(selection: Selection, compilers: CompilerOptions, run: RunOptions, ou
 
 @cli.command("emu-check")
 @selection_options(targets=False, kernel_help="Check these kernels instead of the config's.",
-                   source_help="Source file for the one --kernel.")
+                   source_help="Source file for the one --kernel, or your own kernel with its spec beside it.")
 @toolchain_options(nvcc=False)
 @wide_option
 def emu_check(selection: Selection, compilers: CompilerOptions) -> None:

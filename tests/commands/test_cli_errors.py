@@ -123,7 +123,8 @@ def test_bad_shard_is_a_usage_error(tmp_path: Path, shard: str, why: str) -> Non
 @pytest.mark.parametrize("command", ["build", "matrix"])
 def test_kernel_source_needs_exactly_one_kernel(tmp_path: Path, command: str, args: list[str]) -> None:
     [line] = assert_user_error(run(command, "--config", write(tmp_path, GOOD), *args))
-    assert line == "--kernel-source/--include: name exactly one --kernel they belong to"
+    assert line == ("--kernel-source/--include: name exactly one --kernel they belong to (or put the kernel's spec "
+                    "beside its source, as mine.yaml beside mine.hip)")
 
 
 @pytest.mark.parametrize("flag, value, expected", [

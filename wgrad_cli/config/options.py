@@ -62,6 +62,7 @@ class Selection:
     shapes: tuple[str, ...] = ()
     kernel_source: Path | None = None  # the one --kernel's source, in place of the shipped one
     includes: tuple[Path, ...] = ()  # include folders for it
+    spec_files: tuple[Path, ...] = ()  # the user's own kernel specs (--spec), known beside the shipped ones
 
 
 @dataclass(frozen=True)
