@@ -1,18 +1,22 @@
 """A kernel author's own kernel, end to end: a header-free gfx950 kernel with its spec beside it
 (tests/data/ownkernel/, written for this test, no shipped spec or header), named by a config's
 `{spec: FILE}` entry, by --spec and by --kernel-source alone, built by the real compiler, checked on
-the emulator, modelled with a profile and traces, then plotted, shown and compared."""
+the emulator, modelled with a profile and traces, then plotted, shown and compared; and the same
+kernel faulting, or stopped by Ctrl-C, on its second shape keeps the first shape's row."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
 
 from wgrad_cli.cli import cli
+from wgrad_cli.device import isolation
+from wgrad_cli.model import command as model_command
 
 pytestmark = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 OWN = Path(__file__).resolve().parents[1] / "data" / "ownkernel"
@@ -66,3 +70,52 @@ def test_build_verify_model_profile_trace_plot_show_compare(own: Path, monkeypat
     wgrad(own, "plot", "model.json", "-o", "model.svg")
     wgrad(own, "plot", traces[0], "-o", "trace.svg")
     assert "rowquad" in (own / "model.svg").read_text()
+
+
+def faulty(own: Path) -> Path:
+    """rowquad changed to store far outside C on the config's second shape (E = 3) only, as spec `faulty`."""
+    folder = own / "faulty"
+    folder.mkdir(exist_ok=True)
+    store = "C[(e * N + n) * K + k0 + j] = to_bf16(acc[j]);"
+    source = (own / "rowquad.hip").read_text()
+    assert source.count(store) == 1, "rowquad.hip changed: update the store"
+    (folder / "rowquad.hip").write_text(source.replace(store, store.replace("C[", "C[(WGRAD_E == 3 ? 1ll << 40 : 0) + ")))
+    (folder / "faulty.yaml").write_text((own / "rowquad.yaml").read_text().replace("name: rowquad", "name: faulty"))
+    return folder / "faulty.yaml"
+
+
+@pytest.mark.parametrize("command", [["verify", "--device", "emu"], ["model"]])
+def test_a_fault_in_a_later_shape_keeps_the_rows_before_it_and_exits_6(own: Path, command: list[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(own)
+    spec = faulty(own)
+    output = wgrad(own, *command, "--config", "tiny.yaml", "--spec", str(spec), status=6)
+    saved = own / "results" / f"{command[0]}-tiny-faulty-gfx950{'-2.4GHz' if command[0] == 'model' else ''}.json"
+    doc = json.loads(saved.read_text())
+    assert [r["shape"]["name"] for r in doc["records"]] == ["two-experts"]
+    (line,) = doc["faulted"]
+    assert line.startswith("faulty on three-one-empty: ") and "store" in line
+    assert "| faulty | two-experts" in output and f"FAULTED {line}" in " ".join(output.split())
+
+
+@pytest.mark.parametrize("command, where, name", [
+    (["verify", "--device", "emu"], isolation, "run"),
+    (["model"], model_command, "model_record"),
+])
+def test_ctrl_c_exits_130_with_the_rows_finished_saved(own: Path, command: list[str], where: ModuleType, name: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C as the second record starts (KeyboardInterrupt, as Python raises it on SIGINT)."""
+    monkeypatch.chdir(own)
+    real, calls = getattr(where, name), []
+
+    def interrupted_second(*args: object) -> object:
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(where, name, interrupted_second)
+    output = wgrad(own, *command, "--config", "tiny.yaml", "--json", "partial.json", status=130)
+    doc = json.loads((own / "partial.json").read_text())
+    assert [r["shape"]["name"] for r in doc["records"]] == ["two-experts"] and doc["incomplete"] == "interrupted by Ctrl-C"
+    assert "| rowquad | two-experts" in output and "interrupted by Ctrl-C: 1 of 2 rows finished" in output

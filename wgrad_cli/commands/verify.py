@@ -13,7 +13,7 @@ from wgrad_cli.config.options import DEFAULT_MACHINE, CompilerOptions, Output, R
 from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.runtime import Headway
 from wgrad_cli.device.session import Session, open_session
-from wgrad_cli.errors import CheckFailed, Crashed, StoppedLaunches
+from wgrad_cli.errors import INTERRUPTED, CheckFailed, Crashed, Interrupted, KernelFault, StoppedLaunches
 from wgrad_cli.measure.verify import Callbacks, Outcome, device_reference_possible, verify
 from wgrad_cli.model.command import model_records
 from wgrad_cli.model.machine import load
@@ -80,13 +80,22 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
             launches = LaunchProgress(bar)
             s.rt.watch(launches)
 
+            finished: list[Outcome] = []
+
             def done(o: Outcome) -> None:
+                finished.append(o)
                 bar.update(bar.task_ids[0], advance=1, refresh=True,
                            description=f"{o.record.job.kernel.name} {o.record.shape.name} {'ok' if o.ok else 'FAILED'}")
 
             crashes: list[Crash] = []
             hung: list[str] = []
-            outcomes = verify(s, reference, checks.rows, Callbacks(launches.start, done, crashes.append, hung.append))
+            faulted: list[str] = []
+            interrupted = False
+            try:
+                outcomes = verify(s, reference, checks.rows,
+                                  Callbacks(launches.start, done, crashes.append, hung.append, faulted.append))
+            except KeyboardInterrupt:  # Ctrl-C: the rows checked so far are printed and saved
+                outcomes, interrupted = sorted(finished, key=lambda o: o.record.index), True
     finally:
         s.rt.close()
     records = [o.row(s.code_object(o.record.job)) for o in outcomes]
@@ -104,10 +113,11 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     for r in records:
         if checks.per_expert or not r.ok:
             out.print(expert_table(r))
-    save_results(s, "verify", records, output, run.shard,
-                 **({"crashed": [c.line for c in crashes]} if crashes else {}), **({"hung": hung} if hung else {}))
+    lost = {"crashed": [c.line for c in crashes], "hung": hung, "faulted": faulted,
+            "incomplete": INTERRUPTED if interrupted else None}
+    save_results(s, "verify", records, output, run.shard, **{k: v for k, v in lost.items() if v})
     failed = [r for r in records if not r.ok]
-    err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes) + len(hung)} shapes passed")
+    err.print(f"{len(records) - len(failed)}/{len(s.records)} shapes passed")
     for r in failed:
         err.print(f"[red]FAILED[/] {escape(r.kernel)} on {escape(r.shape.name)}: "
                   f"{r.overall.mismatches} mismatches, {r.overall.unwritten} unwritten "
@@ -116,6 +126,12 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
         err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
     for line in hung:
         err.print(f"[red]HUNG[/] {escape(line)}", highlight=False, soft_wrap=True)
+    for line in faulted:
+        err.print(f"[red]FAULTED[/] {escape(line)}", highlight=False, soft_wrap=True)
+    if interrupted:
+        raise Interrupted(f"{INTERRUPTED}: {len(records)} of {len(s.records)} rows finished")
+    if faulted:
+        raise KernelFault()
     if hung:
         raise StoppedLaunches()
     if crashes:

@@ -95,7 +95,7 @@ class RunOptions:
 class Output:
     """Where verify and bench write their results."""
 
-    json_path: Path | None  # None: results/<command>-<config>-<arch>[-shard-i-of-n].json
+    json_path: Path | None  # None: results/<command>-<config>-<kernels>-<arch>[-shard-i-of-n].json
     csv_path: Path | None
     no_save: bool
 

@@ -6,7 +6,7 @@ differs (model/runtime.py)."""
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.markup import escape
@@ -25,6 +25,7 @@ from wgrad_cli.config.options import (
 )
 from wgrad_cli.device.launch import prepare, upload
 from wgrad_cli.device.session import Record, RunEnvironment, Session, open_session
+from wgrad_cli.errors import INTERRUPTED, Interrupted, KernelFault, LaunchStopped, StoppedLaunches
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine, load
 from wgrad_cli.model.profile import disassembly, instruction_profile
@@ -35,7 +36,7 @@ from wgrad_cli.model.tracefile import write_trace
 from wgrad_cli.output.console import err, out, progress
 from wgrad_cli.problem.abi import flops, min_bytes
 from wgrad_cli.problem.generate import Problem, generate
-from wgrad_cli.results.files import RESULTS_DIR, save
+from wgrad_cli.results.files import default_path, save
 from wgrad_cli.results.records import BenchRow, Profile, Summary, to_json
 from wgrad_cli.results.tables import model_table, profile_tables
 
@@ -99,10 +100,36 @@ def model_record(s: Session, rt: ModelRuntime, rec: Record, trace: Path | None =
 
 
 def trace_path(trace: Path | None, rec: Record, several: bool) -> Path | None:
-    """Where a record's trace goes: the file given, or with several records, one named after it."""
-    if trace is None or not several:
+    """Where a record's trace goes: the file given; with several records, one named after each
+    beside it; in a folder given, <kernel>-<shape>.json."""
+    if trace is None or (not several and not trace.is_dir()):
         return trace
+    if trace.is_dir():
+        return trace / f"{rec.job.kernel.name}-{rec.shape.name}.json"
     return trace.with_name(f"{trace.stem}-{rec.job.kernel.name}-{rec.shape.name}{trace.suffix or '.json'}")
+
+
+@dataclass
+class Stops:
+    """What stopped records of a modelled run: faults and hangs (a line each; the other records still
+    run) and Ctrl-C (the rest are left out)."""
+
+    faulted: list[str] = field(default_factory=list)
+    hung: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+    def raise_any(self, done: int, of: int) -> None:
+        """The run's status where a record was stopped: 130, 6 or 3, after the rows are saved."""
+        for line in self.faulted:
+            err.print(f"[red]FAULTED[/] {escape(line)}", highlight=False, soft_wrap=True)
+        for line in self.hung:
+            err.print(f"[red]HUNG[/] {escape(line)}", highlight=False, soft_wrap=True)
+        if self.interrupted:
+            raise Interrupted(f"{INTERRUPTED}: {done} of {of} rows finished")
+        if self.faulted:
+            raise KernelFault()
+        if self.hung:
+            raise StoppedLaunches()
 
 
 def machine_of(chip: ModelOptions) -> Machine:
@@ -110,18 +137,34 @@ def machine_of(chip: ModelOptions) -> Machine:
     return m.at_clock(chip.clock) if chip.clock is not None else m
 
 
-def model_records(s: Session, m: Machine, records: list[Record], views: ModelViews = ModelViews()
-                  ) -> tuple[Session, list[BenchRow]]:
+def model_records(s: Session, m: Machine, records: list[Record], views: ModelViews = ModelViews(),
+                  stops: Stops | None = None) -> tuple[Session, list[BenchRow]]:
     """`records` of the session (its builds and problems) on the timing model of `m`: the session
-    with the model as its device, and the rows (with `views`' profile and traces)."""
+    with the model as its device, and the rows (with `views`' profile and traces). With `stops`, a
+    record that faults or hangs is noted there and the others run, and Ctrl-C keeps the rows so far."""
     rt = ModelRuntime(m, views.profile)
     s = replace(s, rt=rt)
     rows: list[BenchRow] = []
+    paths = [trace_path(views.trace, rec, len(records) > 1) for rec in records]
+    if views.trace and len(records) > 1:
+        err.print(escape(f"traces of one CU each, to come: {', '.join(map(str, paths))}"), highlight=False,
+                  soft_wrap=True)
     with progress("modelling", len(records)) as bar:
-        for rec in records:
+        for rec, path in zip(records, paths):
             bar.update(bar.task_ids[0], description=escape(f"{rec.job.kernel.name} on {rec.shape.name}"))
-            path = trace_path(views.trace, rec, len(records) > 1)
-            rows.append(model_record(s, rt, rec, path))
+            try:
+                rows.append(model_record(s, rt, rec, path))
+            except (KernelFault, LaunchStopped) as exc:
+                if stops is None:
+                    raise
+                (stops.faulted if isinstance(exc, KernelFault) else stops.hung).append(
+                    f"{rec.job.kernel.name} on {rec.shape.name}: {' '.join(exc.lines)}")
+                continue
+            except KeyboardInterrupt:
+                if stops is None:
+                    raise
+                stops.interrupted = True
+                break
             if path:
                 err.print(escape(f"trace of one CU: {path}"), highlight=False)
             bar.update(bar.task_ids[0], advance=1)
@@ -136,17 +179,18 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
     err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}",
               highlight=False)
     s.rt.close()
-    s, rows = model_records(s, m, s.records, views)
+    stops = Stops()
+    s, rows = model_records(s, m, s.records, views, stops)
     rt = s.rt
     out.print(model_table(rows, f"wgrad model: {rt.device.name} ({s.target}), seed {s.seed}"))
     for table in profile_tables(rows):
         out.print(table)
     say_classes(rows)
-    if output.no_save:
-        return
-    stem = selection.config_path.stem
-    path = output.json_path or RESULTS_DIR / f"model-{stem}-{m.arch}{f'-shard-{shard[0]}-of-{shard[1]}' if shard else ''}.json"
-    save_modelled(path, output, rows, s.environment(), chip, m, shard)
+    if not output.no_save:
+        path = output.json_path or default_path("model", selection.config_path, [r.job.kernel.name for r in s.records],
+                                                m.arch, shard, m.clock_ghz)
+        save_modelled(path, output, rows, s.environment(), chip, m, shard, stops)
+    stops.raise_any(len(rows), len(s.records))
 
 
 def say_classes(rows: list[BenchRow]) -> None:
@@ -158,9 +202,12 @@ def say_classes(rows: list[BenchRow]) -> None:
 
 
 def save_modelled(path: Path, output: Output, rows: list[BenchRow], env: RunEnvironment, chip: ModelOptions,
-                  m: Machine, shard: Shard | None) -> None:
+                  m: Machine, shard: Shard | None, stops: Stops | None = None) -> None:
     known = peak(env.device)
+    stops = stops or Stops()
+    lost = {"faulted": stops.faulted, "hung": stops.hung, "incomplete": INTERRUPTED if stops.interrupted else None}
     save(path, output.csv_path, "bench", rows, **to_json(env), shard=list(shard) if shard else None,
+         **{k: v for k, v in lost.items() if v},
          modelled={"machine": chip.machine, "clock_ghz": m.clock_ghz, "figures": list(chip.figures), "sources": m.sources},
          peak={**known.__dict__, "source": f"modelled: {known.source}"} if known else None)
     err.print(escape(f"results (modelled): {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False)

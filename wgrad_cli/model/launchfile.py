@@ -84,4 +84,4 @@ def model_launch_file(path: Path, compilers: CompilerOptions, output: Output, ch
         return
     env = RunEnvironment(config_name(path), hashlib.sha256(path.read_bytes()).hexdigest(), seed, ROUTING, TARGET,
                          rt.device, platform.python_version(), np.__version__)
-    save_modelled(output.json_path or RESULTS_DIR / f"model-{launch.name}-{m.arch}.json", output, [row], env, chip, m, None)
+    save_modelled(output.json_path or RESULTS_DIR / f"model-{launch.name}-{m.arch}-{m.clock_ghz:g}GHz.json", output, [row], env, chip, m, None)
