@@ -55,7 +55,16 @@ def test_build_verify_model_profile_trace_plot_show_compare(own: Path, monkeypat
     assert [r["kernel"] for r in rows] == ["rowquad", "rowquad"] and all(r["model"]["profile"] for r in rows)
     traces = sorted(p.name for p in own.glob("trace*.json"))
     assert traces == ["trace-rowquad-three-one-empty.json", "trace-rowquad-two-experts.json"]
+    assert f"traces of one CU each, to come: {traces[1]}, {traces[0]}" in modelled  # named before the run
     assert "time by loop" in modelled
+    # tiny grids: the tail is said to be one, with a shape that gives every CU a workgroup
+    assert "rowquad on two-experts: 128 workgroups on 256 CUs: " in modelled
+    assert "N = K = 512 with E = 2 gives every CU a workgroup (512)" in modelled
+    # the trace is of the class the grid waits for: the three-expert shape's critical path is its
+    # 256-token expert (workgroups 128 on), not the first class
+    assert "three-one-empty: the critical path (the CU that ends last) runs workgroup 128's class" in modelled
+    title = json.loads((own / "trace-rowquad-three-one-empty.json").read_text())["traceEvents"][0]["args"]["name"]
+    assert "running the class of workgroup 128, on the critical path" in title
 
     # the same kernel found from its source alone (the spec beside it), then by --spec: the same times
     wgrad(own, "model", "--config", "tiny.yaml", "--kernel-source", "rowquad.hip", "--json", "again.json")

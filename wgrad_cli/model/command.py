@@ -94,7 +94,8 @@ def model_record(s: Session, rt: ModelRuntime, rec: Record, trace: Path | None =
     if trace and rt.timeline is not None:
         names = {d.pc: text.get(d.pc, d.mnemonic) for d in program.decoded}
         write_trace(trace, rt.timeline, names, rt.machine.issue_cycles, modelled.clock_ghz,
-                    f"{rec.job.kernel.name} on {rec.shape.name}: one modelled CU ({rt.device.name})")
+                    f"{rec.job.kernel.name} on {rec.shape.name}: one modelled CU ({rt.device.name}) running the "
+                    f"class of workgroup {modelled.critical}, on the critical path")
     profile = instruction_profile(modelled, program, text) if rt.profile else None
     return _row(s, rec, p, modelled, rt.machine, kernel.grid, time.perf_counter() - began, profile)
 
@@ -165,8 +166,11 @@ def model_records(s: Session, m: Machine, records: list[Record], views: ModelVie
                     raise
                 stops.interrupted = True
                 break
-            if path:
-                err.print(escape(f"trace of one CU: {path}"), highlight=False)
+            if path or views.profile:
+                critical = rt.modelled[-1]
+                err.print(escape(f"{rec.job.kernel.name} on {rec.shape.name}: the critical path (the CU that ends "
+                                 f"last) runs workgroup {critical.critical}'s class, of {critical.classes}"
+                                 + (f"; trace of that CU: {path}" if path else "")), highlight=False, soft_wrap=True)
             bar.update(bar.task_ids[0], advance=1)
     return s, rows
 
@@ -186,11 +190,32 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
     for table in profile_tables(rows):
         out.print(table)
     say_classes(rows)
+    say_tails(rows, s.records, m)
     if not output.no_save:
         path = output.json_path or default_path("model", selection.config_path, [r.job.kernel.name for r in s.records],
                                                 m.arch, shard, m.clock_ghz)
         save_modelled(path, output, rows, s.environment(), chip, m, shard, stops)
     stops.raise_any(len(rows), len(s.records))
+
+
+def say_tails(rows: list[BenchRow], records: list[Record], m: Machine) -> None:
+    """Where a grid leaves CUs without a workgroup, one line per row: its causes are those of a
+    part-filled chip (the idle CUs are its tail), and the N = K that gives every CU a workgroup at
+    its expert count (emulator-sized configs model a few workgroups on 256 CUs)."""
+    by_index = {rec.index: rec for rec in records}
+    for r in rows:
+        fig, rec = r.model, by_index.get(r.index)
+        if fig is None or rec is None or rec.job.kernel.persistent or fig.workgroups >= m.compute_units:
+            continue
+        spec, side = rec.job.kernel, 256
+        while spec.tiles(replace(rec.shape.dims, N=side, K=side)) < m.compute_units:
+            side += 256
+        share = 100 * fig.causes_us.get("tail", 0.0) / max(r.summary.median_ms * 1e3, 1e-12)
+        err.print(escape(f"{r.kernel} on {r.shape.name}: {fig.workgroups:,} workgroups on {m.compute_units} CUs: "
+                         f"{share:.0f}% of the time is the tail of idle CUs, and the causes are those of a part-filled "
+                         f"chip; N = K = {side:,} with E = {rec.shape.dims.E} gives every CU a workgroup "
+                         f"({spec.tiles(replace(rec.shape.dims, N=side, K=side)):,}), or model a larger config "
+                         "(wgrad configs)"), highlight=False, soft_wrap=True)
 
 
 def say_classes(rows: list[BenchRow]) -> None:
