@@ -459,8 +459,10 @@ def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool) -
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path), callback=writable,
               help="The figure: FILE.png or FILE.svg (needs matplotlib: pip install 'wgrad[plot]').")
 def plot(files: tuple[Path, ...], out: Path) -> None:
-    """Plot bench results files: per shape, each kernel's TFLOP/s next to its baselines, and a
-    roofline (FLOP per byte from the minimum bytes, against the file's recorded peak and bandwidth)."""
+    """Plot bench and model results files: per shape, each kernel's TFLOP/s next to its baselines, and a
+    roofline (FLOP per byte from the minimum bytes, against the files' recorded peaks and bandwidth);
+    or the CU traces of wgrad model --trace, one above the other (the name given to --trace finds the
+    files it wrote for several shapes)."""
     from wgrad_cli.commands.files import plot_command
 
     plot_command(list(files), out)

@@ -77,7 +77,9 @@ def test_build_verify_model_profile_trace_plot_show_compare(own: Path, monkeypat
     assert shown.count("rowquad") >= 4
     pytest.importorskip("matplotlib")
     wgrad(own, "plot", "model.json", "-o", "model.svg")
-    wgrad(own, "plot", traces[0], "-o", "trace.svg")
+    wgrad(own, "plot", "trace.json", "-o", "trace.svg")  # the name given to --trace finds the files it wrote
+    drawn = (own / "trace.svg").read_text()
+    assert "rowquad on two-experts: one modelled CU" in drawn and "rowquad on three-one-empty: one modelled CU" in drawn
     assert "rowquad" in (own / "model.svg").read_text()
 
 
