@@ -30,7 +30,8 @@ def save_results(s: Session, command: str, records: Sequence[Row], output: Outpu
 
 def print_header(s: Session) -> None:
     d = s.rt.device
-    err.print(f"device {d.index}: {d.name} ({d.arch}, {d.units} units, {d.max_clock_mhz} MHz max), {d.driver}, "
+    clock = f", {d.max_clock_mhz:,} MHz max" if d.max_clock_mhz else ""  # the emulator has no clock
+    err.print(f"device {d.index}: {d.name} ({d.arch}, {d.units} units{clock}), {d.driver}, "
               f"{d.runtime}; target {s.target}; seed {s.seed}", highlight=False)
 
 

@@ -47,13 +47,15 @@ class LaunchProgress:
         if now - self.shown < (REDRAW_SECONDS if err.is_terminal else LOG_EVERY_SECONDS):
             return
         self.shown = now
-        line = (f"{self.what}: {h.workgroups_done:,} of {h.workgroups:,} workgroups done "
-                f"({100 * h.workgroups_done // max(h.workgroups, 1)}%), {h.wave_instructions / 1e6:,.1f} M "
-                f"wave-instructions emulated, {now - self.began:.0f} s")
+        # the time and the instructions first: they move all along, while workgroups, run side by side,
+        # mostly finish near the end (a bar's description is cut at the terminal's edge)
+        moved = f"{now - self.began:.0f} s, {h.wave_instructions / 1e6:,.1f} M wave-instructions emulated"
         if err.is_terminal:
-            self.bar.update(self.bar.task_ids[0], description=line, refresh=True)
+            self.bar.update(self.bar.task_ids[0], refresh=True,
+                            description=f"{self.what}: {moved}, {h.workgroups_done:,}/{h.workgroups:,} workgroups")
         else:
-            err.print(line, highlight=False, markup=False)
+            err.print(f"{self.what}: {moved}, {h.workgroups_done:,} of {h.workgroups:,} workgroups done",
+                      highlight=False, markup=False)
 
 
 def with_model(s: Session, outcomes: list[Outcome], records: list[VerifyRow]) -> list[VerifyRow]:

@@ -170,11 +170,13 @@ class Grid:
             dropped.insert(0, keep.pop())
         widths = [least(i) for i in keep]
         spare = room - sum(widths)
-        wants = [natural(i) - w for i, w in zip(keep, widths)]
-        for j in sorted(range(len(keep)), key=lambda j: wants[j]):  # the smallest wants met whole first
-            share = min(wants[j], spare // max(1, sum(1 for w in wants if w >= wants[j])))
-            widths[j] += share
-            spare -= share
+        cells = [max((len(r[i]) for r in plain), default=0) for i in keep]
+        for goal in (cells, [natural(i) for i in keep]):  # cells unwrapped first, then headers
+            wants = [max(0, g - w) for g, w in zip(goal, widths)]
+            for j in sorted(range(len(keep)), key=lambda j: wants[j]):  # the smallest wants met whole first
+                share = min(wants[j], spare // max(1, sum(1 for w in wants if w >= wants[j])))
+                widths[j] += share
+                spare -= share
         return Fit(keep, widths, [self.columns[i].name for i in dropped])
 
     def rich_table(self, fit: Fit) -> Table:
