@@ -59,25 +59,13 @@ class KernelSpec:
 
 def load_specs(directory: Path = KERNELS_DIR) -> dict[str, KernelSpec]:
     """Every kernels/*.yaml spec by name; raises ConfigError listing every problem."""
-    specs: dict[str, KernelSpec] = {}
-    all_problems: list[str] = []
-    for file in sorted(directory.glob("*.yaml")):
-        data, problems = load(file)
-        spec = _parse(data, file, problems)
-        if spec and spec.name in specs:
-            problems.add(("name",), f"'{spec.name}' is also the name of {specs[spec.name].spec_file}", "names must be unique")
-        elif spec:
-            specs[spec.name] = spec
-        all_problems += problems.found
-    if all_problems:
-        raise ConfigError(all_problems)
-    return specs
+    return load_user_specs(tuple(sorted(directory.glob("*.yaml"))))
 
 
-def load_user_specs(files: tuple[Path, ...], known: dict[str, KernelSpec]) -> dict[str, KernelSpec]:
-    """A user's spec files (--spec, a spec beside --kernel-source, a config's `spec:` entry), read and
-    checked as the shipped ones are, by name; raises ConfigError with every problem of these files
-    only, so that a bad user spec fails the command that uses it and nothing else."""
+def load_user_specs(files: tuple[Path, ...], known: dict[str, KernelSpec] | None = None) -> dict[str, KernelSpec]:
+    """Spec files by name: the shipped ones, or a user's (--spec, a spec beside --kernel-source, a
+    config's `spec:` entry), whose names must not be one of `known`'s; raises ConfigError with every
+    problem of these files only, so that a bad user spec fails the command that uses it and nothing else."""
     specs: dict[str, KernelSpec] = {}
     all_problems: list[str] = []
     for file in dict.fromkeys(files):
@@ -87,8 +75,9 @@ def load_user_specs(files: tuple[Path, ...], known: dict[str, KernelSpec]) -> di
             continue
         data, problems = load(file)
         spec = _parse(data, file, problems)
-        if spec and spec.name in known:
-            problems.add(("name",), f"'{spec.name}' is already the name of {known[spec.name].spec_file}",
+        taken = (known or {}).get(spec.name) if spec else None
+        if spec and taken:
+            problems.add(("name",), f"'{spec.name}' is already the name of {taken.spec_file}",
                          "give your kernel a name of its own")
         elif spec and spec.name in specs:
             problems.add(("name",), f"'{spec.name}' is also the name of {specs[spec.name].spec_file}",
