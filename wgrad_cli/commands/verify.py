@@ -101,7 +101,7 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     finally:
         s.rt.close()
     records = [o.row(s.code_object(o.record.job)) for o in outcomes]
-    if checks.model:
+    if checks.model and not interrupted:  # after Ctrl-C, no more work: the rows checked are saved as they are
         records = with_model(s, outcomes, records)
     times = "; times modelled on an MI355X, not measured" if checks.model else ""
     out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}{times}"))
