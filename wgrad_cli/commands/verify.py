@@ -103,7 +103,7 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     records = [o.row(s.code_object(o.record.job)) for o in outcomes]
     if checks.model and not interrupted:  # after Ctrl-C, no more work: the rows checked are saved as they are
         records = with_model(s, outcomes, records)
-    times = "; times modelled on an MI355X, not measured" if checks.model else ""
+    times = "; times modelled on an MI355X, not measured" if checks.model and not interrupted else ""
     out.print(verify_table(records, f"wgrad verify on {s.rt.device.name} ({s.target}), seed {s.seed}{times}"))
     if any(r.counters is not None for r in records):
         out.print(counters_table(records, "executed on the emulator (wave-instructions by class)"))
