@@ -122,7 +122,7 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     err.print(f"{len(records) - len(failed)}/{len(s.records)} shapes passed")
     for r in failed:
         err.print(f"[red]FAILED[/] {escape(r.kernel)} on {escape(r.shape.name)}: "
-                  f"{r.overall.mismatches} mismatches, {r.overall.unwritten} unwritten "
+                  f"{r.overall.mismatches:,} mismatches, {r.overall.unwritten:,} unwritten "
                   f"({escape(r.reference)})", highlight=False)
     for c in crashes:
         err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
