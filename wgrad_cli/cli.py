@@ -38,7 +38,7 @@ from wgrad_cli.config.options import (
     VerifyOptions,
 )
 from wgrad_cli.config.shipped import CONFIGS_DIR
-from wgrad_cli.errors import KernelHang, WgradError
+from wgrad_cli.errors import INTERRUPTED, Interrupted, KernelHang, WgradError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,6 +59,9 @@ class Group(click.Group):
             for line in exc.lines:
                 click.echo(line, err=True)
             ctx.exit(exc.exit_code)
+        except (KeyboardInterrupt, click.Abort):  # Ctrl-C where no command saves rows: the shell's status for it
+            click.echo(f"\n{INTERRUPTED}", err=True)
+            ctx.exit(Interrupted.exit_code)
 
 
 def parse_device(_ctx: click.Context, _param: click.Parameter, value: str) -> Device:
@@ -93,6 +96,20 @@ def parse_shard(_ctx: click.Context, _param: click.Parameter, value: str | None)
     if not 1 <= i <= n:
         raise click.BadParameter(f"{value!r}: i must be in 1..n")
     return i, n
+
+
+def writable(_ctx: click.Context, param: click.Parameter, value: str | Path | None) -> Path | None:
+    """An output file's option (--json, --csv, -o; --trace and --isa may name a folder): refused in
+    one line before any work where it cannot be written, its folder missing included."""
+    from wgrad_cli.output.atomic import unwritable
+
+    if value is None:
+        return None
+    why = unwritable(max(param.opts, key=len), Path(value), str(value).endswith("/") or Path(value).is_dir(),
+                     param.name in ("trace", "isa_dir"))
+    if why:
+        raise WgradError(why)
+    return Path(value)
 
 
 def _wide(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -141,13 +158,18 @@ def toolchain_options(nvcc: bool = True) -> Callable[[F], F]:
 
 def selection_options(targets: bool = True, kernel_help: str = "Build these kernels instead of the config's.",
                       source_help: str = "Source file for the one --kernel (e.g. your checkout of the upstream "
-                                         "kernel).", launch: tuple[str, ...] | None = None) -> Callable[[F], F]:
-    """--config, --kernel, --target (where the command has a choice of targets), --shape, --kernel-source
-    and --include, as `selection`. With `launch` (the allow-list: the names of the command's other
+                                         "kernel); without --kernel, your own kernel with its spec beside it "
+                                         "(mine.yaml beside mine.hip).", launch: tuple[str, ...] | None = None
+                      ) -> Callable[[F], F]:
+    """--config, --kernel, --target (where the command has a choice of targets), --shape, --kernel-source,
+    --include and --spec, as `selection`. With `launch` (the allow-list: the names of the command's other
     options that apply to a launch file), also --launch FILE in place of --config: `selection` is then a
     LaunchSelection, and any option given that `launch` does not name is refused in one line."""
     def add(f: F) -> F:
         f = launch_path(launch)(f) if launch is not None else gathered(Selection, "selection")(f)
+        f = click.option("--spec", "spec_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+                         help="Your own kernel's spec file (YAML, as kernels/*.yaml; repeatable): its kernel runs on "
+                              "the config's shapes in place of the config's kernels, unless --kernel names them.")(f)
         f = click.option("--include", "includes", multiple=True, type=click.Path(path_type=Path),
                          help="Include dir for --kernel-source's kernel (repeatable).")(f)
         f = click.option("--kernel-source", type=click.Path(path_type=Path), help=source_help)(f)
@@ -214,8 +236,8 @@ def cli() -> None:
 @click.option("--shard", callback=parse_shard, help="Build only slice i of n of the build jobs (CI matrices).")
 @click.option("-j", "--jobs", "workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
               help="Compiles at once.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
-@click.option("--isa", "isa_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), callback=writable, help="Write records here.")
+@click.option("--isa", "isa_dir", type=click.Path(file_okay=False, path_type=Path), callback=writable,
               help="Write each code object's ISA here (gfx950 .s; sm_90a .sass with cuobjdump, else .ptx).")
 def build(selection: Selection, compilers: CompilerOptions, shard: Shard | None, workers: int, json_path: Path | None,
           isa_dir: Path | None) -> None:
@@ -238,7 +260,7 @@ def matrix(selection: Selection, shards: int | None) -> None:
 @cli.command()
 @toolchain_options()
 @wide_option
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), callback=writable, help="Write records here.")
 def info(compilers: CompilerOptions, json_path: Path | None) -> None:
     """Show the compilers found for each target, in the order they are tried, and why any is skipped."""
     from wgrad_cli.commands.info import info_command
@@ -251,10 +273,11 @@ def run_options(f: F) -> F:
     f = gathered(RunOptions, "run")(gathered(Output, "output")(f))
     f = wide_option(f)
     f = click.option("--no-save", is_flag=True, help="Write no results file.")(f)
-    f = click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
+    f = click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), callback=writable,
                      help="Also write the records as CSV here.")(f)
-    f = click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-                     help="Results file (default results/<command>-<config>-<arch>[-shard-i-of-n].json).")(f)
+    f = click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), callback=writable,
+                     help="Results file (default results/<command>-<config>-<kernels>-<arch>[-shard-i-of-n].json; an "
+                          "existing file is kept, numbered .1).")(f)
     f = click.option("--shard", callback=parse_shard, help="Run only slice i of n of the (kernel, shape) records.")(f)
     f = click.option("--seed", type=click.IntRange(min=0), help="Problem seed (default: the config's).")(f)
     f = click.option("--device", callback=parse_device, default="0", show_default=True, metavar="N|emu",
@@ -315,7 +338,7 @@ def verify(selection: Selection | LaunchSelection, compilers: CompilerOptions, r
 
 @cli.command("emu-check")
 @selection_options(targets=False, kernel_help="Check these kernels instead of the config's.",
-                   source_help="Source file for the one --kernel.")
+                   source_help="Source file for the one --kernel, or your own kernel with its spec beside it.")
 @toolchain_options(nvcc=False)
 @wide_option
 def emu_check(selection: Selection, compilers: CompilerOptions) -> None:
@@ -387,14 +410,16 @@ def bench(selection: Selection, compilers: CompilerOptions, run: RunOptions, out
 @click.option("--profile", is_flag=True,
               help="Also the time per instruction by cause, its top instructions and loops (saved with each row; "
                    "wgrad show prints it again).")
-@click.option("--trace", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.json",
-              help="Write one CU's timeline (SIMDs, waves, pipes) as a trace Perfetto and chrome://tracing open; "
-                   "with several kernels or shapes, FILE-<kernel>-<shape>.json each.")
+@click.option("--trace", type=click.Path(), metavar="FILE.json|FOLDER/", callback=writable,
+              help="Write one CU's timeline (SIMDs, waves, pipes) as a trace Perfetto and chrome://tracing open "
+                   "(wgrad plot draws it); with several kernels or shapes, FILE-<kernel>-<shape>.json each, named "
+                   "before the run; a FOLDER/ gets <kernel>-<shape>.json each.")
 @click.option("--seed", type=click.IntRange(min=0), help="Problem seed (default: the config's).")
 @click.option("--shard", callback=parse_shard, help="Model only slice i of n of the (kernel, shape) records.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Results file (default results/model-<config>-gfx950[-shard-i-of-n].json).")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write CSV here.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), callback=writable,
+              help="Results file (default results/model-<config>-<kernels>-gfx950-<clock>GHz[-shard-i-of-n].json; "
+                   "an existing file is kept, numbered .1).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), callback=writable, help="Also write CSV here.")
 @click.option("--no-save", is_flag=True, help="Write no results file.")
 def model(selection: Selection | LaunchSelection, compilers: CompilerOptions, output: Output, chip: ModelOptions,
           views: ModelViews, seed: int | None, shard: Shard | None) -> None:
@@ -441,11 +466,13 @@ def speedup(files: tuple[Path, ...], kernels: tuple[str, ...], markdown: bool, e
 
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path), callback=writable,
               help="The figure: FILE.png or FILE.svg (needs matplotlib: pip install 'wgrad[plot]').")
 def plot(files: tuple[Path, ...], out: Path) -> None:
-    """Plot bench results files: per shape, each kernel's TFLOP/s next to its baselines, and a
-    roofline (FLOP per byte from the minimum bytes, against the file's recorded peak and bandwidth)."""
+    """Plot bench and model results files: per shape, each kernel's TFLOP/s next to its baselines, and a
+    roofline (FLOP per byte from the minimum bytes, against the files' recorded peaks and bandwidth);
+    or the CU traces of wgrad model --trace, one above the other (the name given to --trace finds the
+    files it wrote for several shapes)."""
     from wgrad_cli.commands.files import plot_command
 
     plot_command(list(files), out)
@@ -471,7 +498,7 @@ def show(files: tuple[Path, ...], form: str | None, calibration: bool, versus: s
 
 @cli.command()
 @click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), callback=writable, required=True,
               help="Write the merged results here.")
 @wide_option
 def merge(shards: tuple[Path, ...], json_path: Path) -> None:
@@ -487,7 +514,8 @@ def merge(shards: tuple[Path, ...], json_path: Path) -> None:
 @click.option("--build-config", type=click.Path(path_type=Path), default=CONFIGS_DIR / "ci.yaml",
               show_default="the shipped ci config",
               help="Config whose cold and warm builds are timed.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write records here.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), callback=writable,
+              help="Write records here.")
 def selfbench(size: int, experts: int, build_config: Path, json_path: Path | None) -> None:
     """Time the host-side pipeline against its targets: reference, problem generation, warm builds."""
     from wgrad_cli.commands.selfbench import selfbench_command

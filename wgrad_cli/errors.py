@@ -1,6 +1,7 @@
 """Every error wgrad reports: each carries one line per problem, printed without a traceback, and
 the exit status it ends the run with (1: a check failed, 2: an error the user can fix, 3: a hang,
-4: a crash, 5: wgrad itself failed, 7: the emulator's sanitizer found something)."""
+4: a crash, 5: wgrad itself failed, 6: a kernel faulted, 7: the emulator's sanitizer found something,
+130: interrupted by Ctrl-C)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,22 @@ class NoDevice(DriverError):
     def __init__(self, lines: Sequence[str], targets: Sequence[str]) -> None:
         super().__init__(lines)
         self.targets = tuple(targets)
+
+
+class KernelFault(DriverError):
+    """A kernel faulted on the device (an access outside every allocation, outside its private
+    segment or LDS): its row is missing, and the rows of the rest of the run are printed and saved."""
+
+    exit_code = 6
+
+
+INTERRUPTED = "interrupted by Ctrl-C"
+
+
+class Interrupted(WgradError):
+    """Ctrl-C: the run stopped; the rows finished before it are printed and saved."""
+
+    exit_code = 130
 
 
 class Crashed(WgradError):

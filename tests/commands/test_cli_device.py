@@ -47,7 +47,7 @@ def test_compare_regression_exits_1(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "wgrad compare:" in result.stdout
     assert "slower" in result.stdout
-    assert result.stderr.splitlines() == ["regression reference on a (cold, run 1): median 1 -> 1.1 ms (+10.0%), "
+    assert result.stderr.splitlines() == ["regression reference on a (cold, run 1): median 1,000.0 -> 1,100.0 us (+10.0%), "
                                           "beyond the noise (1%) and 5%"]
     assert run("compare", base, new, "--threshold", "0.2").exit_code == 0
 

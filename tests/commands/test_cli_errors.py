@@ -123,7 +123,8 @@ def test_bad_shard_is_a_usage_error(tmp_path: Path, shard: str, why: str) -> Non
 @pytest.mark.parametrize("command", ["build", "matrix"])
 def test_kernel_source_needs_exactly_one_kernel(tmp_path: Path, command: str, args: list[str]) -> None:
     [line] = assert_user_error(run(command, "--config", write(tmp_path, GOOD), *args))
-    assert line == "--kernel-source/--include: name exactly one --kernel they belong to"
+    assert line == ("--kernel-source/--include: name exactly one --kernel they belong to (or put the kernel's spec "
+                    "beside its source, as mine.yaml beside mine.hip)")
 
 
 @pytest.mark.parametrize("flag, value, expected", [
@@ -207,7 +208,27 @@ def test_unwritable_places_are_one_line_errors(tmp_path: Path) -> None:
     blocker.write_text("")
     [line] = assert_user_error(run("build", "--config", config, "--cache-dir", str(blocker / "cache")))
     assert line.startswith(f"cache {blocker / 'cache'}: not writable")
-    result = run("info", "--cache-dir", str(tmp_path / "c"), "--json", str(blocker / "x.json"))
-    assert result.exit_code == 2 and "Traceback" not in result.output  # the table is out; the record is not
-    [line] = result.stderr.splitlines()
-    assert line.startswith(f"--json {blocker / 'x.json'}: cannot write it (") and line.endswith("writable folder")
+    [line] = assert_user_error(run("info", "--cache-dir", str(tmp_path / "c"), "--json", str(blocker / "x.json")))
+    assert line == f"--json {blocker / 'x.json'}: {blocker} is a file, not a folder; give a path in a folder"
+
+
+@pytest.mark.parametrize("args, option", [
+    (["verify", "--config", "smoke", "--device", "emu", "--json", "{x}"], "--json"),
+    (["verify", "--config", "smoke", "--device", "emu", "--csv", "{x}"], "--csv"),
+    (["model", "--config", "smoke", "--json", "{x}"], "--json"),
+    (["model", "--config", "smoke", "--trace", "{x}"], "--trace"),
+    (["build", "--config", "smoke", "--json", "{x}"], "--json"),
+    (["plot", "results/h200/bench-large.json", "-o", "{x}"], "--output"),
+    (["merge", "results/h200/bench-large.json", "--json", "{x}"], "--json"),
+])
+def test_output_paths_are_checked_before_any_work(tmp_path: Path, repo: Path, args: list[str], option: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing folder is refused, not made; /proc takes no new file: one line each, before a build."""
+    monkeypatch.chdir(repo)
+    missing = tmp_path / "no" / "such" / "x.json"
+    [line] = assert_user_error(run(*[a.replace("{x}", str(missing)) for a in args]))
+    assert line == (f"{option} {missing}: the folder {missing.parent} does not exist; create it first, or give a path "
+                    "in an existing folder")
+    assert not (tmp_path / "no").exists()
+    [line] = assert_user_error(run(*[a.replace("{x}", "/proc/x.json") for a in args]))
+    assert line.startswith(f"{option} /proc/x.json: cannot write in /proc (") and line.endswith("writable folder")

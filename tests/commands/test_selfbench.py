@@ -32,7 +32,9 @@ def test_selfbench_small(repo: Path, tmp_path: Path, amd_compiler: object, nvcc:
     assert all(r["measured"] > 0 and r["baseline"] > 0 for r in records)
     warm = next(r for r in records if r["name"] == "warm build command")
     assert warm["ratio"] < 1  # a warm cache is faster than a cold one
-    assert (result.exit_code == 0) == all(r["ok"] for r in records if not r["informational"])
+    met = all(r["ok"] for r in records if not r["informational"])
+    loaded = doc["load_average"] > 0.5 * doc["cores"]  # a loaded machine's misses are no verdict
+    assert result.exit_code == (0 if met or loaded else 1) and ("no verdict" in result.stderr) == (loaded and not met)
     shown = CliRunner().invoke(cli, ["show", "--format", "csv", str(out)])
     assert shown.exit_code == 0, shown.output
     assert [row["benchmark"] for row in csv.DictReader(io.StringIO(shown.output))] == [r["name"] for r in records]

@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from wgrad_cli.backends.registry import BACKENDS
+from wgrad_cli.cli import cli
 from wgrad_cli.compile.cache import Cache
 from wgrad_cli.compile.compilers import Compiler
 from wgrad_cli.compile.hsaco import metadata as amd_metadata
@@ -19,7 +21,7 @@ from wgrad_cli.compile.jobs import BuildJob, build_one, run_builds
 from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec
 from wgrad_cli.config.loader import load_config
-from wgrad_cli.config.shipped import CONFIGS_DIR
+from wgrad_cli.config.shipped import CONFIGS_DIR, KERNELS_DIR
 from wgrad_cli.problem.abi import Dims
 
 SMALL = Dims(256, 256, 256, 2)
@@ -170,3 +172,15 @@ def test_concurrent_builds_share_one_cache(amd_compiler: Compiler, nvcc: Compile
     records = json.loads((tmp_path / "warm.json").read_text())["records"]
     assert all(r["cache_hit"] and r["ok"] for r in records), rerun.stderr
     assert {r["code_object"] for r in records} <= set.union(*objects)
+
+
+def test_a_compile_error_of_every_shape_is_said_once(amd_compiler: Compiler, tmp_path: Path) -> None:
+    """A kernel that does not compile fails alike for each shape: its errors print once, naming the shapes."""
+    source = tmp_path / "broken.cu"
+    source.write_text((KERNELS_DIR / "reference.cu").read_text().replace("float acc = 0.0f;", "float acc = oops;"))
+    result = CliRunner().invoke(cli, ["build", "--config", "smoke", "--target", "gfx950", "--kernel", "reference",
+                                      "--kernel-source", str(source), "--include", str(KERNELS_DIR),
+                                      "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 1
+    assert result.stderr.count("use of undeclared identifier 'oops'") == 1, result.stderr
+    assert "reference-gfx950 (4 shapes: M128-N256-K256-E1, " in result.stderr

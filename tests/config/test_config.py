@@ -93,7 +93,7 @@ ONE_PROBLEM = {
           - {name: reference, flags: [-O2]}
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
-        """, 2, "kernels[0].flags", "unknown key", "a kernel entry has name, source and include"),
+        """, 2, "kernels[0].flags", "unknown key", "a kernel entry has name (or spec), source and include"),
     # missing keys
     "missing-shapes": ("""\
         seed: 1
@@ -128,7 +128,7 @@ ONE_PROBLEM = {
           - {source: kernel.cpp}
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
-        """, 2, "kernels[0]", "names no kernel", "a kernel name, or {name, source, include}"),
+        """, 2, "kernels[0]", "names no kernel", "a kernel name, {spec: FILE}, or {name, source, include}"),
     # wrong types
     "M-string": ("""\
         shapes:

@@ -144,7 +144,7 @@ def test_verify_fails_a_kernel_that_computes_nothing_through_the_shim(hip_python
     r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--kernel", "empty",
                          "--shape", "one-expert", "--no-save", env=emulated(hip_python))
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
-    assert "FAILED empty on one-expert: 0 mismatches, 65536 unwritten" in r.stderr
+    assert "FAILED empty on one-expert: 0 mismatches, 65,536 unwritten" in r.stderr
 
 
 def test_bench_runs_the_real_shim(hip_python: HipPython, tmp_path: Path) -> None:

@@ -70,7 +70,9 @@ def test_plot_draws_modelled_rows_as_such(modelled: tuple[Path, str], tmp_path: 
     result = CliRunner().invoke(cli, ["plot", str(modelled[0]), str(MEASURED), "--output", str(out)])
     assert result.exit_code == 0, result.output
     svg = out.read_text()
-    assert "reference (modelled)" in svg and "wgrad bench and model" in svg
+    # one kernel in two files: each series says which (the modelled one, and the H200's)
+    assert "reference (modelled, MI355X at 2 GHz)" in svg and "reference (NVIDIA H200)" in svg
+    assert "wgrad bench and model" in svg
 
 
 def test_a_bad_figure_is_one_line_per_problem() -> None:

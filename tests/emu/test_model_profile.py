@@ -6,6 +6,7 @@ format and each SIMD's events add up to the CU's time."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,10 @@ from traceformat import simd_clocks, validated
 from wgrad_cli.model.cu import CAUSES
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import load
-from wgrad_cli.model.profile import disassembly, instruction_profile
+from wgrad_cli.config.shipped import KERNELS_DIR
+from wgrad_cli.emu.loader import load_image
+from wgrad_cli.emu.program import Program
+from wgrad_cli.model.profile import Loop, disassembly, instruction_profile, natural_loops, regions
 from wgrad_cli.model.runtime import ModelRuntime, Plan
 from wgrad_cli.model.timeline import Timeline
 from wgrad_cli.model.tracefile import WAVE_TID, write_trace
@@ -113,3 +117,58 @@ def test_the_trace_is_the_trace_event_format_and_each_simd_adds_up_to_the_cu(tmp
     assert any(e["name"] == "wait: barrier" for e in waves) and any(e["name"] == "wait: memory" for e in waves)
     pipes = [e for e in spans if names[e["tid"]].endswith("matrix pipe")]
     assert sum(e["args"]["clocks"] for e in pipes) == 4 * STEPS * 8 * 8 * M.mfma_pass_cycles  # 8 passes each
+
+
+# Loops nested three deep, with trip counts read from memory: LLVM rotates each (the test at the
+# bottom) and lays some blocks of a loop before its header.
+NESTED = r'''
+KERNEL void nested(float *out, const int *n) {
+  float acc = 0;
+  for (int i = 0; i < n[0]; i++) {
+    for (int j = 0; j < n[1 + i % 4]; j++) {
+      acc += out[j] * i;
+      for (int k = j; k < n[5]; k++) acc -= out[k + j] * 0.5f;
+    }
+    if (acc > 100) for (int k = 0; k < n[6]; k++) acc -= out[k];
+  }
+  out[tid()] = acc;
+}
+'''
+OWN = Path(__file__).resolve().parents[1] / "data" / "ownkernel" / "rowquad.hip"
+SHAPE = ("-DWGRAD_M=512", "-DWGRAD_N=256", "-DWGRAD_K=256", "-DWGRAD_E=3")
+
+
+def llvm_loop_depths(source: str, flags: tuple[str, ...]) -> list[int]:
+    """The depth (1: outermost) of every loop LLVM's own loop analysis finds, from the comments it
+    writes at each loop header in its assembly output."""
+    assembly = compile_hip(source, (*flags, "-S")).decode()
+    return sorted(int(d) for d in re.findall(r"Loop Header: Depth=(\d+)", assembly))
+
+
+def nesting(loops: list[Loop], depth: int = 1) -> list[int]:
+    return sorted(d for loop in loops for d in [depth, *nesting(loop.inner, depth + 1)])
+
+
+@pytest.mark.parametrize("name, source, flags", [
+    ("nested", NESTED, ("-O3",)),
+    ("rowquad", OWN.read_text(), ("-O3", "-std=c++20", *SHAPE)),
+    ("cdna4", (KERNELS_DIR / "cdna4.hip").read_text(), ("-O3", "-std=c++20", f"-I{KERNELS_DIR}", *SHAPE)),
+    ("reference", (KERNELS_DIR / "reference.cu").read_text(), ("-O3", "-std=c++20", f"-I{KERNELS_DIR}", *SHAPE)),
+])
+def test_the_loops_are_llvms_natural_loops_properly_nested(name: str, source: str, flags: tuple[str, ...]) -> None:
+    """The loop table's loops are the ones LLVM's loop analysis finds, at the same depths, whatever
+    the layout (rotated loops, blocks before the header); each lies inside its parent, the outermost
+    loops and the straight code share no instruction and cover the code, so their shares add up."""
+    decoded = Program(load_image(compile_hip(source, flags))).decoded
+    assert nesting(natural_loops(decoded)) == llvm_loop_depths(source, flags), name
+    found = regions(decoded)
+    top = [r for r in found if r.depth == 0]
+    pcs = [d.pc for d in decoded]
+    assert top[0].first_pc == pcs[0] and top[-1].last_pc == pcs[-1]
+    assert all(a.last_pc < b.first_pc and pcs[pcs.index(a.last_pc) + 1] == b.first_pc for a, b in zip(top, top[1:]))
+    for r in found:
+        if r.depth:
+            parent = next(p for p in reversed(found[:found.index(r)]) if p.depth == r.depth - 1)
+            assert parent.first_pc <= r.first_pc <= r.last_pc <= parent.last_pc and r.name.startswith(parent.name + ".")
+    if name == "nested":
+        assert [r.depth for r in found if r.name.startswith("loop")] == [0, 1, 2, 1]

@@ -30,6 +30,10 @@ def test_a_longer_class_runs_on_while_the_others_wait() -> None:
     slow = replace(ONE, cycles=3000, causes={**ONE.causes, "memory": 2400.0})
     r = schedule([1] + [0] * 255, {0: ONE, 1: slow}, 1, None, M)
     assert r.cycles == pytest.approx(3000) and r.causes["tail"] == pytest.approx(3000 - (255 * 1000 + 3000) / 256)
+    assert r.critical == 1  # the trace shows this class's CU: the grid waits for it
+    late = schedule([0] * 256 + [1] * 10 + [2] * 20, {0: ONE, 1: slow, 2: replace(ONE, cycles=1500)}, 1, None, M)
+    assert late.critical == 1 and late.cycles == pytest.approx(1000 + 3000)  # dealt in the second round, it ends last
+    assert schedule([0] * 300, {0: ONE}, 1, None, M).critical == 0
 
 
 def test_experts_inputs_come_from_hbm_once_where_they_fit_the_last_level_cache() -> None:

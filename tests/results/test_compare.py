@@ -44,7 +44,7 @@ def test_identical_documents(tmp_path: Path, command: str, records: list[Any]) -
 
 def test_bench_slower_beyond_noise_and_threshold(tmp_path: Path) -> None:
     table, regressions = compare(tmp_path, "bench", BENCH, [BENCH[0], bench_row(0, "a", 1.1), BENCH[2]])
-    assert regressions == ["reference on a (cold, run 1): median 1 -> 1.1 ms (+10.0%), beyond the noise (1%) and 5%"]
+    assert regressions == ["reference on a (cold, run 1): median 1,000.0 -> 1,100.0 us (+10.0%), beyond the noise (1%) and 5%"]
     assert "slower" in table and "1,000.0 -> 1,100.0" in table and "zipf s=1.5" in table
 
 

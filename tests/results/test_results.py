@@ -124,13 +124,13 @@ def test_an_environment_field_of_another_kind_is_one_line(tmp_path: Path) -> Non
                                                                                                     None)
 
 
-def test_save_replaces_whole_files(tmp_path: Path) -> None:
+def test_save_writes_whole_files(tmp_path: Path) -> None:
     json_path, csv_path = tmp_path / "r.json", tmp_path / "r.csv"
     save(json_path, csv_path, "verify", RECORDS)
     save(json_path, csv_path, "verify", RECORDS[:1])
     assert json.loads(json_path.read_text())["records"] == [to_json(RECORDS[0])]
     assert len(csv_path.read_text().splitlines()) == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.1.csv", "r.1.json", "r.csv", "r.json"]  # no temporary left
 
 
 def test_unwritable_csv_path(tmp_path: Path) -> None:
@@ -181,13 +181,31 @@ def test_load_wrong_command(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("shard, name", [
-    (None, "verify-smoke-gfx950.json"),
-    ((2, 4), "verify-smoke-gfx950-shard-2-of-4.json"),
+    (None, "verify-smoke-reference+cdna4-gfx950.json"),
+    ((2, 4), "verify-smoke-reference+cdna4-gfx950-shard-2-of-4.json"),
 ])
-def test_default_path(shard: tuple[int, int] | None, name: str) -> None:
-    assert default_path("verify", "smoke", "gfx950", shard) == Path("results") / name
-    assert default_path("bench", "ci", "sm_90", shard) == Path("results") / name.replace(
-        "verify-smoke-gfx950", "bench-ci-sm_90")
+def test_default_path_names_the_kernels(shard: tuple[int, int] | None, name: str) -> None:
+    kernels = ["reference", "cdna4", "reference"]  # one per record
+    assert default_path("verify", "smoke", kernels, "gfx950", shard) == Path("results") / name
+    assert default_path("bench", "ci", kernels, "sm_90", shard) == Path("results") / name.replace(
+        "verify-smoke", "bench-ci").replace("gfx950", "sm_90")
+    assert default_path("model", "emu", ["cdna4"], "gfx950", shard, 2.0) == Path("results") / (
+        "model-emu-cdna4-gfx950-2GHz" + ("-shard-2-of-4" if shard else "") + ".json")
+
+
+def test_an_existing_file_is_kept_under_a_new_name_and_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, csv_path = tmp_path / "verify.json", tmp_path / "verify.csv"
+    save(path, csv_path, "bench", [])
+    first = path.read_text()
+    save(path, csv_path, "bench", [])
+    save(path, None, "bench", [])
+    assert (tmp_path / "verify.1.json").read_text() == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["verify.1.csv", "verify.1.json", "verify.2.json", "verify.csv",
+                                                         "verify.json"]
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path} existed: the old file is now {tmp_path / 'verify.1.json'}",
+        f"{csv_path} existed: the old file is now {tmp_path / 'verify.1.csv'}",
+        f"{path} existed: the old file is now {tmp_path / 'verify.2.json'}"]
 
 
 def test_a_shipped_config_is_named_and_a_users_config_keeps_the_path_given(tmp_path: Path) -> None:

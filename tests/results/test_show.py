@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from clirun import run_wgrad
 from rich.console import Console
-from rows import BENCH, VERIFY, bench_row, write
+from rows import BENCH, VERIFY, bench_row, verify_row, write
 
 from wgrad_cli.cli import cli
 from wgrad_cli.commands.show import show_tables
@@ -32,6 +32,13 @@ def test_bench_and_verify_files_in_the_order_given(tmp_path: Path) -> None:
     assert "1,400" in row_a and " 700 " in row_a  # 700 W x 2.0 ms
     row_b = next(line for line in bench.splitlines() if " b " in line)
     assert "1,400" not in row_b  # no power read: no energy
+
+
+def test_a_failing_verify_file_shows_the_per_expert_tables_verify_printed(tmp_path: Path) -> None:
+    rows = [verify_row(0, "a", True), verify_row(1, "b", False)]
+    tables = show_tables([write(tmp_path / "v.json", "verify", rows)])
+    assert [t.title for t in tables[1:]] == ["reference on b: per expert (numpy float64, every element)"]
+    assert all("FAILED" in row[-1] for row in tables[1].rows)
 
 
 def test_every_bad_file_is_one_line_and_nothing_is_shown(tmp_path: Path) -> None:

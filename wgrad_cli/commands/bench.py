@@ -11,7 +11,7 @@ from wgrad_cli.backends.registry import BACKENDS, backend, check_timed, peak
 from wgrad_cli.commands.run import opened, print_header, save_results
 from wgrad_cli.config.options import BenchOptions, CompilerOptions, Criterion, Output, RunOptions, Selection
 from wgrad_cli.device.session import open_session
-from wgrad_cli.errors import WgradError
+from wgrad_cli.errors import INTERRUPTED, Interrupted, WgradError
 from wgrad_cli.measure.baselines import require_torch, unknown
 from wgrad_cli.measure.bench import CALIBRATION, Plan, bench
 from wgrad_cli.output.console import out, progress
@@ -79,9 +79,14 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
                 finished.append(r)
                 bar.update(bar.task_ids[0], advance=1)
 
-            records = bench(s, plan, baselines, step, done)
+            try:
+                records = bench(s, plan, baselines, step, done)
+            except KeyboardInterrupt:  # Ctrl-C: as any other stop, the rows measured so far are kept
+                raise Interrupted(INTERRUPTED) from None
     except WgradError as exc:  # a hang, a baseline's failure, out of memory: the rows measured before it are kept
         if any(not r.calibration for r in finished):
+            out.print(bench_table(sorted(finished, key=order), f"wgrad bench on {s.rt.device.name} ({s.target}), "
+                                  f"stopped: {exc.lines[0]}"))
             try:
                 save_results(s, "bench", sorted(finished, key=order), output, run.shard, **details,
                       incomplete=exc.lines[0])

@@ -8,7 +8,7 @@ from rich.markup import escape
 
 from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.compile.cache import Cache
-from wgrad_cli.compile.jobs import BuildJob, BuildResult, resolve_compilers, run_builds
+from wgrad_cli.compile.jobs import BuildJob, BuildResult, failures, resolve_compilers, run_builds
 from wgrad_cli.compile.selection import select, shard_jobs
 from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import load_specs
@@ -74,9 +74,14 @@ def build_command(selection: Selection, compilers: CompilerOptions, shard: Shard
              for job, shape in records if job in by_job]
     if built:
         out.print(build_table(built))
-    for r in results:
-        for line in r.errors:
-            err.print(f"[red]{r.job.label}:[/] {escape(line)}", highlight=False)
+    for who, lines in failures(results):
+        err.print(f"[red]{escape(who)}:[/]", highlight=False)
+        for line in lines:
+            err.print(f"  {escape(line)}", highlight=False)
+    for kernel in dict.fromkeys(job.kernel for job in runnable if job.kernel.dynamic_shared):
+        err.print(f"{escape(kernel.name)}: {kernel.dynamic_shared:,} B of dynamic shared memory per workgroup at "
+                  "launch (its spec's launch.dynamic_shared) beside the static bytes above; the occupancy counts both",
+                  highlight=False)
     for line in skipped_lines(skipped, config.targets):
         err.print(f"[yellow]{escape(line)}[/]", highlight=False)
     if json_path:

@@ -93,5 +93,5 @@ def model_launch_file(path: Path, compilers: CompilerOptions, output: Output, ch
         return
     env = RunEnvironment(config_name(path), hashlib.sha256(path.read_bytes()).hexdigest(), seed, ROUTING, TARGET,
                          rt.device, platform.python_version(), np.__version__)
-    save_modelled(output.json_path or default_path("model", launch.name, m.arch, None), output, [row], env, chip, m,
-                  None)
+    save_modelled(output.json_path or default_path("model", launch.name, (), m.arch, None, m.clock_ghz), output,
+                  [row], env, chip, m, None)

@@ -6,7 +6,7 @@ differs (model/runtime.py)."""
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.markup import escape
@@ -26,6 +26,7 @@ from wgrad_cli.config.options import (
 from wgrad_cli.device.launch import DeviceProblem, prepare, upload
 from wgrad_cli.device.session import Record, RunEnvironment, Session, open_session
 from wgrad_cli.emu.device import EmuRuntime
+from wgrad_cli.errors import INTERRUPTED, Interrupted, KernelFault, LaunchStopped, StoppedLaunches
 from wgrad_cli.model.launch import Modelled
 from wgrad_cli.model.machine import Machine, load
 from wgrad_cli.model.profile import disassembly, instruction_profile
@@ -121,15 +122,42 @@ def views_of(rt: ModelRuntime, code_object: Path, trace: Path | None, what: str)
     if trace and rt.timeline is not None:
         names = {d.pc: text.get(d.pc, d.mnemonic) for d in program.decoded}
         write_trace(trace, rt.timeline, names, rt.machine.issue_cycles, modelled.clock_ghz,
-                    f"{what}: one modelled CU ({rt.device.name})")
+                    f"{what}: one modelled CU ({rt.device.name}) running the class of workgroup "
+                    f"{modelled.critical}, on the critical path")
     return instruction_profile(modelled, program, text) if rt.profile else None
 
 
 def trace_path(trace: Path | None, rec: Record, several: bool) -> Path | None:
-    """Where a record's trace goes: the file given, or with several records, one named after it."""
-    if trace is None or not several:
+    """Where a record's trace goes: the file given; with several records, one named after each
+    beside it; in a folder given, <kernel>-<shape>.json."""
+    if trace is None or (not several and not trace.is_dir()):
         return trace
+    if trace.is_dir():
+        return trace / f"{rec.job.kernel.name}-{rec.shape.name}.json"
     return trace.with_name(f"{trace.stem}-{rec.job.kernel.name}-{rec.shape.name}{trace.suffix or '.json'}")
+
+
+@dataclass
+class Stops:
+    """What stopped records of a modelled run: faults and hangs (a line each; the other records still
+    run) and Ctrl-C (the rest are left out)."""
+
+    faulted: list[str] = field(default_factory=list)
+    hung: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+    def raise_any(self, done: int, of: int) -> None:
+        """The run's status where a record was stopped: 130, 6 or 3, after the rows are saved."""
+        for line in self.faulted:
+            err.print(f"[red]FAULTED[/] {escape(line)}", highlight=False, soft_wrap=True)
+        for line in self.hung:
+            err.print(f"[red]HUNG[/] {escape(line)}", highlight=False, soft_wrap=True)
+        if self.interrupted:
+            raise Interrupted(f"{INTERRUPTED}: {done} of {of} rows finished")
+        if self.faulted:
+            raise KernelFault()
+        if self.hung:
+            raise StoppedLaunches()
 
 
 def machine_of(chip: ModelOptions) -> Machine:
@@ -137,20 +165,39 @@ def machine_of(chip: ModelOptions) -> Machine:
     return m.at_clock(chip.clock) if chip.clock is not None else m
 
 
-def model_records(s: Session, m: Machine, records: list[Record], views: ModelViews = ModelViews()
-                  ) -> tuple[Session, list[BenchRow]]:
+def model_records(s: Session, m: Machine, records: list[Record], views: ModelViews = ModelViews(),
+                  stops: Stops | None = None) -> tuple[Session, list[BenchRow]]:
     """`records` of the session (its builds and problems) on the timing model of `m`: the session
-    with the model as its device, and the rows (with `views`' profile and traces)."""
+    with the model as its device, and the rows (with `views`' profile and traces). With `stops`, a
+    record that faults or hangs is noted there and the others run, and Ctrl-C keeps the rows so far."""
     rt = ModelRuntime(m, views.profile)
     s = replace(s, rt=rt)
     rows: list[BenchRow] = []
+    paths = [trace_path(views.trace, rec, len(records) > 1) for rec in records]
+    if views.trace and len(records) > 1:
+        err.print(escape(f"traces of one CU each, to come: {', '.join(map(str, paths))}"), highlight=False,
+                  soft_wrap=True)
     with progress("modelling", len(records)) as bar:
-        for rec in records:
+        for rec, path in zip(records, paths):
             bar.update(bar.task_ids[0], description=escape(f"{rec.job.kernel.name} on {rec.shape.name}"))
-            path = trace_path(views.trace, rec, len(records) > 1)
-            rows.append(model_record(s, rt, rec, path))
-            if path:
-                err.print(escape(f"trace of one CU: {path}"), highlight=False)
+            try:
+                rows.append(model_record(s, rt, rec, path))
+            except (KernelFault, LaunchStopped) as exc:
+                if stops is None:
+                    raise
+                (stops.faulted if isinstance(exc, KernelFault) else stops.hung).append(
+                    f"{rec.job.kernel.name} on {rec.shape.name}: {' '.join(exc.lines)}")
+                continue
+            except KeyboardInterrupt:
+                if stops is None:
+                    raise
+                stops.interrupted = True
+                break
+            if path or views.profile:
+                critical = rt.modelled[-1]
+                err.print(escape(f"{rec.job.kernel.name} on {rec.shape.name}: the critical path (the CU that ends "
+                                 f"last) runs workgroup {critical.critical}'s class, of {critical.classes}"
+                                 + (f"; trace of that CU: {path}" if path else "")), highlight=False, soft_wrap=True)
             bar.update(bar.task_ids[0], advance=1)
     return s, rows
 
@@ -164,16 +211,39 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
     err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}",
               highlight=False)
     s.rt.close()
-    s, rows = model_records(s, m, s.records, views)
+    stops = Stops()
+    s, rows = model_records(s, m, s.records, views, stops)
     rt = s.rt
     out.print(model_table(rows, f"wgrad model: {rt.device.name} ({s.target}), seed {s.seed}"))
     for table in profile_tables(rows):
         out.print(table)
     say_classes(rows)
-    if output.no_save:
-        return
-    path = output.json_path or default_path("model", selection.config_path.stem, m.arch, shard)
-    save_modelled(path, output, rows, s.environment(), chip, m, shard)
+    say_tails(rows, s.records, m)
+    if not output.no_save:
+        path = output.json_path or default_path("model", selection.config_path.stem,
+                                                [r.job.kernel.name for r in s.records], m.arch, shard, m.clock_ghz)
+        save_modelled(path, output, rows, s.environment(), chip, m, shard, stops)
+    stops.raise_any(len(rows), len(s.records))
+
+
+def say_tails(rows: list[BenchRow], records: list[Record], m: Machine) -> None:
+    """Where a grid leaves CUs without a workgroup, one line per row: its causes are those of a
+    part-filled chip (the idle CUs are its tail), and the N = K that gives every CU a workgroup at
+    its expert count (emulator-sized configs model a few workgroups on 256 CUs)."""
+    by_index = {rec.index: rec for rec in records}
+    for r in rows:
+        fig, rec = r.model, by_index.get(r.index)
+        if fig is None or rec is None or rec.job.kernel.persistent or fig.workgroups >= m.compute_units:
+            continue
+        spec, side = rec.job.kernel, 256
+        while spec.tiles(replace(rec.shape.dims, N=side, K=side)) < m.compute_units:
+            side += 256
+        share = 100 * fig.causes_us.get("tail", 0.0) / max(r.summary.median_ms * 1e3, 1e-12)
+        err.print(escape(f"{r.kernel} on {r.shape.name}: {fig.workgroups:,} workgroups on {m.compute_units} CUs: "
+                         f"{share:.0f}% of the time is the tail of idle CUs, and the causes are those of a part-filled "
+                         f"chip; N = K = {side:,} with E = {rec.shape.dims.E} gives every CU a workgroup "
+                         f"({spec.tiles(replace(rec.shape.dims, N=side, K=side)):,}), or model a larger config "
+                         "(wgrad configs)"), highlight=False, soft_wrap=True)
 
 
 def say_classes(rows: list[BenchRow]) -> None:
@@ -185,9 +255,12 @@ def say_classes(rows: list[BenchRow]) -> None:
 
 
 def save_modelled(path: Path, output: Output, rows: list[BenchRow], env: RunEnvironment, chip: ModelOptions,
-                  m: Machine, shard: Shard | None) -> None:
+                  m: Machine, shard: Shard | None, stops: Stops | None = None) -> None:
     known = peak(env.device)
+    stops = stops or Stops()
+    lost = {"faulted": stops.faulted, "hung": stops.hung, "incomplete": INTERRUPTED if stops.interrupted else None}
     save(path, output.csv_path, "bench", rows, **to_json(env), shard=list(shard) if shard else None,
+         **{k: v for k, v in lost.items() if v},
          modelled={"machine": chip.machine, "clock_ghz": m.clock_ghz, "figures": list(chip.figures), "sources": m.sources},
          peak={**known.__dict__, "source": f"modelled: {known.source}"} if known else None)
     err.print(escape(f"results (modelled): {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False)

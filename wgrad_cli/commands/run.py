@@ -21,7 +21,8 @@ def save_results(s: Session, command: str, records: Sequence[Row], output: Outpu
           **extra: Any) -> None:
     if output.no_save:
         return
-    path = output.json_path or default_path(command, s.config.path.stem, s.rt.device.arch, shard)
+    kernels = [r.job.kernel.name for r in s.records]
+    path = output.json_path or default_path(command, s.config.path.stem, kernels, s.rt.device.arch, shard)
     save(path, output.csv_path, command, records, **to_json(s.environment()), shard=list(shard) if shard else None, **extra)
     err.print(escape(f"results: {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False,
               soft_wrap=True)
@@ -29,7 +30,8 @@ def save_results(s: Session, command: str, records: Sequence[Row], output: Outpu
 
 def print_header(s: Session) -> None:
     d = s.rt.device
-    err.print(f"device {d.index}: {d.name} ({d.arch}, {d.units} units, {d.max_clock_mhz} MHz max), {d.driver}, "
+    clock = f", {d.max_clock_mhz:,} MHz max" if d.max_clock_mhz else ""  # the emulator has no clock
+    err.print(f"device {d.index}: {d.name} ({d.arch}, {d.units} units{clock}), {d.driver}, "
               f"{d.runtime}; target {s.target}; seed {s.seed}", highlight=False)
 
 

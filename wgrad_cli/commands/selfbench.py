@@ -150,6 +150,7 @@ def emulator_ratios() -> list[Ratio]:
 
 
 EMU_RATE_GOAL = 5e7  # lane-instructions per second on one core
+LOADED = 0.5  # a load average above this share of the cores before the run: other work would share its timings
 EMU_RATE_DIMS = Dims(128, 256, 256, 1)  # smoke.yaml's one-expert
 SANITIZER_COST = 3.0  # the most verify --sanitize may multiply the emulator's time by
 
@@ -209,6 +210,10 @@ def emulator_rate_ratios() -> list[Ratio]:
 def selfbench_command(size: int, experts: int, build_config: Path, json_path: Path | None) -> None:
     build_config = config_file(build_config)
     load_config(build_config, load_specs())  # a bad config is reported now, not after minutes of timing
+    cores = os.cpu_count() or 1
+    others = os.getloadavg()[0]  # before any timing: the load of the machine's other work
+    err.print(f"selfbench: four steps, a few minutes on {plural(cores, 'core')}; load average {others:.1f} now",
+              highlight=False)
     with err.status("timing the reference and problem generation"):
         ratios = reference_ratios(size, experts)
     with err.status(f"timing cold and warm builds of {build_config}"):
@@ -221,6 +226,11 @@ def selfbench_command(size: int, experts: int, build_config: Path, json_path: Pa
         write_json(json_path, "selfbench", [{**r.__dict__, "ratio": r.ratio, "ok": r.ok} for r in ratios],
                    cores=os.cpu_count(), memory_gib=round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
                    python=platform.python_version(),
-                   numpy=np.__version__, size=size, experts=experts, build_config=config_name(build_config))
-    if not all(r.ok for r in ratios if not r.informational):
+                   numpy=np.__version__, size=size, experts=experts, build_config=config_name(build_config),
+                   load_average=round(others, 2))
+    missed = [r.name for r in ratios if not r.informational and not r.ok]
+    if missed and others > LOADED * cores:  # the ratios time this machine's other work too: no verdict
+        err.print(f"selfbench: {', '.join(missed)} missed, on a machine already loaded (load average {others:.1f} on "
+                  f"{plural(cores, 'core')}): no verdict; run it again on an idle machine", highlight=False)
+    elif missed:
         raise CheckFailed()

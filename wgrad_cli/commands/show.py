@@ -11,7 +11,7 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.output.console import out
 from wgrad_cli.output.grid import LAYOUT, Grid, set_layout
 from wgrad_cli.results.records import SHOWN, read_each
-from wgrad_cli.results.tables import calibration_table, document_table, profile_tables
+from wgrad_cli.results.tables import calibration_table, document_table, expert_table, profile_tables
 from wgrad_cli.results.versus import versus_table
 
 
@@ -21,9 +21,11 @@ def show_tables(paths: list[Path]) -> list[Grid]:
     tables: list[Grid] = []
     problems: list[str] = []
     for path, doc in read_each(paths, SHOWN, problems):
-        title = f"{path}: wgrad {doc.command} on {doc.machine}, {doc.provenance.date or 'undated'}"
+        command = "model" if doc.modelled else doc.command  # wgrad model writes bench's records
+        title = f"{path}: wgrad {command} on {doc.machine}, {doc.provenance.date or 'undated'}"
         tables.append(document_table(doc, title))
         tables += profile_tables(doc.bench_rows, f"{path}: ")
+        tables += [expert_table(r) for r in doc.verify_rows if not r.ok]  # as verify printed them
     if problems:
         raise WgradError(problems)
     return tables

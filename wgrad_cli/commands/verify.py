@@ -14,7 +14,7 @@ from wgrad_cli.config.options import DEFAULT_MACHINE, CompilerOptions, Output, R
 from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.runtime import Headway
 from wgrad_cli.device.session import open_session
-from wgrad_cli.errors import CheckFailed, Crashed, SanitizerFindings, StoppedLaunches
+from wgrad_cli.errors import INTERRUPTED, CheckFailed, Crashed, Interrupted, KernelFault, SanitizerFindings, StoppedLaunches
 from wgrad_cli.measure.verify import Callbacks, Outcome, device_reference_possible, verify
 from wgrad_cli.commands.model import modelled_time
 from wgrad_cli.model.machine import load
@@ -47,13 +47,15 @@ class LaunchProgress:
         if now - self.shown < (REDRAW_SECONDS if err.is_terminal else LOG_EVERY_SECONDS):
             return
         self.shown = now
-        line = (f"{self.what}: {h.workgroups_done:,} of {h.workgroups:,} workgroups done "
-                f"({100 * h.workgroups_done // max(h.workgroups, 1)}%), {h.wave_instructions / 1e6:,.1f} M "
-                f"wave-instructions emulated, {now - self.began:.0f} s")
+        # the time and the instructions first: they move all along, while workgroups, run side by side,
+        # mostly finish near the end (a bar's description is cut at the terminal's edge)
+        moved = f"{now - self.began:.0f} s, {h.wave_instructions / 1e6:,.1f} M wave-instructions emulated"
         if err.is_terminal:
-            self.bar.update(self.bar.task_ids[0], description=line, refresh=True)
+            self.bar.update(self.bar.task_ids[0], refresh=True,
+                            description=f"{self.what}: {moved}, {h.workgroups_done:,}/{h.workgroups:,} workgroups")
         else:
-            err.print(line, highlight=False, markup=False)
+            err.print(f"{self.what}: {moved}, {h.workgroups_done:,} of {h.workgroups:,} workgroups done",
+                      highlight=False, markup=False)
 
 
 def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOptions, output: Output,
@@ -69,15 +71,23 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
             launches = LaunchProgress(bar)
             s.rt.watch(launches)
 
+            finished: list[Outcome] = []
+
             def done(o: Outcome) -> None:
+                finished.append(o)
                 bar.update(bar.task_ids[0], advance=1, refresh=True,
                            description=f"{o.record.job.kernel.name} {o.record.shape.name} {'ok' if o.ok else 'FAILED'}")
 
             crashes: list[Crash] = []
             hung: list[str] = []
+            faulted: list[str] = []
+            interrupted = False
             model = partial(modelled_time, load(DEFAULT_MACHINE)) if checks.model else None
-            outcomes = verify(s, reference, checks.rows, Callbacks(launches.start, done, crashes.append, hung.append),
-                              model)
+            try:
+                outcomes = verify(s, reference, checks.rows,
+                                  Callbacks(launches.start, done, crashes.append, hung.append, faulted.append), model)
+            except KeyboardInterrupt:  # Ctrl-C: the rows checked (and modelled) so far are printed and saved
+                outcomes, interrupted = sorted(finished, key=lambda o: o.record.index), True
     finally:
         s.rt.close()
     records = [o.row(s.code_object(o.record.job)) for o in outcomes]
@@ -93,14 +103,15 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     for r in records:
         if checks.per_expert or not r.ok:
             out.print(expert_table(r))
-    save_results(s, "verify", records, output, run.shard,
-                 **({"crashed": [c.line for c in crashes]} if crashes else {}), **({"hung": hung} if hung else {}))
+    lost = {"crashed": [c.line for c in crashes], "hung": hung, "faulted": faulted,
+            "incomplete": INTERRUPTED if interrupted else None}
+    save_results(s, "verify", records, output, run.shard, **{k: v for k, v in lost.items() if v})
     failed = [r for r in records if not r.ok]
     routing = {o.record.index: o.routing for o in outcomes if o.routing}
-    err.print(f"{len(records) - len(failed)}/{len(records) + len(crashes) + len(hung)} shapes passed")
+    err.print(f"{len(records) - len(failed)}/{len(s.records)} shapes passed")
     for r in failed:
         err.print(f"[red]FAILED[/] {escape(r.kernel)} on {escape(r.shape.name)}: "
-                  f"{r.overall.mismatches} mismatches, {r.overall.unwritten} unwritten "
+                  f"{r.overall.mismatches:,} mismatches, {r.overall.unwritten:,} unwritten "
                   f"({escape(r.reference)})" + (f"; {escape(routing[r.index])}" if r.index in routing else ""),
                   highlight=False)
     for c in crashes:
@@ -110,6 +121,12 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
         err.print(f"[red]SANITIZER[/] {escape(line)}", highlight=False, soft_wrap=True)
     for line in hung:
         err.print(f"[red]HUNG[/] {escape(line)}", highlight=False, soft_wrap=True)
+    for line in faulted:
+        err.print(f"[red]FAULTED[/] {escape(line)}", highlight=False, soft_wrap=True)
+    if interrupted:
+        raise Interrupted(f"{INTERRUPTED}: {len(records)} of {len(s.records)} rows finished")
+    if faulted:
+        raise KernelFault()
     if hung:
         raise StoppedLaunches()
     if crashes:

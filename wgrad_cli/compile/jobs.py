@@ -27,6 +27,7 @@ from wgrad_cli.output.atomic import write_text
 from wgrad_cli.problem.abi import Dims
 
 ERROR_LINES = 12
+COMMAND = "command: "  # the last line of a failed compile's errors
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,20 @@ class BuildResult:
     compiler: str = ""
     resources: Resources | None = None
     errors: list[str] = field(default_factory=list)
+
+
+def failures(results: list[BuildResult]) -> list[tuple[str, list[str]]]:
+    """The failed builds' errors, each distinct list once: (the builds it is of, its lines, with the
+    first build's command line). A kernel that does not compile fails the same way for every shape,
+    and says so once."""
+    grouped: dict[tuple[str, str, tuple[str, ...]], list[BuildResult]] = {}
+    for r in results:
+        if r.errors:  # the command lines differ in the shape's defines
+            same = tuple(line for line in r.errors if not line.startswith(COMMAND))
+            grouped.setdefault((r.job.kernel.name, r.job.target, same), []).append(r)
+    return [(rs[0].job.label if len(rs) == 1 else f"{kernel}-{target} ({len(rs)} shapes: "
+             f"{', '.join(r.job.label.removeprefix(f'{kernel}-{target}-') for r in rs)})", rs[0].errors)
+            for (kernel, target, _), rs in grouped.items()]
 
 
 def limit_failures(res: Resources, limits: dict[str, int]) -> list[str]:
@@ -144,7 +159,7 @@ def _compile(target: str, source: Path, argv: Callable[[Path, Path], list[str]],
         status, log = _run(command)
         seconds = time.perf_counter() - start
         if status != 0 or not out.exists():
-            return [*_first_errors(log), f"command: {shlex.join(command)}"]
+            return [*_first_errors(log), f"{COMMAND}{shlex.join(command)}"]
         code = out.read_bytes()
         try:
             about = describe(code, log)
@@ -163,7 +178,7 @@ def _write_isa(backend: BuildBackend, compiler: Compiler, code_object: Path, des
         command = disassemble or asm_argv(dest.with_suffix(backend.isa_suffix))
         status, log = _run(command)
         if status != 0:
-            return [*_first_errors(log), f"command: {shlex.join(command)}"]
+            return [*_first_errors(log), f"{COMMAND}{shlex.join(command)}"]
         if disassemble:
             write_text(dest.with_suffix(".sass"), log)
     except OSError as exc:

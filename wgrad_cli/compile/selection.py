@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from wgrad_cli.compile.jobs import BuildJob
-from wgrad_cli.config.kernelspec import KernelSpec
+from wgrad_cli.config.kernelspec import KernelSpec, load_user_specs, spec_beside
 from wgrad_cli.config.loader import Config, Shape, load_config, source_problem
 from wgrad_cli.config.options import Selection, Shard
 from wgrad_cli.config.shipped import config_file
@@ -19,8 +19,15 @@ def select(specs: dict[str, KernelSpec], chosen: Selection) -> tuple[Config, lis
     config_path = config_file(chosen.config_path)
     kernels, targets, shapes = chosen.kernels, chosen.targets, chosen.shapes
     kernel_source, includes = chosen.kernel_source, chosen.includes
+    beside = spec_beside(kernel_source) if kernel_source and not kernels and kernel_source.is_file() else None
+    spec_files = chosen.spec_files + ((beside,) if beside else ())
+    if spec_files:
+        own = load_user_specs(spec_files, specs)
+        specs = {**specs, **own}
+        kernels = kernels or tuple(own)  # the user's kernels on the config's shapes
     if (kernel_source or includes) and len(kernels) != 1:
-        raise WgradError("--kernel-source/--include: name exactly one --kernel they belong to")
+        raise WgradError("--kernel-source/--include: name exactly one --kernel they belong to (or put the "
+                         "kernel's spec beside its source, as mine.yaml beside mine.hip)")
     missing = ([f"--kernel-source {kernel_source}: no such file; give the kernel's source file"]
                if kernel_source and not kernel_source.is_file() else [])
     if kernel_source and not missing and source_problem(kernel_source):

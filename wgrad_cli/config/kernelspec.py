@@ -1,4 +1,5 @@
-"""Kernel specs: what wgrad must know to build and launch a kernel, read from the package's kernels/*.yaml.
+"""Kernel specs: what wgrad must know to build and launch a kernel, read from the package's kernels/*.yaml
+and from a user's own spec files (--spec, a spec beside --kernel-source, a config's `spec:` entry).
 
 A spec names its source, include dirs, per-target flags, the symbol (a base name, looked up in
 the code object, never a mangled string), and the launch geometry: `block` threads and
@@ -106,19 +107,41 @@ class KernelSpec:
 
 def load_specs(directory: Path = KERNELS_DIR) -> dict[str, KernelSpec]:
     """Every kernels/*.yaml spec by name; raises ConfigError listing every problem."""
+    return load_user_specs(tuple(sorted(directory.glob("*.yaml"))))
+
+
+def load_user_specs(files: tuple[Path, ...], known: dict[str, KernelSpec] | None = None) -> dict[str, KernelSpec]:
+    """Spec files by name: the shipped ones, or a user's (--spec, a spec beside --kernel-source, a
+    config's `spec:` entry), whose names must not be one of `known`'s; raises ConfigError with every
+    problem of these files only, so that a bad user spec fails the command that uses it and nothing else."""
     specs: dict[str, KernelSpec] = {}
     all_problems: list[str] = []
-    for file in sorted(directory.glob("*.yaml")):
+    for file in dict.fromkeys(files):
+        if not file.is_file():
+            all_problems.append(f"{file}: no such file; give a kernel spec file (YAML, as the shipped "
+                                "kernels/*.yaml)")
+            continue
         data, problems = load(file)
         spec = _parse(data, file, problems)
-        if spec and spec.name in specs:
-            problems.add(("name",), f"'{spec.name}' is also the name of {specs[spec.name].spec_file}", "names must be unique")
+        taken = (known or {}).get(spec.name) if spec else None
+        if spec and taken:
+            problems.add(("name",), f"'{spec.name}' is already the name of {taken.spec_file}",
+                         "give your kernel a name of its own")
+        elif spec and spec.name in specs:
+            problems.add(("name",), f"'{spec.name}' is also the name of {specs[spec.name].spec_file}",
+                         "names must be unique")
         elif spec:
             specs[spec.name] = spec
         all_problems += problems.found
     if all_problems:
         raise ConfigError(all_problems)
     return specs
+
+
+def spec_beside(source: Path) -> Path | None:
+    """The spec a kernel source carries beside it (mine.hip -> mine.yaml), or None."""
+    beside = source.with_suffix(".yaml")
+    return beside if beside.is_file() else None
 
 
 def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wgrad_cli.config.kernelspec import KernelSpec
+from wgrad_cli.config.kernelspec import KernelSpec, load_user_specs
 from wgrad_cli.config.targets import TARGETS
 from wgrad_cli.config.yamlsource import Key, Problems, load, not_text
+from wgrad_cli.errors import ConfigError
 from wgrad_cli.problem.abi import Dims, dims_problems, offsets_problems
 from wgrad_cli.problem.routing import Routing
 
@@ -57,6 +58,7 @@ def load_config(path: Path, specs: dict[str, KernelSpec], overrides: Overrides |
     `overrides` maps kernel name -> (source, include dirs) given on the command line;
     `kernel_names` replaces the config's kernel list (the CLI's --kernel).
     """
+    specs = dict(specs)  # with the config's own {spec: FILE} kernels added
     data, p = load(path)
     if not isinstance(data, dict):
         p.add((), f"is a {type(data).__name__}", f"a config is a mapping with keys {', '.join(sorted(TOP_KEYS))}")
@@ -88,14 +90,20 @@ def _kernels(value: Any, specs: dict[str, KernelSpec], overrides: Overrides, bas
     for i, item in enumerate(value):
         path: Key = ("kernels", i)
         entry = {"name": item} if isinstance(item, str) else item
+        if isinstance(entry, dict) and "spec" in entry and "name" not in entry:
+            spec = _user_spec(entry["spec"], path + ("spec",), base, specs, p)
+            if spec is None:
+                continue
+            entry = {**entry, "name": spec.name}
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            p.add(path, f"{item!r} names no kernel", "a kernel name, or {name, source, include}")
+            p.add(path, f"{item!r} names no kernel", "a kernel name, {spec: FILE}, or {name, source, include}")
             continue
-        for key in sorted(entry.keys() - {"name", "source", "include"}, key=str):
-            p.add(path + (key,), "unknown key", "a kernel entry has name, source and include")
+        for key in sorted(entry.keys() - {"name", "spec", "source", "include"}, key=str):
+            p.add(path + (key,), "unknown key", "a kernel entry has name (or spec), source and include")
         spec = specs.get(entry["name"])
         if spec is None:
-            p.add(path + ("name",), f"unknown kernel {entry['name']!r}", f"known kernels: {', '.join(sorted(specs))}")
+            p.add(path + ("name",), f"unknown kernel {entry['name']!r}",
+                  f"known kernels: {', '.join(sorted(specs))}; or {{spec: FILE}}, your own kernel's spec file")
             continue
         source = _path(entry.get("source"), path + ("source",), base, p)
         include = None
@@ -123,6 +131,26 @@ def _kernels(value: Any, specs: dict[str, KernelSpec], overrides: Overrides, bas
     for name in {n for n in names if names.count(n) > 1}:
         p.add(("kernels",), f"kernel {name!r} is listed twice", "list each kernel once")
     return tuple(out)
+
+
+def _user_spec(value: Any, path: Key, base: Path, specs: dict[str, KernelSpec], p: Problems) -> KernelSpec | None:
+    """The kernel of a config's `{spec: FILE}` entry (FILE relative to the config), added to `specs`;
+    its file's problems join the config's."""
+    file = _path(value, path, base, p)
+    if file is None:
+        if value is None:
+            p.add(path, "is empty", "spec: a kernel spec file (relative to the config file)")
+        return None
+    known = [s for s in specs.values() if s.spec_file.resolve() == file.resolve()] if file.is_file() else []
+    if known:
+        return known[0]
+    try:
+        (spec,) = load_user_specs((file,), specs).values()
+    except ConfigError as exc:
+        p.found += exc.lines
+        return None
+    specs[spec.name] = spec
+    return spec
 
 
 def source_problem(source: Path) -> str | None:

@@ -66,6 +66,7 @@ class Selection:
     shapes: tuple[str, ...] = ()
     kernel_source: Path | None = None  # the one --kernel's source, in place of the shipped one
     includes: tuple[Path, ...] = ()  # include folders for it
+    spec_files: tuple[Path, ...] = ()  # the user's own kernel specs (--spec), known beside the shipped ones
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ class RunOptions:
 class Output:
     """Where verify and bench write their results."""
 
-    json_path: Path | None  # None: results/<command>-<config>-<arch>[-shard-i-of-n].json
+    json_path: Path | None  # None: results/<command>-<config>-<kernels>-<arch>[-shard-i-of-n].json
     csv_path: Path | None
     no_save: bool
 

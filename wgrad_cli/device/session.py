@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from wgrad_cli.compile.cache import Cache, sha256_file
-from wgrad_cli.compile.jobs import BuildJob, BuildResult, run_builds
+from wgrad_cli.compile.jobs import BuildJob, BuildResult, failures, run_builds
 from wgrad_cli.compile.selection import select, shard_jobs
 from wgrad_cli.compile.toolchain import Toolchains
 from wgrad_cli.config.kernelspec import KernelSpec, load_specs
@@ -146,7 +146,8 @@ def open_session(selection: Selection, compilers: CompilerOptions, run: RunOptio
     with progress("compiling", len(jobs)) as bar:
         results = run_builds(jobs, toolchains, cache, config.limits, os.cpu_count() or 1,
                              on_done=lambda r: bar.update(bar.task_ids[0], advance=1, description=r.job.label))
-    failed = [f"{r.job.label}: {line}" for r in results if not r.ok for line in r.errors]
+    failed = [line for who, lines in failures(results)
+              for line in ([f"{who}: {lines[0]}"] if len(lines) == 1 else [f"{who}:", *(f"  {e}" for e in lines)])]
     if failed:
         rt.close()
         raise WgradError(["builds failed (see wgrad build for the table):", *failed])

@@ -35,7 +35,7 @@ from wgrad_cli.emu.machine import EmuFault, Stats, Stuck, TimedOut
 from wgrad_cli.emu.memory import Heap, Name, Region
 from wgrad_cli.emu.ops.scratch import refusal
 from wgrad_cli.emu.program import Program
-from wgrad_cli.errors import DriverError, EmulatorBug, LaunchStopped, WgradError
+from wgrad_cli.errors import DriverError, EmulatorBug, KernelFault, LaunchStopped, WgradError
 from wgrad_cli.results.records import Counters
 
 KERNARG_SLACK = 64  # bytes past the kernarg segment a scalar load may read (one s_load_dwordx16)
@@ -196,7 +196,7 @@ class EmuRuntime:
             self._write_packet(packet, launch)
             self._run(launch, function.module.program)
         except EmuFault as exc:
-            raise DriverError(str(exc)) from None
+            raise KernelFault(str(exc)) from None
         except Stuck as exc:
             raise LaunchStopped(f"launch of {k.name} can never finish: the emulator stopped it when none of its waves "
                                 f"could change what they read any more: {exc}") from None

@@ -238,16 +238,22 @@ def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int, r
     ctx = multiprocessing.get_context("fork")
     procs: dict[multiprocessing.connection.Connection, multiprocessing.process.BaseProcess] = {}
     try:
-        with atomic_ops.workers_lock(ctx, program.ops.values()):  # the workers inherit it as they fork
-            for w in range(workers):
-                recv, send = ctx.Pipe(duplex=False)
-                share = np.arange(w, groups, workers)
-                proc = ctx.Process(target=_worker, daemon=True, args=(send, launch, program, heap, share, name,
-                                                                     -(-launch.resident // workers), Watch(shared, w),
-                                                                     os.getpid()))
-                proc.start()
-                send.close()
-                procs[recv] = proc
+        # Ctrl-C while a worker forks would raise in the fork's hooks, where it is lost ("Exception ignored"),
+        # and leave the run waiting on workers that spin for ever: it is held until the workers run
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            with atomic_ops.workers_lock(ctx, program.ops.values()):  # the workers inherit it as they fork
+                for w in range(workers):
+                    recv, send = ctx.Pipe(duplex=False)
+                    share = np.arange(w, groups, workers)
+                    proc = ctx.Process(target=_worker, daemon=True, args=(send, launch, program, heap, share, name,
+                                                                         -(-launch.resident // workers), Watch(shared, w),
+                                                                         os.getpid()))
+                    proc.start()
+                    send.close()
+                    procs[recv] = proc
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         stats = Stats()
         waiting = dict(procs)
         while waiting:

@@ -22,7 +22,7 @@ from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.launch import DeviceProblem, prepare, upload
 from wgrad_cli.device.session import Record, Session
 from wgrad_cli.device.waiting import settle
-from wgrad_cli.errors import DriverError, EmulatorBug, LaunchStopped, WgradError
+from wgrad_cli.errors import DriverError, EmulatorBug, KernelFault, LaunchStopped, WgradError
 from wgrad_cli.measure.check import BF16, POISON, combine, compare
 from wgrad_cli.problem.abi import Dims, flops
 from wgrad_cli.problem.generate import Problem, generate
@@ -106,7 +106,7 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
     try:
         out = run_kernel(s, rec.job, dev, dev.pointers["C"])
     except DriverError as exc:  # name the shape: a fault on the emulator (or a GPU) is a property of both
-        raise DriverError([f"{rec.job.kernel.name} on {rec.shape.name}: {line}" for line in exc.lines]) from None
+        raise type(exc)([f"{rec.job.kernel.name} on {rec.shape.name}: {line}" for line in exc.lines]) from None
     except EmulatorBug as exc:  # the same, on its first line only: the rest is the traceback
         raise EmulatorBug([f"{rec.job.kernel.name} on {rec.shape.name}: {exc.lines[0]}", *exc.lines[1:]]) from None
     counters = s.rt.counters()
@@ -166,19 +166,21 @@ def check_record(s: Session, job: tuple[Record, str, int, Model | None]) -> Outc
 
 @dataclass(frozen=True)
 class Callbacks:
-    """What verify tells its caller as it goes: a record begins, is checked, crashed its process, or
-    was stopped as hung (its line)."""
+    """What verify tells its caller as it goes: a record begins, is checked, crashed its process,
+    was stopped as hung or faulted (its line)."""
 
     on_start: Callable[[str], None]
     on_done: Callable[[Outcome], None]
     on_crash: Callable[[Crash], None]
     on_hang: Callable[[str], None]
+    on_fault: Callable[[str], None]
 
 
 def verify(s: Session, mode: str, rows: int, tell: Callbacks, model: Model | None = None) -> list[Outcome]:
     """Check every record, each in a process of its own where a fault could end the process (isolation.py):
     a record whose process crashed goes to on_crash, one whose launch the emulator stopped as hung
-    goes to on_hang (its line), and the others still run."""
+    goes to on_hang (its line), one whose kernel faulted on the emulator to on_fault, and the others
+    still run."""
     outcomes = []
     for rec in s.records:
         what = f"{rec.job.kernel.name} on {rec.shape.name}"
@@ -187,6 +189,9 @@ def verify(s: Session, mode: str, rows: int, tell: Callbacks, model: Model | Non
             result = isolation.run(s, what, check_record, (rec, mode, rows, model))
         except LaunchStopped as exc:
             tell.on_hang(f"{what}: {exc.lines[0]}")
+            continue
+        except KernelFault as exc:
+            tell.on_fault(" ".join(exc.lines))
             continue
         if isinstance(result, Crash):
             tell.on_crash(result)

@@ -42,6 +42,7 @@ class Modelled:
     spread: float = 0.0  # how far the checking workgroup's wave-instructions were from its class's, as a share
     clocks: dict[tuple[int, int], float] = field(default_factory=dict)  # profile: (pc, cause index) -> seconds
     executions: dict[int, int] = field(default_factory=dict)  # profile: pc -> wave-executions over the grid
+    critical: int = 0  # the emulated workgroup whose class is on the critical path (the set that ends last)
 
     def figures(self, machine: Machine, profile: Profile | None = None, published_us: float | None = None,
                 published_source: str | None = None) -> ModelFigures:
@@ -72,7 +73,7 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     `timeout`: seconds each emulated workgroup may run before the launch stops as hung; `tolerance`:
     the share of wave-instructions by which the workgroup that checks the first class may differ from
     it (0: none; a launch file's class_tolerance); `profile`: with each instruction's time by cause;
-    `timeline`: filled with the CU timeline of the first workgroup's class."""
+    `timeline`: filled with the CU timeline of the class on the critical path (the set that ends last)."""
     groups = launch.groups
     keys = classes if classes is not None else list(range(groups))
     recorder = Recorder(program, program.ops_for(launch.kernel), m)
@@ -98,9 +99,11 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     occupancy = gfx950(k.vgprs, k.agprs, lds, launch.threads)
     by_lds = m.lds_bytes_per_cu // lds if lds else occupancy.groups_per_unit  # the machine file's LDS, if set lower
     resident = max(1, min(occupancy.groups_per_unit, by_lds, -(-groups // m.compute_units)))
-    per_class: dict[int, CuTime] = {key: simulate([s] * resident, recorder.static, m, profile,
-                                                  timeline if key == keys[0] else None) for key, s in streams.items()}
+    per_class: dict[int, CuTime] = {key: simulate([s] * resident, recorder.static, m, profile, None)
+                                    for key, s in streams.items()}
     grid = schedule(keys, per_class, resident, sharing, m)
+    if timeline is not None:  # the CU the grid waits for at the end
+        simulate([streams[grid.critical]] * resident, recorder.static, m, profile, timeline)
     # the power limit sets the clock from the matrix pipes' share of the CUs' time (bandwidth waits,
     # in seconds, left out); the floors are in seconds, so the grid is scheduled again at that clock
     duty = grid.mfma_cycles / m.simds / max(grid.cycles - grid.causes["bandwidth"], 1.0)
@@ -112,4 +115,4 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     floor = grid.mfma_cycles / m.simds / hz
     return Modelled(grid.cycles / hz, causes, max(causes, key=lambda c: causes[c]), floor, ghz, duty, groups,
                     len(first), sorted(emulated), resident, grid.hbm_bytes, grid.rounds, spread,
-                    {k: v / hz for k, v in grid.clocks.items()}, grid.executions)
+                    {k: v / hz for k, v in grid.clocks.items()}, grid.executions, first[grid.critical])

@@ -37,6 +37,7 @@ class GridTime:
     rounds: int
     clocks: dict[tuple[int, int], float] = field(default_factory=dict)  # profile: (pc, cause index) -> clocks, as causes
     executions: dict[int, int] = field(default_factory=dict)  # profile: pc -> wave-executions over the grid
+    critical: int = 0  # the class of the set that ends last: the grid's critical path runs through it
 
 
 def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sharing: Sharing | None,
@@ -54,11 +55,13 @@ def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sh
     rounds: list[list[float]] = []  # per round: slowest set (clocks), fresh input bytes, loads, stores
     seen: set[int] = set()
     this_round: set[int] = set()
+    last = (-1.0, classes[0] if classes else 0)  # the latest end of a set, and its class
     for i, members in enumerate(sets):
         slowest = max(members, key=lambda c: per_class[c].cycles)
         t = per_class[slowest]
         start, unit = heapq.heappop(free)
         heapq.heappush(free, (start + t.cycles, unit))
+        last = max(last, (start + t.cycles, slowest), key=lambda end: end[0])
         for cause, clocks in t.causes.items():
             busy[cause] += clocks
         timed[slowest] += 1
@@ -88,7 +91,7 @@ def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sh
         by_pc.update({k: v * n / units for k, v in per_class[c].clocks.items()})
     for c, n in ran.items():  # a class's CU timeline holds `resident` of its workgroups
         executions.update({pc: e * n // resident for pc, e in per_class[c].executions.items()})
-    return GridTime(compute + stretch, causes, mfma, sum(hbm), len(rounds), dict(by_pc), dict(executions))
+    return GridTime(compute + stretch, causes, mfma, sum(hbm), len(rounds), dict(by_pc), dict(executions), last[1])
 
 
 def _fresh(sharing: Sharing, groups: range, seen: set[int], this_round: set[int], llc: int) -> int:

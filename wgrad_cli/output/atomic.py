@@ -35,3 +35,35 @@ def write_bytes(path: Path, data: bytes) -> None:
 
 def write_text(path: Path, text: str) -> None:
     write_bytes(path, text.encode())
+
+
+def set_aside(path: Path) -> Path | None:
+    """Where an existing `path` was moved so that a new file can take its name without losing it
+    (`x.json` -> `x.1.json`, the first number free), or None where there was none."""
+    if not path.is_file():
+        return None
+    n = 1
+    while (kept := path.with_name(f"{path.stem}.{n}{path.suffix}")).exists():
+        n += 1
+    os.replace(path, kept)
+    return kept
+
+
+def unwritable(option: str, path: Path, is_folder: bool, folder_ok: bool) -> str | None:
+    """Why `option`'s output `path` (a file; with `folder_ok` perhaps a folder for several files, as
+    `is_folder` says) cannot be written, in one line, before any work starts; None where it can.
+    The folder written in must exist."""
+    if is_folder and not folder_ok:
+        return f"{option} {path}: is a folder; give a file's path"
+    where = path if is_folder else path.parent
+    if where.exists() and not where.is_dir():
+        return f"{option} {path}: {where} is a file, not a folder; give a path in a folder"
+    if not where.is_dir():
+        return f"{option} {path}: the folder {where} does not exist; create it first, or give a path in an existing folder"
+    try:
+        fd, probe = tempfile.mkstemp(dir=where, prefix=".wgrad-probe.")
+    except OSError as exc:
+        return f"{option} {path}: cannot write in {where} ({exc.strerror}); give a path in a writable folder"
+    os.close(fd)
+    os.unlink(probe)
+    return None

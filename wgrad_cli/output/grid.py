@@ -1,11 +1,14 @@
 """Tables that fit where they are printed.
 
 A Grid is a title, columns and rows of strings (rich markup allowed). Printed on a terminal it is a
-boxed table as wide as the terminal, cells wrapped (never cut), with only the essential columns
-unless the layout is wide; printed anywhere else (a pipe, a file, a CI log) it is an aligned
-Markdown table whose lines are never wrapped or cut, under its title wrapped to the table's width
-(80 columns at least). `wgrad show --format` also gives CSV and
-JSON, which always carry every column.
+boxed table as wide as the terminal, with only the essential columns unless the layout is wide:
+text cells wrap at spaces, a number is never split (right-justified cells stay whole), and
+columns that still do not fit are left out from the right, in one line that names them and
+--wide; where even --wide cannot fit its columns, each row is printed as a record of `column:
+value` lines instead of columns of slivers. Printed anywhere else (a pipe, a file, a CI log) it is
+an aligned Markdown table whose lines are never wrapped or cut, under its title wrapped to the
+table's width (80 columns at least). `wgrad show --format` also gives CSV and JSON, which always
+carry every column.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Literal
@@ -26,6 +30,8 @@ Format = Literal["auto", "table", "markdown", "csv", "json"]
 FORMATS: tuple[Format, ...] = ("table", "markdown", "csv", "json")
 Justify = Literal["left", "right"]
 TITLE_WIDTH = 80  # a Markdown title wraps at its table's width, or at this for a narrower table
+TEXT_MIN = 12  # the narrowest a wrapping text column gets (a longer word in it folds)
+KEEP = 2  # columns never left out to fit: they name the row (kernel and shape, ...)
 
 
 @dataclass
@@ -53,6 +59,34 @@ class Column:
     name: str
     justify: Justify = "left"
     detail: bool = False  # shown only in the wide layout, CSV and JSON
+
+
+NUMBER = re.compile(r"\d[\d,.]*(?:e[-+]?\d+)?")  # a number (a count with separators, a decimal): never split over two lines
+
+
+def fold(text: str, width: int) -> str:
+    """`text` wrapped at spaces to `width`, a longer word broken where it must, but never inside a
+    number (no number is wider than its column: Grid.fit)."""
+    lines: list[str] = []
+    for line in textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False):
+        chunk = ""
+        for piece in re.findall(rf"{NUMBER.pattern}|\D|\d", line):
+            if chunk and len(chunk) + len(piece) > width:
+                lines.append(chunk)
+                chunk = ""
+            chunk += piece
+        lines.append(chunk)
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How a grid fits a terminal's width: the columns shown (indices), their widths (None: one
+    record per row instead of a table) and the names of those left out to fit."""
+
+    columns: list[int]
+    widths: list[int] | None
+    left_out: list[str]
 
 
 @dataclass
@@ -107,23 +141,83 @@ class Grid:
         names = [c.name for c in self.columns]
         return {"title": self.title, "columns": names, "rows": [dict(zip(names, row)) for row in self.plain_rows()]}
 
-    def rich_table(self, wide: bool) -> Table:
-        table = Table()  # its title is printed above it, wrapped at spaces (rich would cut a long one)
+    def fit(self, width: int, wide: bool) -> Fit:
+        """The columns a boxed table of `width` characters shows, and their widths: every number
+        whole (right-justified columns as wide as their widest cell), text columns wrapped at spaces;
+        without `wide`, columns left out from the right until the rest fit; None for the widths
+        where they cannot (the record view)."""
+        plain = self.plain_rows()
         keep = self.shown(wide)
-        for i in keep:
-            table.add_column(self.columns[i].name, justify=self.columns[i].justify, overflow="fold")
-        for row in self.rows:
-            table.add_row(*(row[i] for i in keep))
+
+        def natural(i: int) -> int:
+            return max(len(self.columns[i].name), *(len(r[i]) for r in plain)) if plain else len(self.columns[i].name)
+
+        def least(i: int) -> int:
+            words = [w for r in plain for w in r[i].split()] + self.columns[i].name.split()
+            longest = max(map(len, words), default=1)
+            if self.columns[i].justify == "right":  # a number, whole
+                return max([len(r[i]) for r in plain] + [longest])
+            numbers = [len(n) for r in plain for n in NUMBER.findall(r[i])]
+            return max(min(longest, TEXT_MIN), *numbers, 1)  # text wraps at spaces, a long word folds (fold())
+
+        dropped: list[int] = []
+        while True:
+            room = width - 3 * len(keep) - 1  # a border and two spaces of padding per column
+            if sum(least(i) for i in keep) <= room:
+                break
+            if wide or len(keep) <= KEEP:
+                return Fit(keep, None, [])
+            dropped.insert(0, keep.pop())
+        widths = [least(i) for i in keep]
+        spare = room - sum(widths)
+        cells = [max((len(r[i]) for r in plain), default=0) for i in keep]
+        for goal in (cells, [natural(i) for i in keep]):  # cells unwrapped first, then headers
+            wants = [max(0, g - w) for g, w in zip(goal, widths)]
+            for j in sorted(range(len(keep)), key=lambda j: wants[j]):  # the smallest wants met whole first
+                share = min(wants[j], spare // max(1, sum(1 for w in wants if w >= wants[j])))
+                widths[j] += share
+                spare -= share
+        return Fit(keep, widths, [self.columns[i].name for i in dropped])
+
+    def rich_table(self, fit: Fit) -> Table:
+        table = Table()  # its title is printed above it, wrapped at spaces (rich would cut a long one)
+        assert fit.widths is not None
+        for i, w in zip(fit.columns, fit.widths):
+            table.add_column(self.columns[i].name, justify=self.columns[i].justify, overflow="fold", width=w)
+        for row, plain in zip(self.rows, self.plain_rows()):
+            table.add_row(*(fold(plain[i], w) if any(len(word) > w for word in plain[i].split()) else row[i]
+                            for i, w in zip(fit.columns, fit.widths)))
         return table
+
+    def records(self, fit: Fit, width: int) -> list[str]:
+        """Each row as `column: value` lines (a long value wrapped under itself), a blank line between
+        rows: the view of a table whose columns do not fit side by side."""
+        names = [self.columns[i].name for i in fit.columns]
+        pad = max(map(len, names), default=0)
+        room = max(width - pad - 2, TEXT_MIN)
+        lines: list[str] = []
+        for row in self.plain_rows():
+            lines.append("")
+            for name, i in zip(names, fit.columns):
+                value = fold(row[i], room).splitlines() or [""]
+                lines += [f"{name.rjust(pad)}: {value[0]}", *(" " * (pad + 2) + more for more in value[1:])]
+        return lines
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         form = LAYOUT.format if LAYOUT.format != "auto" else ("table" if console.is_terminal else "markdown")
         if form == "table":
+            fit = self.fit(options.max_width, LAYOUT.wide)
             for title in self.title_lines(options.max_width):
                 yield Segment(title)  # a title is text, never markup
                 yield Segment.line()
-            for line in console.render_lines(self.rich_table(LAYOUT.wide), options, pad=False):
+            lines = (console.render_lines(self.rich_table(fit), options, pad=False) if fit.widths is not None
+                     else [[Segment(line)] for line in self.records(fit, options.max_width)])
+            for line in lines:
                 yield from line
+                yield Segment.line()
+            note = f"left out to fit {options.max_width} columns: {', '.join(fit.left_out)} (--wide shows them)"
+            for text in textwrap.wrap(note, options.max_width, break_on_hyphens=False) if fit.left_out else []:
+                yield Segment(text)
                 yield Segment.line()
             return
         if form == "csv":

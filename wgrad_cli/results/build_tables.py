@@ -34,7 +34,7 @@ def build_table(records: Sequence[BuildRecord], title: str = "wgrad build") -> G
     table.add_column("shapes")
     table.add_column("status")
     table.add_column("registers", "right")
-    table.add_column("LDS/smem B", "right")
+    table.add_column("static LDS/smem B", "right")
     table.add_column("scratch B", "right", detail=True)
     table.add_column("spills", "right")
     table.add_column("occupancy")
@@ -46,7 +46,7 @@ def build_table(records: Sequence[BuildRecord], title: str = "wgrad build") -> G
     for shared in builds.values():
         r, res = shared[0], shared[0].resources
         target = TARGETS.get(r.target)  # None: a target this wgrad does not know, from another's file
-        figures = [str(res.shared_bytes), str(res.scratch_bytes), str(res.spills)] if res else [""] * 3
+        figures = [f"{res.shared_bytes:,}", f"{res.scratch_bytes:,}", f"{res.spills:,}"] if res else [""] * 3
         table.add_row(escape(r.kernel), escape(r.target), r.shape.label(), escape(", ".join(s.shape.name for s in shared)),
                       "[green]ok[/]" if r.ok else "[red]FAILED[/]", registers_text(res, target) if res and target else "",
                       *figures, occupancy_text(res, target) if res and target else "", res.occupancy.limited_by if res else "",

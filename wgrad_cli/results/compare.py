@@ -72,7 +72,8 @@ def _delta(key: Key, old: Row | None, cur: Row | None, threshold: float, new_pat
     if isinstance(old, BenchRow) and isinstance(cur, BenchRow):
         verdict = noise_verdict(old, cur)
         beyond = verdict == "slower" and not cur.calibration and cur.summary.median_ms > old.summary.median_ms * (1 + threshold)
-        why = (f"median {old.summary.median_ms:.4g} -> {cur.summary.median_ms:.4g} ms ({_pct(old.summary.median_ms, cur.summary.median_ms)}), "
+        why = (f"median {old.summary.median_ms * 1e3:,.1f} -> {cur.summary.median_ms * 1e3:,.1f} us "
+               f"({_pct(old.summary.median_ms, cur.summary.median_ms)}), "
                f"beyond the noise ({100 * min(old.summary.rel_stdev, cur.summary.rel_stdev):.2g}%) and {100 * threshold:g}%")
         return Delta(key, old, cur, verdict, why if beyond else None)
     assert isinstance(old, VerifyRow) and isinstance(cur, VerifyRow)

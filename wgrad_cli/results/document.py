@@ -11,11 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 import wgrad_cli
 from wgrad_cli import __version__
 from wgrad_cli.config.shipped import kernel_files
 from wgrad_cli.errors import WgradError
-from wgrad_cli.output.atomic import write_text
+from wgrad_cli.output.atomic import set_aside, write_text
+from wgrad_cli.output.console import err
 from wgrad_cli.results.records import SCHEMA
 
 PACKAGE = Path(wgrad_cli.__file__).resolve().parent  # the package's own folder, in a checkout or installed
@@ -52,6 +55,16 @@ def source_sha256() -> str:
     return digest.hexdigest()
 
 
+def keep_old(path: Path) -> None:
+    """A file already at `path` moved aside (NAME.1.json, ...) and said in one line, never replaced silently."""
+    try:
+        kept = set_aside(path)
+    except OSError as exc:
+        raise WgradError(f"{path}: exists and cannot be moved aside ({exc.strerror}); give another path") from None
+    if kept:
+        err.print(escape(f"{path} existed: the old file is now {kept}"), highlight=False, soft_wrap=True)
+
+
 def write_json(path: Path, command: str, records: list[dict[str, Any]], **extra: Any) -> None:
     """One document per run: tool, schema (records.py), version, commit, source hash, date, then one
     record per result."""
@@ -60,6 +73,7 @@ def write_json(path: Path, command: str, records: list[dict[str, Any]], **extra:
            "argv": ["wgrad", *sys.argv[1:]], "host": platform.node(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **extra,
            "records": records}
+    keep_old(path)
     try:
         write_text(path, json.dumps(doc, indent=1) + "\n")
     except OSError as exc:

@@ -18,7 +18,7 @@ from typing import Any
 from wgrad_cli.errors import WgradError
 from wgrad_cli.output.atomic import write_text
 from wgrad_cli.results.baseline_names import NAMES as BASELINES
-from wgrad_cli.results.document import write_json
+from wgrad_cli.results.document import keep_old, write_json
 from wgrad_cli.results.records import BenchRow, Row, to_json
 
 RESULTS_DIR = Path("results")
@@ -33,11 +33,15 @@ def order(r: Row) -> tuple[int, int, int]:
     return r.index, r.run, rank if r.baseline else 0
 
 
-def default_path(command: str, name: str, arch: str, shard: tuple[int, int] | None) -> Path:
-    """results/<command>-<name>-<arch>[-shard-i-of-n].json, `name` the config's (its file's stem) or the
-    launch file's: every results file a command writes by default is named here."""
+def default_path(command: str, name: str, kernels: Sequence[str], arch: str, shard: tuple[int, int] | None,
+                 clock_ghz: float | None = None) -> Path:
+    """results/<command>-<name>[-<kernel+kernel...>]-<arch>[-<clock>GHz][-shard-i-of-n].json, `name` the
+    config's (its file's stem) or the launch file's: every results file a command writes by default is
+    named here, and a run of other kernels, or (modelled) at another clock, gets a name of its own."""
+    kernel = f"-{'+'.join(dict.fromkeys(kernels))}" if kernels else ""  # a launch file names its own kernel
+    clock = f"-{clock_ghz:g}GHz" if clock_ghz is not None else ""
     suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""
-    return RESULTS_DIR / f"{command}-{name}-{arch}{suffix}.json"
+    return RESULTS_DIR / f"{command}-{name}{kernel}-{arch}{clock}{suffix}.json"
 
 
 def _flat(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -53,7 +57,8 @@ def _flat(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def save(json_path: Path | None, csv_path: Path | None, command: str, records: Sequence[Row],
          **extra: Any) -> None:
-    """Write the JSON document and/or the CSV table (one row per record), each atomically."""
+    """Write the JSON document and/or the CSV table (one row per record), each atomically; a file
+    already there is kept under a new name, in one line (document.keep_old)."""
     objects = [to_json(r) for r in records]
     if json_path:
         write_json(json_path, command, objects, **extra)
@@ -64,6 +69,7 @@ def save(json_path: Path | None, csv_path: Path | None, command: str, records: S
         writer = csv.DictWriter(text, columns)
         writer.writeheader()
         writer.writerows(rows)
+        keep_old(csv_path)
         try:
             write_text(csv_path, text.getvalue())
         except OSError as exc:

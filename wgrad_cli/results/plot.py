@@ -14,6 +14,7 @@ are their own series, named "(modelled)": hatched bars, hollow points.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,12 @@ from typing import Any
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results.baseline_names import DEQUANT, NAMES
 from wgrad_cli.results.records import BenchRow, Document, read_each
-from wgrad_cli.results.traceplot import draw_trace, read_trace
+from wgrad_cli.results.traceplot import draw_traces, read_trace, traces_of
 
 FORMATS = ("png", "svg")
-MODELLED = " (modelled)"  # modelled rows (wgrad model) are their own series, named so in the legend
+DECADES = 30.0  # bars whose values span more than this ratio get a log axis
+CHARS_PER_INCH = 11  # characters of a 10-point title per inch of figure
+MODELLED = " (modelled"  # modelled rows (wgrad model) are their own series, "KERNEL (modelled[, what])" in the legend
 INSTALL = "pip install 'wgrad[plot]'"
 
 
@@ -79,35 +82,56 @@ def roof(doc: Document) -> Roof | None:
                 peak.hbm_gbps)
 
 
-def collect(docs: list[Document]) -> Bars:
-    """The figure's data: shapes across files in order (a shape met in several files is labelled
-    with its file's name), kernels in order of first appearance, baselines after them."""
-    keys: list[tuple[int, str]] = []
-    per_key: dict[tuple[int, str], dict[str, BenchRow]] = {}
+def _series(docs: list[Document]) -> dict[tuple[int, str], str]:
+    """Each (file, kernel)'s name in the legend: the kernel's, "(modelled)" for modelled rows, and
+    where one kernel is in several files, what tells them apart (the device, else the file)."""
+    files: dict[str, list[int]] = {}
     for i, doc in enumerate(docs):
         for r in _plotted(doc):
-            key = (i, r.shape.name)
-            if key not in per_key:
-                keys.append(key)
-                per_key[key] = {}
-            per_key[key].setdefault(r.kernel + MODELLED if r.modelled else r.kernel, r)
+            files.setdefault(r.kernel, [])
+            if i not in files[r.kernel]:
+                files[r.kernel].append(i)
+    names: dict[tuple[int, str], str] = {}
+    for kernel, held in files.items():
+        devices = {docs[i].device_name for i in held}
+        for i in held:
+            modelled = any(r.modelled for r in _plotted(docs[i]) if r.kernel == kernel)
+            device = (docs[i].device_name or "").removeprefix("modelled ").removesuffix(" (wgrad model)")
+            apart = "" if len(held) == 1 else (f", {device}" if len(devices) == len(held)
+                                               else f", {Path(str(docs[i].path)).stem}")
+            names[(i, kernel)] = kernel + (f" (modelled{apart})" if modelled else f" ({apart[2:]})" if apart else "")
+    return names
+
+
+def collect(docs: list[Document]) -> Bars:
+    """The figure's data: shapes across files in order of first appearance, one group per shape
+    whichever files hold it, kernels in order of first appearance, baselines after them."""
+    keys: list[str] = []
+    per_key: dict[str, dict[str, BenchRow]] = {}
+    series = _series(docs)
+    for i, doc in enumerate(docs):
+        for r in _plotted(doc):
+            if r.shape.name not in per_key:
+                keys.append(r.shape.name)
+                per_key[r.shape.name] = {}
+            per_key[r.shape.name].setdefault(series[(i, r.kernel)], r)
     if not keys:
         raise WgradError(f"{', '.join(str(d.path) for d in docs)}: no bench row with FLOPs and a rate to plot "
                          "(only calibration or empty shapes); give bench results of kernels")
     seen = [name for key in keys for name in per_key[key]]
     ours = list(dict.fromkeys(n for n in seen if n not in NAMES))
     kernels = ours + [n for n in NAMES if n in seen]
-    names = [name for _, name in keys]
-    shapes = [name if names.count(name) == 1 else f"{name}\n({Path(str(docs[i].path)).stem})" for i, name in keys]
+    shapes = keys
     tflops = {(j, k): r.tflops for j, key in enumerate(keys) for k, r in per_key[key].items()}
     points = [(k, r.flops / r.min_bytes, r.tflops) for key in keys for k, r in per_key[key].items()]
     roofs = list(dict.fromkeys(r for r in map(roof, docs) if r is not None))
     devices = list(dict.fromkeys(d.device_name or "an unnamed device" for d in docs))
     files = f"{len(docs)} results file{'s' * (len(docs) != 1)}"
-    modelled = any(k.endswith(MODELLED) for k in kernels)
+    modelled = any(MODELLED in k for k in kernels)
     what = "wgrad bench and model" if modelled else "wgrad bench"
+    cache = "modelled" if all(MODELLED in k for k in kernels) else "cold cache"
     return Bars(shapes, kernels, tflops, points, roofs, f"{what} on {', '.join(devices)}: {files}, "
-                                                         "first run of each shape, cold cache")
+                                                         f"first run of each shape, {cache}")
 
 
 def _matplotlib() -> Any:
@@ -128,6 +152,11 @@ def output_format(out: Path) -> str:
     return form
 
 
+def whole(title: str, fig: Any) -> str:
+    """`title` wrapped to the figure's width, so that no word of it falls off an edge."""
+    return "\n".join(textwrap.wrap(title, int(fig.get_figwidth() * CHARS_PER_INCH), break_on_hyphens=False))
+
+
 def draw(data: Bars, out: Path) -> None:
     """The figure, written to `out` (.png or .svg: the suffix picks the format)."""
     form = output_format(out)
@@ -136,7 +165,7 @@ def draw(data: Bars, out: Path) -> None:
 
     mpl.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "wgrad", "font.size": 9})
     n = len(data.shapes)
-    fig = Figure(figsize=(max(8.0, 0.75 * n + 2), 10.0), layout="constrained")
+    fig = Figure(figsize=(max(8.0, 0.75 * n + 2) + 3.0, 10.0), layout="constrained")  # legends beside
     bars, roofline = fig.subplots(2, 1, height_ratios=(1.1, 1.0))
     cmap = mpl.colormaps["tab20" if len(data.kernels) > 10 else "tab10"]
     color = {k: cmap(i % cmap.N) for i, k in enumerate(data.kernels)}
@@ -146,21 +175,26 @@ def draw(data: Bars, out: Path) -> None:
         at = [j for j in range(n) if (j, k) in data.tflops]
         bars.bar([x - 0.42 + (i + 0.5) * width for x in at], [data.tflops[(x, k)] for x in at], width,
                  label=k, color=color[k], edgecolor="black" if k not in NAMES else "none", linewidth=0.6,
-                 hatch="//" if k.endswith(MODELLED) else None)
-    for r in data.roofs:
-        bars.axhline(r.matrix_tflops, color="grey", linestyle=":", linewidth=1)
-        bars.axhline(r.bf16_tflops, color="grey", linestyle="--", linewidth=1)
+                 hatch="//" if MODELLED in k else None)
+    for r in data.roofs:  # each peak named with its device, in the legend
+        bars.axhline(r.matrix_tflops, color="grey", linestyle=":", linewidth=1,
+                     label=f"{r.device} {r.matrix_label} peak, {r.matrix_tflops:,.0f}")
+        bars.axhline(r.bf16_tflops, color="grey", linestyle="--", linewidth=1,
+                     label=f"{r.device} bf16 peak, {r.bf16_tflops:,.0f}")
+    values = [*data.tflops.values(), *(t for r in data.roofs for t in (r.matrix_tflops, r.bf16_tflops))]
+    if max(values) > DECADES * min(values):  # a slow kernel beside fast ones stays visible
+        bars.set_yscale("log")
     bars.set_xticks(range(n), data.shapes, rotation=40, ha="right", rotation_mode="anchor")
     bars.set_xlim(-0.6, n - 0.4)
-    bars.set_ylabel("TFLOP/s")
-    bars.set_title(data.title + (" (dotted: matrix peak, dashed: bf16 peak)" if data.roofs else ""))
+    bars.set_ylabel("TFLOP/s" + (" (log scale)" if bars.get_yscale() == "log" else ""))
+    fig.suptitle(whole(data.title, fig), fontsize=10)
     bars.grid(axis="y", alpha=0.3)
-    bars.legend(ncols=min(6, len(data.kernels)), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.32))
+    bars.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # beside the axes
 
     markers = "o^sDvP*Xh<>p"
     for i, k in enumerate(data.kernels):
         pts = [(x, y) for name, x, y in data.points if name == k]
-        hollow = k.endswith(MODELLED)  # modelled points are drawn hollow
+        hollow = MODELLED in k  # modelled points are drawn hollow
         roofline.scatter([x for x, _ in pts], [y for _, y in pts], s=28, color="none" if hollow else color[k],
                          marker=markers[i % len(markers)], label=k, edgecolors=color[k] if hollow else "black",
                          linewidths=1.2 if hollow else 0.4, zorder=3)
@@ -186,7 +220,7 @@ def draw(data: Bars, out: Path) -> None:
     roofline.set_ylabel("TFLOP/s")
     roofline.set_title("roofline" + ("" if data.roofs else " (no peak recorded in these files: no roofs)"))
     roofline.grid(which="both", alpha=0.2)
-    roofline.legend(ncols=2, fontsize=8, loc="lower right")
+    roofline.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     try:
         fig.savefig(out, format=form, dpi=110, metadata={"Date": None} if form == "svg" else {"Software": None})
     except OSError as exc:
@@ -198,9 +232,10 @@ def render(paths: list[Path], out: Path) -> None:
     suffix picks PNG or SVG)."""
     form = output_format(out)
     mpl = _matplotlib()
-    trace = read_trace(paths[0]) if len(paths) == 1 else None
-    if trace is not None:
+    paths = [found for path in paths for found in traces_of(path)]
+    traces = [read_trace(path) for path in paths]
+    if all(t is not None for t in traces):
         mpl.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "wgrad", "font.size": 9})
-        draw_trace(trace, out, form)
+        draw_traces([t for t in traces if t is not None], out, form)
         return
     draw(collect(load(paths)), out)

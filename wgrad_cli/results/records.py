@@ -161,7 +161,7 @@ class InstructionTime:
 
 @dataclass(frozen=True)
 class CodeRegion:
-    """A stretch of the code object: a loop (from a backward branch's target to the branch) or the
+    """A stretch of the code object: a natural loop (from its first instruction to its last) or the
     straight code before, between or after the outermost loops."""
 
     name: str

@@ -55,7 +55,7 @@ def bench_table(records: Sequence[BenchRow], title: str) -> Grid:
                  + (f" rot {r.rotating}" if r.rotating else "") + (" rounds" if r.interleaved else ""))
         rates = ["", ""] if r.calibration else [f"{r.tflops:,.2f}", f"{r.gbps:,.1f}"]
         throttled = cell(r.throttled, ".0%") + (f" (-{r.discarded})" if r.discarded else "")
-        table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.run), cache, str(r.summary.samples),
+        table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.run), cache, f"{r.summary.samples:,}",
                       _us(r.summary.median_ms), _us(r.summary.min_ms), f"{_us(r.summary.p20_ms)}-{_us(r.summary.p80_ms)}", f"{100 * r.summary.rel_stdev:.2f}%",
                       *rates, cell(r.pct_peak, ".2f"), cell(r.clock_mhz, ""), cell(r.power_w, ".0f"), _energy(r),
                       cell(r.power_capped, ".0%"), "" if r.spin_ms is None else _us(r.spin_ms),
@@ -210,8 +210,8 @@ def verify_table(records: Sequence[VerifyRow], title: str) -> Grid:
     for r in records:
         c, m = r.overall, r.modelled
         table.add_row(r.kernel, r.shape.name, r.shape.label(), r.shape.routing, str(r.seed),
-                      _g(c.max_abs_error), _g(c.max_rel_row_error), _g(c.rel_frobenius), str(c.mismatches),
-                      str(c.nans), str(c.unwritten),
+                      _g(c.max_abs_error), _g(c.max_rel_row_error), _g(c.rel_frobenius), f"{c.mismatches:,}",
+                      f"{c.nans:,}", f"{c.unwritten:,}",
                       "" if r.sampled is None else ("ok" if r.sampled.overall.ok else "[red]FAILED[/]"),
                       "[green]ok[/]" if r.ok else "[red]FAILED[/]",
                       *(() if not modelled else ("", "", "", "") if m is None else (
@@ -248,7 +248,7 @@ def expert_table(record: VerifyRow) -> Grid:
         table.add_column(name, "right")
     for e, c in enumerate(record.experts):
         table.add_row(str(e), _g(c.max_abs_error), _g(c.max_rel_row_error), _g(c.rel_frobenius),
-                      str(c.mismatches), str(c.nans), str(c.unwritten), "ok" if c.ok else "[red]FAILED[/]")
+                      f"{c.mismatches:,}", f"{c.nans:,}", f"{c.unwritten:,}", "ok" if c.ok else "[red]FAILED[/]")
     return table
 
 
@@ -350,7 +350,7 @@ def compare_table(command: str, deltas: Sequence[Delta], title: str) -> Grid:
         else:
             vold, vnew = (r if isinstance(r, VerifyRow) else None for r in (d.base, d.new))
             cells = [_either(*("-" if r is None else _g(r.overall.rel_frobenius) for r in (vold, vnew))),
-                     _either(*("-" if r is None else str(r.overall.mismatches) for r in (vold, vnew)))]
+                     _either(*("-" if r is None else f"{r.overall.mismatches:,}" for r in (vold, vnew)))]
             run = ""
         table.add_row(str(d.key[0]), str(d.key[1]), str(d.key[6]), run, *cells, verdict)
     return table

@@ -1,4 +1,4 @@
-"""`wgrad plot TRACE.json`: a CU trace that wgrad model --trace wrote, drawn as a picture: one
+"""`wgrad plot TRACE.json ...`: CU traces that wgrad model --trace wrote, drawn one above the other: one
 row per SIMD with every clock coloured by its cause, the matrix pipes, the LDS and the vector
 memory path busy, and each wave's waits coloured by what it waited for. It reads the trace file
 as the JSON trace-event format (no model code), so any such file wgrad wrote draws anywhere."""
@@ -6,6 +6,7 @@ as the JSON trace-event format (no model code), so any such file wgrad wrote dra
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,36 @@ def read_trace(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def draw_trace(doc: dict[str, Any], out: Path, form: str) -> None:
-    """The picture of one trace, written to `out` in `form` (png or svg)."""
+def traces_of(path: Path) -> list[Path]:
+    """`path`, or where no file is there, the traces wgrad model --trace wrote for it with several
+    kernels or shapes (PATH-<kernel>-<shape>.json beside it), in name order."""
+    if path.exists():
+        return [path]
+    return sorted(path.parent.glob(f"{path.stem}-*{path.suffix}")) or [path]
+
+
+def draw_traces(docs: list[dict[str, Any]], out: Path, form: str) -> None:
+    """The pictures of these traces, one above the other, written to `out` in `form` (png or svg)."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
+    rows = [sum(1 for e in d["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name") for d in docs]
+    fig = Figure(figsize=(12.0, sum(0.28 * r + 1.2 for r in rows) + 0.6), layout="constrained")
+    axes = fig.subplots(len(docs), 1, height_ratios=[0.28 * r + 1.2 for r in rows], squeeze=False)[:, 0]
+    for ax, doc in zip(axes, docs):
+        _draw(ax, doc)
+    fig.legend(handles=[Patch(facecolor=COLOURS[c], edgecolor="black", linewidth=0.3, label=label) for c, label in (
+        ("mfma", "matrix pipe busy / waiting for it"), ("issue", "issue"), ("lds", "waiting for LDS"),
+        ("memory", "waiting for memory"), ("barrier", "at a barrier"), ("tail", "idle"))],
+        ncols=6, fontsize=7, loc="outside lower center")
+    try:
+        fig.savefig(out, format=form, dpi=110, metadata={"Date": None} if form == "svg" else {"Software": None})
+    except OSError as exc:
+        raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); give a writable path") from None
+
+
+def _draw(ax: Any, doc: dict[str, Any]) -> None:
+    """One trace on `ax`: a row per SIMD, pipe and wave, each span coloured by its cause."""
     events = doc["traceEvents"]
     names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     title = next((e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"), "")
@@ -46,8 +72,6 @@ def draw_trace(doc: dict[str, Any], out: Path, form: str) -> None:
         if e["tid"] >= FIRST_WAVE_TID and cat == "instruction":
             cat = "issue"  # a wave's instruction; its wait, nested in it, is drawn over it in its own colour
         bars.setdefault((e["tid"], cat), []).append((e["ts"], e["dur"]))
-    fig = Figure(figsize=(12.0, 0.28 * len(tids) + 1.6), layout="constrained")
-    ax = fig.subplots()
     order = ["tail", "issue", "pipe", "mfma", "lds", "memory", "barrier"]
     for (tid, cat), spans in sorted(bars.items(), key=lambda kv: order.index(kv[0][1]) if kv[0][1] in order else 0):
         ax.broken_barh(spans, (row[tid] - 0.4, 0.8), facecolors=COLOURS.get(cat, "#8172b3"), linewidth=0)
@@ -55,12 +79,4 @@ def draw_trace(doc: dict[str, Any], out: Path, form: str) -> None:
     ax.invert_yaxis()
     ax.set_xlim(0, doc["otherData"]["cycles"] / (doc["otherData"]["clock_ghz"] * 1e3))
     ax.set_xlabel(f"microseconds at {doc['otherData']['clock_ghz']:g} GHz (modelled)")
-    ax.set_title(title, fontsize=9)
-    fig.legend(handles=[Patch(facecolor=COLOURS[c], edgecolor="black", linewidth=0.3, label=label) for c, label in (
-        ("mfma", "matrix pipe busy / waiting for it"), ("issue", "issue"), ("lds", "waiting for LDS"),
-        ("memory", "waiting for memory"), ("barrier", "at a barrier"), ("tail", "idle"))],
-        ncols=6, fontsize=7, loc="outside lower center")
-    try:
-        fig.savefig(out, format=form, dpi=110, metadata={"Date": None} if form == "svg" else {"Software": None})
-    except OSError as exc:
-        raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); give a writable path") from None
+    ax.set_title("\n".join(textwrap.wrap(title, 150, break_on_hyphens=False)), fontsize=9)
