@@ -26,10 +26,12 @@ def tracked(folder: str = ".", new: bool = False) -> list[str]:
 
 def copy_checkout(dest: Path) -> Path:
     """A copy of the files git tracks or would add, as they are in the work tree (uncommitted edits
-    included): what a fresh clone of this change would hold."""
+    included), added to a git index of its own: what a fresh clone of this change would hold."""
     for path in tracked(new=True):
         source = REPO / path
         if source.is_file():  # a tracked file deleted in the work tree is not copied
             (dest / path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / path)
+    for git in (["init", "-q"], ["add", "-A"]):
+        subprocess.run(["git", *git], cwd=dest, capture_output=True, check=True)
     return dest

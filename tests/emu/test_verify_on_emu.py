@@ -82,9 +82,9 @@ def test_the_readme_commands_pass_in_order_in_one_checkout(tmp_path: Path) -> No
     [written] = [p for p in (clone / "results").glob("*.json") if p.relative_to(clone).as_posix() not in tracked("results")]
     config = job[job.index("--config") + 1]
     check_document(json.loads(written.read_text()), config, ran.stdout, "--model" in job)
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_docs.py"],
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests/test_docs.py"],
                            cwd=clone, capture_output=True, text=True)
-    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert tests.returncode == 0 and "skipped" not in tests.stdout, tests.stdout + tests.stderr
 
 
 def test_model_needs_the_emulator() -> None:

@@ -116,11 +116,11 @@ def test_build_tables_cells() -> None:
                build_record("c", "sm_90a", False, None, False, shape("c"))]
     assert cells(build_table(records)) == [
         {"kernel": "reference", "target": "gfx950", "M x N x K, E": "1024 x 256 x 512, 2", "shapes": "a, a2",
-         "status": "ok", "registers": "21v 4a 24s", "LDS/smem B": "1536", "scratch B": "16", "spills": "2",
+         "status": "ok", "registers": "21v 4a 24s", "static LDS/smem B": "1,536", "scratch B": "16", "spills": "2",
          "occupancy": "3 WGs/CU, 6 waves/SIMD", "limited by": "registers", "compile s": "cached"},
         {"kernel": "reference", "target": "sm_90a", "M x N x K, E": "2048 x 512 x 512, 4", "shapes": "b",
-         "status": "ok", "registers": "40", "LDS/smem B": "4096", "scratch B": "0", "spills": "0",
+         "status": "ok", "registers": "40", "static LDS/smem B": "4,096", "scratch B": "0", "spills": "0",
          "occupancy": "5 blocks/SM, 40 warps/SM", "limited by": "shared memory", "compile s": "1.23"},
         {"kernel": "reference", "target": "sm_90a", "M x N x K, E": "4096 x 1024 x 1024, 8", "shapes": "c",
-         "status": "FAILED", "registers": "", "LDS/smem B": "", "scratch B": "", "spills": "", "occupancy": "",
+         "status": "FAILED", "registers": "", "static LDS/smem B": "", "scratch B": "", "spills": "", "occupancy": "",
          "limited by": "", "compile s": "1.23"}]
