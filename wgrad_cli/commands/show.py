@@ -8,10 +8,14 @@ import json
 from pathlib import Path
 
 from wgrad_cli.errors import WgradError
-from wgrad_cli.output.console import out
+from rich.markup import escape
+
+from wgrad_cli.output.console import err, out
 from wgrad_cli.output.grid import LAYOUT, Grid, set_layout
 from wgrad_cli.results.records import SHOWN, read_each
-from wgrad_cli.results.tables import calibration_table, document_table, profile_tables
+from wgrad_cli.results.plot import draw_calibration
+from wgrad_cli.results.tables import band_table, calibration_table, document_table, profile_tables
+from wgrad_cli.results.validation import points
 from wgrad_cli.results.versus import versus_table
 
 
@@ -29,20 +33,31 @@ def show_tables(paths: list[Path]) -> list[Grid]:
     return tables
 
 
-def calibration(paths: list[Path]) -> Grid:
-    """One table of every modelled row with a published time in the files (docs/model.md's calibration)."""
+def calibration(paths: list[Path], plot: Path | None = None) -> list[Grid]:
+    """Every modelled row with a published time in the files, and the held-out band per clock
+    (docs/model.md's validation); with `plot`, modelled against published time drawn there."""
     problems: list[str] = []
     rows = [r for _, doc in read_each(paths, ("bench",), problems) for r in doc.bench_rows]
     if problems:
         raise WgradError(problems)
-    return calibration_table(rows, f"wgrad model against published times ({len(paths)} files)")
+    title = f"wgrad model against published times ({len(paths)} files)"
+    found = points(rows)
+    if plot is not None:
+        if not found:
+            raise WgradError(f"--plot {plot}: none of the files' rows has a published time and a schema-6 model")
+        draw_calibration(found, plot, title)
+        err.print(escape(f"plot: {plot}"), highlight=False)
+    return [calibration_table(rows, title), *([band_table(found, "held-out band (validation split)")] if found else [])]
 
 
-def show_command(paths: list[Path], form: str | None, calibrated: bool = False, versus: str | None = None) -> None:
+def show_command(paths: list[Path], form: str | None, calibrated: bool = False, versus: str | None = None,
+                 plot: Path | None = None) -> None:
     """Print the files' tables in the chosen format; JSON is one array of every file's table."""
     if calibrated and versus:
         raise WgradError("--calibration and --versus: each is one table of its own; give one of them")
-    tables = [calibration(paths)] if calibrated else [versus_table(paths, versus)] if versus else show_tables(paths)
+    if plot is not None and not calibrated:
+        raise WgradError(f"--plot {plot}: draws the calibration (modelled against published time); give --calibration")
+    tables = calibration(paths, plot) if calibrated else [versus_table(paths, versus)] if versus else show_tables(paths)
     if form == "json":
         print(json.dumps([t.to_json() for t in tables], indent=1))
         return

@@ -63,7 +63,8 @@ def with_model(s: Session, outcomes: list[Outcome], records: list[VerifyRow]) ->
     on_model.rt.close()
     rows = {r.index: r for r in modelled}
     return [replace(r, modelled=ModelledTime(machine.name, machine.clock_ghz, m.summary.median_ms * 1e3, m.tflops,
-                                             m.model.limiter if m.model else "", m.model.held_ghz if m.model else None))
+                                             m.model.limiter if m.model else "", m.model.held_ghz if m.model else None,
+                                             m.model.band if m.model else None))
             for r in records for m in [rows[r.index]]]
 
 

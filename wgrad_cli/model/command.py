@@ -133,8 +133,8 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
     m = machine_of(chip)
     run = RunOptions(Emulated(), seed, None, shard)
     s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [])
-    err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}",
-              highlight=False)
+    err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}; "
+              f"{m.band or 'figures changed: no held-out band'}", highlight=False)
     s.rt.close()
     s, rows = model_records(s, m, s.records, views)
     rt = s.rt

@@ -29,8 +29,9 @@ from wgrad_cli.errors import WgradError
 # rows with their flush kind, spin, sensor overlap and throttling, the compare gate's provenance;
 # 3: modelled bench rows (`model`), which an older wgrad must not read as measured; 4: a modelled
 # row's per-instruction profile (`model.profile`), a verify row's modelled time (`modelled`); 5: the
-# clock a modelled kernel holds under the power limit (`model.held_ghz`, `modelled.held_ghz`)
-SCHEMA = 5
+# clock a modelled kernel holds under the power limit (`model.held_ghz`, `modelled.held_ghz`); 6: what
+# sets that clock (`model.matrix_duty`, `model.toggle`) and the launch's fixed time (cause `launch`)
+SCHEMA = 6
 COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, speedup and plot read
 SHOWN = (*COMMANDS, "selfbench", "build", "info")  # every document show prints
 
@@ -128,6 +129,7 @@ class ModelledTime:
     tflops: float
     limiter: str
     held_ghz: float | None = None  # the clock held under the power limit (None: the clock given)
+    band: str | None = None  # schema 6: the model's held-out error band and validation version
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,6 +202,9 @@ class ModelFigures:
     published_source: str | None = None  # where that time is published
     profile: Profile | None = None  # wgrad model --profile
     held_ghz: float | None = None  # the clock held under the power limit (None, before schema 5: the clock given)
+    matrix_duty: float | None = None  # schema 6: the matrix pipes' share of the time, and the share of MFMA
+    toggle: float | None = None  # operand bits changing between MFMAs: what sets the clock held
+    band: str | None = None  # the model's held-out error band and validation version ("" with figures changed)
 
 
 @dataclass(frozen=True, kw_only=True)

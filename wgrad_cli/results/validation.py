@@ -1,14 +1,141 @@
-"""The model's validation split (docs/model.md, "The split rule"): whether a published row trains
-the model's fitted figures or is held out to judge it, decided by a hash of its kernel and shape."""
+"""The model's validation (docs/model.md, "Validation"): the split of published rows into training
+and held-out by a hash of kernel and shape, the clock a kernel holds under the part's power budget
+(one formula, which the model's machine uses), the fit of the fitted figures on the training rows,
+and the held-out error band every modelled time is printed with."""
 
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from wgrad_cli.results.records import BenchRow
 
 TRAINING_EVERY = 3  # h mod 3 == 0 trains: about a third of the rows; the rest are held out
+RANDOM_TOGGLE = 0.5  # the share of operand bits that change between two MFMAs on random data
+WITHIN, NONE_BEYOND, SHARE_WITHIN = 0.15, 0.30, 0.80  # the targets: 80% of held-out rows within 15%, none beyond 30%
 
 
 def held_out(kernel: str, M: int, N: int, K: int) -> bool:
     """True where the row (kernel name without its shape, and the GEMM's M x N x K) is held out."""
     digest = hashlib.sha256(f"{kernel}|{M}x{N}x{K}".encode()).digest()
     return int.from_bytes(digest, "big") % TRAINING_EVERY != 0
+
+
+@dataclass(frozen=True)
+class Power:
+    """The part's power figures (machine file): the budget, and at the peak clock what a kernel
+    draws besides its matrix pipes and what those pipes draw busy all the time on random data."""
+
+    budget_w: float
+    rest_w: float
+    matrix_w: float
+    peak_ghz: float
+
+    def held_ghz(self, given_ghz: float, duty: float, toggle: float) -> float:
+        """The clock held: the clock given, or the highest at which (rest + matrix x duty x toggle
+        / RANDOM_TOGGLE) x (f / peak)^3 stays within the budget, if lower."""
+        power = self.rest_w + self.matrix_w * duty * toggle / RANDOM_TOGGLE
+        if power <= 0:
+            return given_ghz
+        return min(given_ghz, self.peak_ghz * float((self.budget_w / power) ** (1 / 3)))
+
+
+@dataclass(frozen=True)
+class Point:
+    """One modelled row with a published time: what the clock and launch figures act on."""
+
+    kernel: str  # without its shape
+    shape: str  # M x N x K
+    published_us: float
+    modelled_us: float
+    held_ghz: float
+    clock_ghz: float
+    launch_us: float
+    duty: float
+    toggle: float
+    held_out: bool
+
+    @property
+    def grid_cycles(self) -> float:
+        """The grid's clocks (its time less the launch's, at the clock held)."""
+        return (self.modelled_us - self.launch_us) * self.held_ghz * 1e3
+
+    @property
+    def miss(self) -> float:
+        return self.modelled_us / self.published_us - 1
+
+
+def points(rows: Sequence[BenchRow]) -> list[Point]:
+    """The rows with a published time and the schema-6 figures, as points (others are left out)."""
+    out = []
+    for r in rows:
+        m = r.model
+        if m is None or not m.published_us or m.matrix_duty is None or m.toggle is None or m.held_ghz is None:
+            continue
+        shape = f"{r.shape.M}x{r.shape.N}x{r.shape.K}"
+        kernel = re.sub(rf"-{shape}$", "", r.kernel)
+        out.append(Point(kernel, shape, m.published_us, r.summary.median_ms * 1e3, m.held_ghz, m.clock_ghz,
+                         m.causes_us.get("launch", 0.0), m.matrix_duty, m.toggle,
+                         held_out(kernel, r.shape.M, r.shape.N, r.shape.K)))
+    return out
+
+
+@dataclass(frozen=True)
+class Fit:
+    rest_w: float
+    matrix_w: float
+    launch_us: float
+    rms_log: float  # the training rows' root-mean-square log(modelled / published)
+
+
+def fit(training: Sequence[Point], budget_w: float, peak_ghz: float) -> Fit:
+    """The rest power, matrix power and launch time that fit the training rows best (least squares
+    of the log of modelled over published time), each point's grid clocks kept: a grid over the
+    rest power from 0 to the budget (so that a loop on constant operands keeps its peak clock), the
+    matrix power from 0 to 4 budgets and the launch from 0 to 30 us."""
+    cycles = np.array([p.grid_cycles for p in training])
+    load = np.array([p.duty * p.toggle / RANDOM_TOGGLE for p in training])
+    given = np.array([p.clock_ghz for p in training])
+    published = np.array([p.published_us for p in training])
+    best = Fit(0.0, 0.0, 0.0, float("inf"))
+    launches = np.arange(0.0, 30.01, 0.1)
+    for rest in np.arange(0.0, budget_w + 1e-9, budget_w / 100):
+        for matrix in np.arange(0.0, 4 * budget_w + 1e-9, budget_w / 50):
+            power = rest + matrix * load
+            held = np.minimum(given, np.where(power > 0, peak_ghz * (budget_w / np.maximum(power, 1e-9)) ** (1 / 3),
+                                              given))
+            grid_us = cycles / held / 1e3
+            err = np.log((grid_us[None, :] + launches[:, None]) / published[None, :])
+            rms = np.sqrt((err ** 2).mean(axis=1))
+            i = int(rms.argmin())
+            if rms[i] < best.rms_log:
+                best = Fit(float(rest), float(matrix), float(launches[i]), float(rms[i]))
+    return best
+
+
+@dataclass(frozen=True)
+class Band:
+    """The held-out rows' misses (modelled over published, less one)."""
+
+    low: float
+    high: float
+    rows: int
+    within: float  # the share within WITHIN
+    beyond: int  # rows beyond NONE_BEYOND
+
+    def label(self) -> str:
+        return f"held-out {100 * self.low:+.0f} ... {100 * self.high:+.0f}%"
+
+    @property
+    def met(self) -> bool:
+        return self.within >= SHARE_WITHIN and self.beyond == 0
+
+
+def band(held: Sequence[Point]) -> Band:
+    misses = [p.miss for p in held]
+    return Band(min(misses), max(misses), len(misses), sum(abs(x) <= WITHIN for x in misses) / len(misses),
+                sum(abs(x) > NONE_BEYOND for x in misses))
