@@ -232,10 +232,10 @@ def verify_table(records: Sequence[VerifyRow], title: str) -> Grid:
     """One row per (kernel, shape) from result records (also merged or loaded ones)."""
     table = Grid(title)
     modelled = any(r.modelled is not None for r in records)
-    essential = ("kernel", "shape", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status", *MODELLED)
+    essential = ("kernel", "shape", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status", *MODELLED, "band")
     for name in ("kernel", "shape", "M x N x K, E", "routing", "seed", "max abs err", "max rel err",
                  "rel Frobenius", "mismatches", "NaNs", "unwritten", "sampled rows", "status",
-                 *(("modelled at", *MODELLED, "band", "limiter") if modelled else ())):
+                 *(("modelled at", MODELLED[0], "band", MODELLED[1], "limiter") if modelled else ())):
         table.add_column(name, "left" if name in ("kernel", "shape", "routing", "status", "modelled at", "band", "limiter")
                          else "right", detail=name not in essential)
     for r in records:
@@ -248,7 +248,7 @@ def verify_table(records: Sequence[VerifyRow], title: str) -> Grid:
                       *(() if not modelled else ("", "", "", "", "") if m is None else (
                           f"{m.machine} {m.clock_ghz:g} GHz" + (f" (held {m.held_ghz:.2f})" if m.held_ghz and
                                                                  m.held_ghz < m.clock_ghz else ""),
-                          f"{m.microseconds:,.1f}", f"{m.tflops:,.2f}", _band(m.band), m.limiter)))
+                          f"{m.microseconds:,.1f}", _band(m.band), f"{m.tflops:,.2f}", m.limiter)))
     return table
 
 

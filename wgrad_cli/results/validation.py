@@ -91,20 +91,53 @@ class Fit:
     launch_us: float
     rms_log: float  # the training rows' root-mean-square log(modelled / published)
 
+    def modelled_us(self, p: Point, budget_w: float, peak_ghz: float) -> float:
+        """A point's time under these figures, its grid clocks kept (the bandwidth floors, in
+        seconds, are taken at the clock its file held: a small error where they bind)."""
+        held = Power(budget_w, self.rest_w, self.matrix_w, peak_ghz).held_ghz(p.clock_ghz, p.duty, p.toggle)
+        return self.launch_us + p.grid_cycles / held / 1e3
 
-def fit(training: Sequence[Point], budget_w: float, peak_ghz: float) -> Fit:
-    """The rest power, matrix power and launch time that fit the training rows best (least squares
-    of the log of modelled over published time), each point's grid clocks kept: a grid over the
-    rest power from 0 to the budget (so that a loop on constant operands keeps its peak clock), the
-    matrix power from 0 to 4 budgets and the launch from 0 to 30 us."""
+
+@dataclass(frozen=True)
+class Rule:
+    """A clock and launch rule: the ranges its figures are fitted over (one value: fixed)."""
+
+    name: str
+    rests: tuple[float, float, float]  # start, stop (inclusive), step, as shares of the budget
+    matrices: tuple[float, float, float]
+    launches: tuple[float, float, float]  # microseconds
+
+    @property
+    def fitted(self) -> int:
+        return sum(r[1] > r[0] for r in (self.rests, self.matrices, self.launches))
+
+
+def _span(r: tuple[float, float, float], scale: float) -> np.ndarray:
+    return np.arange(r[0], r[1] + r[2] / 2, r[2]) * scale if r[1] > r[0] else np.array([r[0] * scale])
+
+
+# The model's rule first: the rest power up to the budget (a loop on constant operands keeps its
+# peak clock, as the measured roof says), the matrix power up to 10 budgets, the launch up to 30 us.
+RULES = (
+    Rule("budget, toggle and launch (the model's)", (0, 1, 0.02), (0, 10, 0.1), (0, 30, 0.25)),
+    Rule("budget and toggle, no launch time", (0, 1, 0.02), (0, 10, 0.1), (0, 0, 1)),
+    Rule("the peak clock and a launch time", (0, 0, 1), (0, 0, 1), (0, 30, 0.25)),
+    Rule("one held clock for all and a launch time", (0, 4, 0.02), (0, 0, 1), (0, 30, 0.25)),
+)
+
+
+def fit(training: Sequence[Point], budget_w: float, peak_ghz: float, rule: Rule = RULES[0]) -> Fit:
+    """The rest power, matrix power and launch time, within the rule's ranges, that fit the training
+    rows best: least squares of the log of modelled over published time, each point's grid clocks
+    kept, over a grid of the ranges."""
     cycles = np.array([p.grid_cycles for p in training])
     load = np.array([p.duty * p.toggle / RANDOM_TOGGLE for p in training])
     given = np.array([p.clock_ghz for p in training])
     published = np.array([p.published_us for p in training])
     best = Fit(0.0, 0.0, 0.0, float("inf"))
-    launches = np.arange(0.0, 30.01, 0.1)
-    for rest in np.arange(0.0, budget_w + 1e-9, budget_w / 100):
-        for matrix in np.arange(0.0, 4 * budget_w + 1e-9, budget_w / 50):
+    launches = _span(rule.launches, 1.0)
+    for rest in _span(rule.rests, budget_w):
+        for matrix in _span(rule.matrices, budget_w):
             power = rest + matrix * load
             held = np.minimum(given, np.where(power > 0, peak_ghz * (budget_w / np.maximum(power, 1e-9)) ** (1 / 3),
                                               given))
