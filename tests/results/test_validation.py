@@ -14,7 +14,7 @@ from rows import bench_row, write
 
 from wgrad_cli.cli import cli
 from wgrad_cli.results.records import BenchRow, ModelFigures, ShapeRef
-from wgrad_cli.results.validation import Point, Power, band, fit, held_out
+from wgrad_cli.results.validation import Fit, Point, Power, band, fit, held_out
 
 
 def test_the_split_is_a_hash_of_kernel_and_shape_and_holds_out_about_two_rows_in_three() -> None:
@@ -39,7 +39,7 @@ def test_the_clock_held_is_the_highest_within_the_budget() -> None:
 
 def point(us: float, duty: float, published: float, launch: float = 0.0, held: float = 2.4,
           out: bool = False) -> Point:
-    return Point("k", "1x1x1", published, us, held, 2.4, launch, duty, 0.5, out)
+    return Point("k", "1x1x1", published, us, held, 2.4, launch, 0.0, duty, 0.5, out)
 
 
 def test_the_fit_finds_the_figures_that_made_the_times() -> None:
@@ -78,3 +78,12 @@ def test_show_calibration_prints_the_band_and_draws_modelled_against_published(t
     assert png.read_bytes()[:4] == b"\x89PNG"
     result = CliRunner().invoke(cli, ["show", "--plot", str(png), *map(str, files)])
     assert result.exit_code == 2 and "give --calibration" in result.output
+
+
+def test_a_row_that_waits_for_memory_keeps_its_floor_in_seconds() -> None:
+    p = Point("k", "1x1x1", 100.0, 106.5, 2.0, 2.4, 6.5, 30.0, 0.5, 0.5, True)  # 70 us of CUs, 30 us more of HBM
+    assert p.compute_cycles == pytest.approx(70.0 * 2.0 * 1e3) and p.floor_us == pytest.approx(100.0)
+    slower = Fit(1400, 14000, 6.5, 0.0)  # a lower clock: the CUs' 140,000 clocks now outlast the floor
+    held = Power(1400, 1400, 14000, 2.4).held_ghz(2.4, 0.5, 0.5)
+    assert slower.modelled_us(p, 1400, 2.4) == pytest.approx(6.5 + max(140.0 / held, 100.0))
+    assert Fit(0, 0, 6.5, 0.0).modelled_us(p, 1400, 2.4) == pytest.approx(106.5)  # at the peak the floor binds

@@ -55,14 +55,20 @@ class Point:
     held_ghz: float
     clock_ghz: float
     launch_us: float
+    bandwidth_us: float  # the grid's wait for HBM or the last-level cache beyond its CUs' time
     duty: float
     toggle: float
     held_out: bool
 
     @property
-    def grid_cycles(self) -> float:
-        """The grid's clocks (its time less the launch's, at the clock held)."""
-        return (self.modelled_us - self.launch_us) * self.held_ghz * 1e3
+    def compute_cycles(self) -> float:
+        """The CUs' clocks (the time less the launch's and the bandwidth wait, at the clock held)."""
+        return (self.modelled_us - self.launch_us - self.bandwidth_us) * self.held_ghz * 1e3
+
+    @property
+    def floor_us(self) -> float:
+        """The grid's memory floor where it bound (its grid time then), else 0."""
+        return self.modelled_us - self.launch_us if self.bandwidth_us > 0 else 0.0
 
     @property
     def miss(self) -> float:
@@ -79,7 +85,7 @@ def points(rows: Sequence[BenchRow]) -> list[Point]:
         shape = f"{r.shape.M}x{r.shape.N}x{r.shape.K}"
         kernel = re.sub(rf"-{shape}$", "", r.kernel)
         out.append(Point(kernel, shape, m.published_us, r.summary.median_ms * 1e3, m.held_ghz, m.clock_ghz,
-                         m.causes_us.get("launch", 0.0), m.matrix_duty, m.toggle,
+                         m.causes_us.get("launch", 0.0), m.causes_us.get("bandwidth", 0.0), m.matrix_duty, m.toggle,
                          held_out(kernel, r.shape.M, r.shape.N, r.shape.K)))
     return out
 
@@ -92,10 +98,11 @@ class Fit:
     rms_log: float  # the training rows' root-mean-square log(modelled / published)
 
     def modelled_us(self, p: Point, budget_w: float, peak_ghz: float) -> float:
-        """A point's time under these figures, its grid clocks kept (the bandwidth floors, in
-        seconds, are taken at the clock its file held: a small error where they bind)."""
+        """A point's time under these figures: its CUs' clocks at the clock held, or its memory
+        floor (seconds) where that is longer, and the launch (the grid's rounds are taken as one:
+        an approximation where only some of them wait for memory)."""
         held = Power(budget_w, self.rest_w, self.matrix_w, peak_ghz).held_ghz(p.clock_ghz, p.duty, p.toggle)
-        return self.launch_us + p.grid_cycles / held / 1e3
+        return self.launch_us + max(p.compute_cycles / held / 1e3, p.floor_us)
 
 
 @dataclass(frozen=True)
@@ -128,9 +135,10 @@ RULES = (
 
 def fit(training: Sequence[Point], budget_w: float, peak_ghz: float, rule: Rule = RULES[0]) -> Fit:
     """The rest power, matrix power and launch time, within the rule's ranges, that fit the training
-    rows best: least squares of the log of modelled over published time, each point's grid clocks
-    kept, over a grid of the ranges."""
-    cycles = np.array([p.grid_cycles for p in training])
+    rows best: least squares of the log of modelled over published time (each point's time as
+    Fit.modelled_us gives it), over a grid of the ranges."""
+    cycles = np.array([p.compute_cycles for p in training])
+    floors = np.array([p.floor_us for p in training])
     load = np.array([p.duty * p.toggle / RANDOM_TOGGLE for p in training])
     given = np.array([p.clock_ghz for p in training])
     published = np.array([p.published_us for p in training])
@@ -141,7 +149,7 @@ def fit(training: Sequence[Point], budget_w: float, peak_ghz: float, rule: Rule 
             power = rest + matrix * load
             held = np.minimum(given, np.where(power > 0, peak_ghz * (budget_w / np.maximum(power, 1e-9)) ** (1 / 3),
                                               given))
-            grid_us = cycles / held / 1e3
+            grid_us = np.maximum(cycles / held / 1e3, floors)
             err = np.log((grid_us[None, :] + launches[:, None]) / published[None, :])
             rms = np.sqrt((err ** 2).mean(axis=1))
             i = int(rms.argmin())
