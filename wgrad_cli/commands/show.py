@@ -60,8 +60,8 @@ def rules_table(found: list[Point]) -> Grid:
     gives the held-out rows, from the files' grid clocks; the first is the machine file's."""
     m = load(DEFAULT_MACHINE)
     training, held = [p for p in found if not p.held_out], [p for p in found if p.held_out]
-    table = Grid(f"rules fitted on the {len(training)} training rows (least squares of log(modelled / published), the "
-                 f"files' grid clocks kept) and their held-out rows; the {m.name} machine file: rest_power_w "
+    table = Grid(f"rules fitted on the {len(training)} training rows (least squares of log(modelled / published), each "
+                 f"row's CU clocks and memory floor kept) and their held-out rows; the {m.name} machine file: rest_power_w "
                  f"{m.rest_power_w:g}, matrix_power_w {m.matrix_power_w:g}, launch_us {m.launch_us:g}")
     for name in ("rule", "fitted", "rest W", "matrix W", "launch us", "training rms", "held-out band",
                  f"within {100 * WITHIN:.0f}%", f"beyond {100 * NONE_BEYOND:.0f}%"):

@@ -107,8 +107,11 @@ def collect(docs: list[Document]) -> Bars:
     files = f"{len(docs)} results file{'s' * (len(docs) != 1)}"
     modelled = any(k.endswith(MODELLED) for k in kernels)
     what = "wgrad bench and model" if modelled else "wgrad bench"
+    bands = list(dict.fromkeys(r.model.band for rows in per_key.values() for r in rows.values()
+                               if r.model is not None and r.model.band))
     return Bars(shapes, kernels, tflops, points, roofs, f"{what} on {', '.join(devices)}: {files}, "
-                                                         "first run of each shape, cold cache")
+                                                         "first run of each shape, cold cache"
+                + (f"; modelled times {', '.join(bands)}" if bands else ""))
 
 
 def _matplotlib() -> Any:

@@ -30,7 +30,8 @@ from wgrad_cli.errors import WgradError
 # 3: modelled bench rows (`model`), which an older wgrad must not read as measured; 4: a modelled
 # row's per-instruction profile (`model.profile`), a verify row's modelled time (`modelled`); 5: the
 # clock a modelled kernel holds under the power limit (`model.held_ghz`, `modelled.held_ghz`); 6: what
-# sets that clock (`model.matrix_duty`, `model.toggle`) and the launch's fixed time (cause `launch`)
+# sets that clock (`model.matrix_duty`, `model.toggle`), the launch's fixed time (cause `launch`,
+# `model.profile.launch_us`) and the held-out band beside each time (`model.band`, `modelled.band`)
 SCHEMA = 6
 COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, speedup and plot read
 SHOWN = (*COMMANDS, "selfbench", "build", "info")  # every document show prints
@@ -174,12 +175,14 @@ class CodeRegion:
 @dataclass(frozen=True)
 class Profile:
     """A modelled row's time by instruction: the instructions' times and the time no instruction
-    took (SIMDs idle: their waves done, or the grid's tail; and the bandwidth floors) sum to the row's."""
+    took (SIMDs idle: their waves done, or the grid's tail; the bandwidth floors; the launch's fixed
+    time, schema 6) sum to the row's."""
 
     instructions: list[InstructionTime]
     regions: list[CodeRegion]
     idle_us: float
     bandwidth_us: float
+    launch_us: float = 0.0
 
 
 @dataclass(frozen=True)

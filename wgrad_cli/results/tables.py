@@ -150,6 +150,7 @@ def _regions(p: Profile, total: float, title: str) -> Grid:
     blank = [""] * len(PROFILE_CAUSES)
     table.add_row("idle", "", "", f"{p.idle_us:,.1f}", _share(p.idle_us, total), *blank)
     table.add_row("bandwidth", "", "", f"{p.bandwidth_us:,.1f}", _share(p.bandwidth_us, total), *blank)
+    table.add_row("launch", "", "", f"{p.launch_us:,.1f}", _share(p.launch_us, total), *blank)
     return table
 
 

@@ -129,7 +129,7 @@ RULES = (
     Rule("budget, toggle and launch (the model's)", (0, 1, 0.02), (0, 10, 0.1), (0, 30, 0.25)),
     Rule("budget and toggle, no launch time", (0, 1, 0.02), (0, 10, 0.1), (0, 0, 1)),
     Rule("the peak clock and a launch time", (0, 0, 1), (0, 0, 1), (0, 30, 0.25)),
-    Rule("one held clock for all and a launch time", (0, 4, 0.02), (0, 0, 1), (0, 30, 0.25)),
+    Rule("one held clock for all and a launch time", (0, 8, 0.02), (0, 0, 1), (0, 30, 0.25)),
 )
 
 
