@@ -72,6 +72,7 @@ NOT_OURS = {
     "extra/thunder/amd/gemm_fp8.cpp": "HipKittens' FP8 GEMM in tinygrad's repository (docs/model.md's calibration)",
     "rocclr/device/rocm/rocvirtual.cpp": "a file of ROCm/clr's repository",
     "csrc/py_itfs_cu/asm_gemm_a4w4.cu": "AITER's argument packing for its MXFP4 GEMM (docs/model.md's calibration)",
+    "csrc/py_itfs_cu/asm_moe_2stage.cu": "AITER's argument packing for its fused-MoE stages (docs/model.md's validation)",
     "kernels/gemm/mxfp8/MXFP8_8wave/8_wave_TN.cu": "HipKittens' 8-wave MXFP8 kernel (docs/model.md's calibration)",
     "hip/hip_fp4.h": "a ROCm 7 HIP header (docs/model.md's calibration)",
     "hip_fp4.h": "a ROCm 7 HIP header (docs/model.md's calibration)",

@@ -488,12 +488,14 @@ def plot(files: tuple[Path, ...], out: Path) -> None:
 @click.option("--versus", metavar="KERNEL",
               help="One table of the files' modelled rows, each kernel against KERNEL's row of the same shape, "
                    "clock and figures: both times and the speed-up.")
+@click.option("--plot", type=click.Path(path_type=Path), metavar="PATH",
+              help="With --calibration: also draw modelled against published time on log axes (.png or .svg).")
 @wide_option
-def show(files: tuple[Path, ...], form: str | None, calibration: bool, versus: str | None) -> None:
+def show(files: tuple[Path, ...], form: str | None, calibration: bool, versus: str | None, plot: Path | None) -> None:
     """Print results files (verify, bench, selfbench, build, info) as the tables the commands printed."""
     from wgrad_cli.commands.show import show_command
 
-    show_command(list(files), form, calibration, versus)
+    show_command(list(files), form, calibration, versus, plot)
 
 
 @cli.command()

@@ -24,6 +24,7 @@ MOVES = [
     (0x13C, "wave_ror:1", 0xF, 0x5, 0), (0x140, "row_mirror", 0xF, 0xF, 0), (0x141, "row_half_mirror", 0x6, 0xF, 0),
     (0x142, "row_bcast:15", 0xA, 0xF, 0), (0x142, "row_bcast:15", 0xF, 0xF, 1),
     (0x143, "row_bcast:31", 0xC, 0xF, 1), (0x143, "row_bcast:31", 0xF, 0xF, 0),
+    (0x150, "row_newbcast:0", 0xF, 0xF, 0), (0x15A, "row_newbcast:10", 0xB, 0xF, 1),
 ]
 ALU = """
     o[M + 0] = x + DPP(0u, x, 0x111, 0xf, 0xf, true);
@@ -65,6 +66,8 @@ def source_lane(ctrl: int, lane: int) -> int | None:
         return lane - n if pos >= n else None
     if ctrl // 16 == 0x12:  # row_ror:n
         return 16 * row + (pos - n) % 16
+    if ctrl // 16 == 0x15:  # row_newbcast:n: the row's lane n
+        return 16 * row + n
     return {0x130: lane + 1 if lane < 63 else None, 0x134: (lane + 1) % 64,
             0x138: lane - 1 if lane > 0 else None, 0x13C: (lane - 1) % 64,
             0x140: 16 * row + 15 - pos, 0x141: 8 * (lane // 8) + 7 - lane % 8,

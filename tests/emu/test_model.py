@@ -22,11 +22,13 @@ MFMA_LOOP = r'''
 typedef int v8i __attribute__((ext_vector_type(8)));
 typedef float acc_t __attribute__((ext_vector_type(LANES)));
 KERNEL void mfma_loop(acc_t *out, const v8i *in, int n) {
-  v8i a = in[tid() % 64];
+  v8i a = in[tid() % 64], b = in[64 + tid() % 64];
   acc_t acc[CHAIN] = {};
   for (int i = 0; i < n; i++)
 #pragma unroll
-    for (int j = 0; j < CHAIN; j++) acc[j] = __builtin_amdgcn_mfma_scale_f32_SHAPE_f8f6f4(a, a, acc[j], FMT, FMT, 0, 127, 0, 127);
+    for (int j = 0; j < CHAIN; j++)  // a, then b: their bits differ as much as the data given
+      acc[j] = __builtin_amdgcn_mfma_scale_f32_SHAPE_f8f6f4(j & 1 ? b : a, j & 1 ? b : a, acc[j], FMT, FMT, 0, 127,
+                                                            0, 127);
   acc_t sum = {};
   for (int j = 0; j < CHAIN; j++) sum += acc[j];
   out[gid() * 256 + tid()] = sum;
@@ -37,7 +39,7 @@ MFMA_SHAPES = {"16x16x128": (4, 8), "32x32x64": (16, 4)}  # (LANES, CHAIN); 32x3
 
 def mfma_source(fmt: int, shape: str = "16x16x128") -> str:
     lanes, chain = MFMA_SHAPES[shape]
-    return (MFMA_LOOP.replace("FMT", str(fmt)).replace("SHAPE", shape).replace("LANES", str(lanes))
+    return (mfma_source(fmt).replace("SHAPE", shape).replace("LANES", str(lanes))
             .replace("CHAIN", str(chain)))
 
 
@@ -119,14 +121,20 @@ def model(image: bytes, args: list[np.ndarray | int], grid: int, block: int, mac
     return result
 
 
+def grid(r: Modelled) -> float:
+    """The grid's time: the launch's fixed time (cause launch, the machine file's launch_us) left out."""
+    assert r.causes["launch"] == pytest.approx(M.launch_us * 1e-6)
+    return r.seconds - r.causes["launch"]
+
+
 def cycles(r: Modelled) -> float:
-    return r.seconds * r.clock_ghz * 1e9
+    return grid(r) * r.clock_ghz * 1e9
 
 
 def mfma_loop(fmt: int, n: int, grid: int = 1, block: int = 64) -> Modelled:
     image = compile_hip(mfma_source(fmt))
     assert_uses(image, r"v_mfma_scale_f32_16x16x128_f8f6f4")
-    return model(image, [np.zeros((grid * 256, 4), np.float32), np.zeros((64, 8), np.int32), n], grid, block)
+    return model(image, [np.zeros((grid * 256, 4), np.float32), np.zeros((128, 8), np.int32), n], grid, block)
 
 
 @pytest.mark.parametrize("fmt, passes", [(0, 8), (4, 4)])  # fp8 operands: 8 passes; fp4: 4 (LLVM's gfx950 model)
@@ -139,52 +147,65 @@ def test_an_mfma_loop_costs_its_passes_per_iteration(fmt: int, passes: int) -> N
 def test_a_32x32x64_mfma_loop_costs_its_passes_per_iteration(fmt: int, passes: int) -> None:
     image = compile_hip(mfma_source(fmt, "32x32x64"))
     assert_uses(image, r"v_mfma_scale_f32_32x32x64_f8f6f4")
-    short, long = (model(image, [np.zeros((256, 16), np.float32), np.zeros((64, 8), np.int32), n], 1, 64)
+    short, long = (model(image, [np.zeros((256, 16), np.float32), np.zeros((128, 8), np.int32), n], 1, 64)
                    for n in (8, 24))
     assert cycles(long) - cycles(short) == pytest.approx(64 * passes * M.mfma_pass_cycles)  # 4 MFMAs an iteration
 
 
-UNLIMITED = M.with_figures(("dense_clock_ratio=1", "dense_matrix_duty=1"))  # no power limit below full duty
+ROOF_TFLOPS = 4970  # the scaled-MFMA roof measured on an MI355X (pytorch/pytorch PR 193527): a loop on constant registers
 
 
-def full_chip_of_mfma_loops(machine: Machine) -> tuple[Modelled, float]:
-    """1,024 workgroups of 4 waves (4 waves on each SIMD of every CU, 512 fp8 MFMAs each), and their
-    matrix clocks per SIMD."""
+def full_chip_of_mfma_loops(machine: Machine, data: np.ndarray) -> tuple[Modelled, float]:
+    """1,024 workgroups of 4 waves (4 waves on each SIMD of every CU, 512 fp8 MFMAs each) on the
+    operands `data` (128 rows of 32 bytes: a lane's A and B), and their matrix clocks per SIMD."""
     n = 64
     image = compile_hip(mfma_source(0))
-    r = model(image, [np.zeros((1024 * 256, 4), np.float32), np.zeros((64, 8), np.int32), n], 1024, 256, machine)
+    r = model(image, [np.zeros((1024 * 256, 4), np.float32), data, n], 1024, 256, machine)
     return r, 1024 * 4 * 8 * n * 8 * M.mfma_pass_cycles / M.simds
 
 
-def test_a_full_chip_of_mfma_loops_runs_at_the_matrix_roof_and_says_so() -> None:
-    r, per_simd = full_chip_of_mfma_loops(UNLIMITED)
+def test_the_mfma_roof_loop_on_constant_registers_holds_the_peak_clock_and_runs_at_the_measured_roof() -> None:
+    same = np.tile(np.random.default_rng(0).integers(0, 2**31, (1, 8), dtype=np.int32), (128, 1))  # a == b
+    r, per_simd = full_chip_of_mfma_loops(M, same)
     floor = per_simd / (M.clock_ghz * 1e9)
-    assert r.clock_ghz == M.clock_ghz and r.matrix_duty > 0.9
+    assert r.toggle == 0 and r.matrix_duty > 0.9  # no operand bit changes: the matrix pipes draw no data power
+    assert r.clock_ghz == M.clock_ghz
     assert r.mfma_floor_seconds == pytest.approx(floor)
-    assert floor <= r.seconds < 1.1 * floor and r.limiter == "mfma"
+    assert r.limiter == "mfma" and floor <= grid(r) < 1.1 * floor
+    # the measured roof is a loop long enough that its launch vanishes: the rate of the grid's time
+    flops = 1024 * 4 * 8 * 64 * 2 * 16 * 16 * 128
+    assert flops / grid(r) / 1e12 == pytest.approx(ROOF_TFLOPS, rel=0.10)
     assert r.classes == 1 and len(r.emulated) == 2  # one workgroup emulated for the class, one to check it
 
 
-def test_the_power_limit_slows_a_kernel_by_its_matrix_duty() -> None:
-    busy, per_simd = full_chip_of_mfma_loops(M)
-    expected = M.clock_ghz * M.dense_clock_ratio * (M.dense_matrix_duty / busy.matrix_duty) ** (1 / 3)
+def test_operands_that_toggle_slow_the_clock_by_the_power_budget() -> None:
+    rng = np.random.default_rng(1)
+    busy, per_simd = full_chip_of_mfma_loops(M, rng.integers(-2**31, 2**31, (128, 8), dtype=np.int32))
+    assert busy.toggle == pytest.approx(0.5, abs=0.02)  # random a against random b: half their bits
+    power = M.rest_power_w + M.matrix_power_w * busy.matrix_duty * busy.toggle / 0.5
+    expected = min(M.clock_ghz, M.peak_ghz * (M.power_budget_w / power) ** (1 / 3))
     assert busy.clock_ghz == pytest.approx(expected) and busy.clock_ghz < M.clock_ghz
     assert busy.mfma_floor_seconds == pytest.approx(per_simd / (busy.clock_ghz * 1e9))
-    unlimited, _ = full_chip_of_mfma_loops(UNLIMITED)
-    assert busy.seconds / unlimited.seconds == pytest.approx(M.clock_ghz / busy.clock_ghz, rel=1e-6)
+    still, _ = full_chip_of_mfma_loops(M, np.zeros((128, 8), np.int32))
+    assert still.toggle == 0 and still.clock_ghz == M.clock_ghz
+    assert grid(busy) / grid(still) == pytest.approx(M.clock_ghz / busy.clock_ghz, rel=1e-6)
     # a kernel without matrix work holds the clock given
     copy = model(compile_hip(COPY), [np.zeros((256, 4), np.int32)] * 2, 1, 256)
     assert copy.matrix_duty == 0 and copy.clock_ghz == M.clock_ghz
 
 
-def test_the_clock_held_under_the_power_limit() -> None:
-    dense = M.clock_ghz * M.dense_clock_ratio
-    assert M.clock_under_load(M.dense_matrix_duty) == pytest.approx(dense)  # the measured GEMM's point
-    assert M.clock_under_load(M.dense_matrix_duty / 8) == pytest.approx(min(M.clock_ghz, 2 * dense))  # power ~ duty f^3
-    assert 1.1 * dense < M.clock_ghz  # below the clamp, so the cube law decides
-    assert M.clock_under_load(M.dense_matrix_duty / 1.1**3) == pytest.approx(1.1 * dense)
-    assert M.clock_under_load(0.0) == M.clock_ghz
-    assert M.at_clock(2.0).clock_under_load(0.5) == pytest.approx(M.clock_under_load(0.5) * 2.0 / M.clock_ghz)
+def test_the_clock_held_is_a_budget_of_the_part_not_a_share_of_the_clock_given() -> None:
+    at_peak = M.clock_under_load(0.9, 0.5)
+    power = M.rest_power_w + M.matrix_power_w * 0.9
+    assert at_peak == pytest.approx(min(M.clock_ghz, M.clock_ghz * (M.power_budget_w / power) ** (1 / 3)))
+    assert M.clock_under_load(0.45, 1.0) == pytest.approx(at_peak)  # power goes as duty x toggle
+    assert M.clock_under_load(0.9, 0.0) == min(M.clock_ghz, M.clock_ghz * (M.power_budget_w / M.rest_power_w) ** (1 / 3))
+    assert M.clock_under_load(0.0, 0.5) == M.clock_under_load(0.9, 0.0)
+    # a part that peaks lower is held where the budget says, and at its own peak below that: never reduced twice
+    assert M.at_clock(1.0).clock_under_load(0.9, 0.5) == min(1.0, at_peak)
+    assert M.at_clock(at_peak + 0.1).clock_under_load(0.9, 0.5) == pytest.approx(at_peak)
+    launch = M.with_figures(("launch_us=10",))
+    assert launch.launch_us == 10 and M.with_figures(("launch_us=0",)).launch_us == 0
 
 
 def test_an_lds_loop_pays_its_bank_conflicts() -> None:
@@ -219,7 +240,7 @@ def test_a_streaming_copy_runs_at_the_hbm_rate() -> None:
     data = np.zeros((groups * 256, 4), np.int32)
     r = model(image, [data, data.copy()], groups, 256)
     floor = 2 * nbytes / M.hbm_bytes_per_second
-    assert floor <= r.seconds < 1.25 * floor and r.limiter == "bandwidth"
+    assert floor <= grid(r) < 1.25 * floor and r.causes["bandwidth"] > 0
     assert r.hbm_bytes == 2 * nbytes
 
 
@@ -242,9 +263,9 @@ def test_double_buffering_hides_the_load_latency_behind_the_mfmas() -> None:
 def test_the_clock_scales_the_time() -> None:
     at_2 = M.at_clock(2.0)
     image = compile_hip(mfma_source(0))
-    args: list[np.ndarray | int] = [np.zeros((256, 4), np.float32), np.zeros((64, 8), np.int32), 64]
+    args: list[np.ndarray | int] = [np.zeros((256, 4), np.float32), np.zeros((128, 8), np.int32), 64]
     fast, slow = model(image, args, 1, 64), model(image, args, 1, 64, at_2)
-    assert slow.seconds / fast.seconds == pytest.approx(2.4 / 2.0)
+    assert grid(slow) / grid(fast) == pytest.approx(2.4 / 2.0)
 
 
 def test_a_class_whose_workgroups_run_different_streams_is_refused() -> None:

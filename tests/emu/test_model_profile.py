@@ -74,7 +74,7 @@ def test_the_instructions_times_sum_to_the_launch_and_to_each_cause(tmp_path: Pa
     m, p, _, _ = staged(tmp_path, trace=False)
     total_us = m.seconds * 1e6
     spent = sum(sum(i.causes_us.values()) for i in p.instructions)
-    assert spent + p.idle_us + p.bandwidth_us == pytest.approx(total_us, rel=1e-9)
+    assert spent + p.idle_us + p.bandwidth_us + p.launch_us == pytest.approx(total_us, rel=1e-9)
     for cause in CAUSES[:-1]:  # each cause's time is exactly its instructions' share of it
         assert sum(i.causes_us.get(cause, 0.0) for i in p.instructions) == pytest.approx(m.causes[cause] * 1e6,
                                                                                          rel=1e-9, abs=1e-9)

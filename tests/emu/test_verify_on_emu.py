@@ -24,9 +24,10 @@ from click.testing import CliRunner
 
 from wgrad_cli.backends.registry import BY_VENDOR
 from wgrad_cli.cli import cli
-from wgrad_cli.config.options import Emulated
+from wgrad_cli.config.options import DEFAULT_MACHINE, Emulated
 from wgrad_cli.config.shipped import CONFIGS_DIR
 from wgrad_cli.emu.device import EmuRuntime
+from wgrad_cli.model.machine import load
 
 pytestmark = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 
@@ -55,7 +56,9 @@ def check_document(doc: dict[str, Any], config: str, output: str, model: bool) -
         return
     assert len(modelled) == len(doc["records"])
     assert all(m["machine"] == "MI355X" and m["tflops"] > 0 and m["microseconds"] > 0 for m in modelled)
-    assert re.search(r"^\| kernel .*\| status \| modelled us \| modelled TFLOP/s \|$", output, re.M)
+    assert re.search(r"^\| kernel .*\| status \| modelled us \| band +\| modelled TFLOP/s \|$", output, re.M)
+    band = load(DEFAULT_MACHINE).band
+    assert band and all(m["band"] == band for m in modelled)  # each modelled time with the held-out band
     assert "times modelled on an MI355X, not measured" in output
     routed = [s["offsets"] for s in yaml.safe_load((CONFIGS_DIR / f"{config}.yaml").read_text())["shapes"]
               if "offsets" in s]

@@ -12,6 +12,7 @@ from rows import bench_row, write
 from wgrad_cli.cli import cli
 from wgrad_cli.results.records import BenchRow, ModelFigures
 from wgrad_cli.results.tables import calibration_table
+from wgrad_cli.results.validation import held_out
 
 
 def modelled(name: str, us: float, clock: float, published: float | None, source: str = "a table",
@@ -25,11 +26,13 @@ def test_one_row_per_kernel_and_shape_with_the_miss_at_each_clock() -> None:
     rows = [modelled("b", 80.0, 2.0, 100.0, held=1.45), modelled("b", 70.0, 2.4, 100.0, held=1.7),
             modelled("a", 55.0, 2.0, 50.0, "a paper"), modelled("c", 10.0, 2.0, None)]
     table = calibration_table(rows, "t")
-    assert [c.name for c in table.columns] == ["kernel", "M x N x K", "measured us", "2 GHz us", "2 GHz held",
-                                               "2 GHz miss", "2.4 GHz us", "2.4 GHz held", "2.4 GHz miss"]
-    # a file from before the power limit held the clock given
-    assert table.rows == [["gemm", "1024x256x512", "50.0", "55.0", "2.00", "+10.0%", "-", "-", "-"],
-                          ["gemm", "2048x512x512", "100.0", "80.0", "1.45", "-20.0%", "70.0", "1.70", "-30.0%"]]
+    assert [c.name for c in table.columns] == ["kernel", "M x N x K", "set", "measured us", "duty", "toggle", "2 GHz us",
+                                               "2 GHz held", "2 GHz miss", "2.4 GHz us", "2.4 GHz held", "2.4 GHz miss"]
+    # a file from before the power limit held the clock given; before schema 6 no duty or toggle is known
+    sets = ["held out" if held_out("gemm", *dims) else "training" for dims in ((1024, 256, 512), (2048, 512, 512))]
+    assert table.rows == [["gemm", "1024x256x512", sets[0], "50.0", "", "", "55.0", "2.00", "+10.0%", "-", "-", "-"],
+                          ["gemm", "2048x512x512", sets[1], "100.0", "", "", "80.0", "1.45", "-20.0%", "70.0", "1.70",
+                           "-30.0%"]]
     assert table.title == "t\npublished: gemm: a table; gemm: a paper"
 
 

@@ -111,7 +111,7 @@ def modelled_time(machine: Machine, s: Session, rec: Record, p: Problem, dev: De
     launch(replace(s, rt=rt), rt, rec, p, dev)
     m = rt.modelled[-1]
     return ModelledTime(machine.name, machine.clock_ghz, m.seconds * 1e6, flops(p.dims, p.offsets.tolist()) / m.seconds
-                        / 1e12, m.limiter, round(m.clock_ghz, 4))
+                        / 1e12, m.limiter, round(m.clock_ghz, 4), machine.band or None)
 
 
 def views_of(rt: ModelRuntime, code_object: Path, trace: Path | None, what: str) -> Profile | None:
@@ -208,8 +208,8 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
     run = RunOptions(Emulated(), seed, None, shard)
     s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [],
                      backends=BACKENDS)
-    err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}",
-              highlight=False)
+    err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}; "
+              f"{m.band or 'figures changed: no held-out band'}", highlight=False)
     s.rt.close()
     stops = Stops()
     s, rows = model_records(s, m, s.records, views, stops)

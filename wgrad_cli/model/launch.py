@@ -19,7 +19,8 @@ from wgrad_cli.model.cu import CuTime, simulate
 from wgrad_cli.model.machine import Machine
 from wgrad_cli.model.schedule import Sharing, schedule
 from wgrad_cli.model.timeline import Timeline
-from wgrad_cli.model.trace import Recorder, Stream
+from wgrad_cli.model.ops import Kind
+from wgrad_cli.model.trace import PPM, Recorder, Stream
 from wgrad_cli.results.records import ModelFigures, Profile
 
 
@@ -31,8 +32,9 @@ class Modelled:
     causes: dict[str, float]
     limiter: str
     mfma_floor_seconds: float  # the grid's matrix clocks spread over every SIMD: no time may be below it
-    clock_ghz: float  # the clock held (the machine's, or less where the power limit binds)
-    matrix_duty: float  # the share of the CUs' clocks the matrix pipes are busy, which sets that clock
+    clock_ghz: float  # the clock held (the machine's, or less where the power budget binds)
+    matrix_duty: float  # the share of the CUs' clocks the matrix pipes are busy, which with the toggle sets that clock
+    toggle: float  # the share of MFMA operand bits that changed between a wave's MFMAs
     workgroups: int
     classes: int
     emulated: list[int]  # the workgroups run on the emulator (one per class, and one to check a class)
@@ -49,7 +51,8 @@ class Modelled:
         """How the time came about, as a results record stores it (microseconds)."""
         return ModelFigures(machine.name, machine.clock_ghz, self.limiter, {c: v * 1e6 for c, v in self.causes.items()},
                             self.mfma_floor_seconds * 1e6, self.workgroups, self.classes, self.emulated, self.resident,
-                            self.hbm_bytes, published_us, published_source, profile, round(self.clock_ghz, 4))
+                            self.hbm_bytes, published_us, published_source, profile, round(self.clock_ghz, 4),
+                            round(self.matrix_duty, 4), round(self.toggle, 4), machine.band)
 
 
 def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: str, timeout: float) -> list[Stream]:
@@ -64,6 +67,20 @@ def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: st
     # time limit is per emulated workgroup, since a modelled launch runs several of them one by one
     execute(batch, recorder.ops, describe, time.thread_time() + timeout)
     return recorder.streams(batch.W)
+
+
+def _toggle(streams: dict[int, list[Stream]], recorder: Recorder, keys: list[int]) -> float:
+    """The grid's MFMA operand toggle rate: each class's MFMAs' (their recorded costs, where a wave
+    had an MFMA before), weighted by the workgroups of the class."""
+    flips = count = 0.0
+    mfma = np.array(sorted(pc for pc, s in recorder.static.items() if s.kind == Kind.MFMA), dtype=np.int64)
+    for key, waves in streams.items():
+        weight = keys.count(key)
+        for s in waves:
+            costs = s.costs[np.isin(s.pcs, mfma) & (s.costs >= 0)]
+            flips += weight * float(costs.sum()) / PPM
+            count += weight * len(costs)
+    return flips / count if count else 0.0
 
 
 def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, classes: list[int] | None,
@@ -104,15 +121,17 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     grid = schedule(keys, per_class, resident, sharing, m)
     if timeline is not None:  # the CU the grid waits for at the end
         simulate([streams[grid.critical]] * resident, recorder.static, m, profile, timeline)
-    # the power limit sets the clock from the matrix pipes' share of the CUs' time (bandwidth waits,
-    # in seconds, left out); the floors are in seconds, so the grid is scheduled again at that clock
+    # the power budget sets the clock from the matrix pipes' share of the CUs' time (bandwidth waits,
+    # in seconds, left out) and their operands' toggle rate; the floors are in seconds, so the grid is
+    # scheduled again at that clock
     duty = grid.mfma_cycles / m.simds / max(grid.cycles - grid.causes["bandwidth"], 1.0)
-    ghz = m.clock_under_load(duty)
+    toggle = _toggle(streams, recorder, keys)
+    ghz = m.clock_under_load(duty, toggle)
     if ghz != m.clock_ghz:
         grid = schedule(keys, per_class, resident, sharing, m.at_clock(ghz))
     hz = ghz * 1e9
-    causes = {c: v / hz for c, v in grid.causes.items()}
+    causes = {c: v / hz for c, v in grid.causes.items()} | {"launch": m.launch_us * 1e-6}
     floor = grid.mfma_cycles / m.simds / hz
-    return Modelled(grid.cycles / hz, causes, max(causes, key=lambda c: causes[c]), floor, ghz, duty, groups,
+    return Modelled(sum(causes.values()), causes, max(causes, key=lambda c: causes[c]), floor, ghz, duty, toggle, groups,
                     len(first), sorted(emulated), resident, grid.hbm_bytes, grid.rounds, spread,
                     {k: v / hz for k, v in grid.clocks.items()}, grid.executions, first[grid.critical])

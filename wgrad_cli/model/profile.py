@@ -155,10 +155,11 @@ def regions(decoded: list[Decoded]) -> list[CodeRegion]:
 
 def instruction_profile(m: Modelled, program: Program, text: dict[int, str]) -> Profile:
     """Every instruction of the program with its executions and time by cause; with the idle and
-    bandwidth time they sum to the launch's time."""
+    bandwidth time and the launch's fixed time they sum to the launch's time."""
     per: dict[int, dict[str, float]] = {}
     for (pc, cause), seconds in m.clocks.items():
         per.setdefault(pc, {})[CAUSES[cause]] = seconds * 1e6
     rows = [InstructionTime(d.pc, text.get(d.pc, d.mnemonic), m.executions.get(d.pc, 0), per.get(d.pc, {}))
             for d in program.decoded]
-    return Profile(rows, regions(program.decoded), m.causes["tail"] * 1e6, m.causes["bandwidth"] * 1e6)
+    return Profile(rows, regions(program.decoded), m.causes["tail"] * 1e6, m.causes["bandwidth"] * 1e6,
+                   m.causes["launch"] * 1e6)

@@ -5,7 +5,9 @@ program counter and, for the instructions whose cost depends on their lanes, tha
 (LDS: clocks on the banks from the lanes' addresses; vector memory: bytes the active lanes move).
 Everything is numpy over the waves at once: one entry per executed instruction, not per lane.
 MFMAs do not compute (their results feed no address or branch in the kernels modelled; the model
-says so), which keeps a modelled workgroup about as cheap as its non-matrix instructions.
+says so), which keeps a modelled workgroup about as cheap as its non-matrix instructions; what an
+MFMA records is the share of its A and B operand bits that changed since the wave's previous MFMA
+(the toggle rate that moves the matrix pipes' power), in parts per million, as its cost.
 """
 
 from __future__ import annotations
@@ -16,11 +18,34 @@ import numpy as np
 
 from wgrad_cli.emu.machine import Batch, Op
 from wgrad_cli.emu.ops.lds import ds_fields
+from wgrad_cli.emu.ops.matrix import DENSE, DENSE_TYPES, F8F6F4
 from wgrad_cli.emu.program import Decoded, Program
 from wgrad_cli.model.machine import Machine
 from wgrad_cli.model.ops import Kind, Static, statics
 
 LDS_WORD = 4  # bytes per bank
+PPM = 1_000_000
+NO_TOGGLE = -1  # an MFMA's cost where the wave ran no MFMA before it (nothing to compare)
+OPERAND_WORDS = 16 * 64  # A and B of any MFMA the emulator runs: at most 8 registers each, 64 lanes
+
+
+def operand_registers(decoded: Decoded) -> list[tuple[bool, int, int]]:
+    """An MFMA's A and B operands as (AGPR, first register, registers); none for the forms the
+    emulator does not run."""
+    inst = decoded.inst
+    match = DENSE.match(inst.op.name)
+    src0, src1 = int(inst.src0.offset) - 256, int(inst.src1.offset) - 256
+    if match is None or src0 < 0 or src1 < 0:
+        return []
+    m, n, k = int(match[2]), int(match[3]), int(match[4])
+    kinds = match[5].split("_")
+    a, b = (F8F6F4.get(int(inst.cbsz)), F8F6F4.get(int(inst.blgp))) if match[5] == "F8F6F4" else \
+        (DENSE_TYPES.get(kinds[0]), DENSE_TYPES.get(kinds[-1]))
+    if a is None or b is None:
+        return []
+    bits_a, bits_b = a[0], b[0]
+    acc = int(inst.acc)
+    return [(bool(acc & 1), src0, -(-(k * m // 64) * bits_a // 32)), (bool(acc & 2), src1, -(-(k * n // 64) * bits_b // 32))]
 
 
 def bank_cycles(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int, per_clock: int) -> np.ndarray:
@@ -65,6 +90,8 @@ class Recorder:
         self.pcs: list[int] = []
         self.masks: list[np.ndarray | None] = []  # None: every wave of the batch
         self.costs: list[np.ndarray | None] = []
+        self.operands: np.ndarray | None = None  # each wave's last MFMA's A and B registers (toggle rate)
+        self.had_mfma = np.zeros(0, dtype=bool)
         decoded = {d.pc: d for d in program.decoded}
         self.ops = {pc: self._wrap(op, decoded[pc]) for pc, op in ops.items()}
 
@@ -81,8 +108,26 @@ class Recorder:
         banks, per_clock = self.machine.lds_banks, self.machine.lds_bytes_per_cycle
 
         if info.kind == Kind.MFMA:
+            spans = operand_registers(decoded)
+            bits = sum(n for _, _, n in spans) * 32 * 64
+
             def mfma(b: Batch) -> None:
-                note(b, pc, None)
+                words = np.zeros((b.W, OPERAND_WORDS), dtype=np.uint32)
+                at = 0
+                for agpr, reg, n in spans:
+                    words[:, at: at + n * 64] = np.moveaxis((b.a if agpr else b.v)[reg: reg + n], 0, 1).reshape(b.W, -1)
+                    at += n * 64
+                toggle = np.full(b.W, NO_TOGGLE, dtype=np.int64)
+                ran = np.ones(b.W, dtype=bool) if b.all else b.wm
+                if self.operands is not None:
+                    flips = np.bitwise_count(self.operands ^ words).sum(axis=1)
+                    toggle = np.where(self.had_mfma, flips * PPM // bits, NO_TOGGLE)
+                    self.operands[ran] = words[ran]
+                else:
+                    self.operands = words
+                    self.had_mfma = np.zeros(b.W, dtype=bool)
+                self.had_mfma |= ran
+                note(b, pc, toggle)
             return replace(op, run=mfma)
         if info.kind == Kind.LDS and info.lane_bytes:
             f = ds_fields(decoded.inst)
@@ -124,6 +169,7 @@ class Recorder:
         return out
 
     def clear(self) -> None:
+        self.operands = None
         self.pcs.clear()
         self.masks.clear()
         self.costs.clear()

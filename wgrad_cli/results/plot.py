@@ -23,6 +23,7 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.results.baseline_names import DEQUANT, NAMES
 from wgrad_cli.results.records import BenchRow, Document, read_each
 from wgrad_cli.results.traceplot import draw_traces, read_trace, traces_of
+from wgrad_cli.results.validation import WITHIN, Point
 
 FORMATS = ("png", "svg")
 DECADES = 30.0  # bars whose values span more than this ratio get a log axis
@@ -130,8 +131,11 @@ def collect(docs: list[Document]) -> Bars:
     modelled = any(MODELLED in k for k in kernels)
     what = "wgrad bench and model" if modelled else "wgrad bench"
     cache = "modelled" if all(MODELLED in k for k in kernels) else "cold cache"
+    bands = list(dict.fromkeys(r.model.band for rows in per_key.values() for r in rows.values()
+                               if r.model is not None and r.model.band))
     return Bars(shapes, kernels, tflops, points, roofs, f"{what} on {', '.join(devices)}: {files}, "
-                                                         f"first run of each shape, {cache}")
+                                                         f"first run of each shape, {cache}"
+                + (f"; modelled times {', '.join(bands)}" if bands else ""))
 
 
 def _matplotlib() -> Any:
@@ -239,3 +243,38 @@ def render(paths: list[Path], out: Path) -> None:
         draw_traces([t for t in traces if t is not None], out, form)
         return
     draw(collect(load(paths)), out)
+
+
+def draw_calibration(points: list[Point], out: Path, title: str) -> None:
+    """Modelled against published time, log axes, one point per row and clock (held-out rows filled,
+    training rows hollow), with the line of no miss and the 15% band around it."""
+    form = output_format(out)
+    _matplotlib()
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 6.5))
+    ax = fig.add_subplot()
+    times = [t for p in points for t in (p.published_us, p.modelled_us)]
+    lo, hi = min(times) / 1.3, max(times) * 1.3
+    ax.plot([lo, hi], [lo, hi], color="black", linewidth=0.8, label="modelled = published")
+    for k, style in ((1 + WITHIN, ":"), (1 - WITHIN, ":")):
+        ax.plot([lo, hi], [lo * k, hi * k], color="grey", linestyle=style, linewidth=0.8)
+    families = sorted({"-".join(p.kernel.split("-")[:2]) for p in points})
+    for i, family in enumerate(families):
+        color = f"C{i}"
+        for held, face, what in ((True, color, "held out"), (False, "none", "training")):
+            mine = [p for p in points if p.held_out == held and p.kernel.startswith(family)]
+            if mine:
+                ax.scatter([p.published_us for p in mine], [p.modelled_us for p in mine], s=22, marker="o",
+                           facecolors=face, edgecolors=color, label=f"{family}, {what} ({len(mine)})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("published us (measured on an MI355X)")
+    ax.set_ylabel("modelled us")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", linewidth=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.text(0.99, 0.01, f"dotted: within {100 * WITHIN:.0f}%", ha="right", fontsize=7)
+    fig.savefig(out, format=form, dpi=120, bbox_inches="tight")

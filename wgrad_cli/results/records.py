@@ -30,7 +30,9 @@ from wgrad_cli.errors import WgradError
 # 3: modelled bench rows (`model`), which an older wgrad must not read as measured; 4: a modelled
 # row's per-instruction profile (`model.profile`), a verify row's modelled time (`modelled`); 5: the
 # clock a modelled kernel holds under the power limit (`model.held_ghz`, `modelled.held_ghz`); 6: a bench
-# row's inputs (`inputs`), rotating copies (`rotating`), interleaved rounds and paired speed-ups (`paired`)
+# row's inputs (`inputs`), rotating copies (`rotating`), interleaved rounds and paired speed-ups (`paired`);
+# what sets a modelled kernel's clock (`model.matrix_duty`, `model.toggle`), the launch's fixed time (cause
+# `launch`, `model.profile.launch_us`) and the held-out band beside each time (`model.band`, `modelled.band`)
 SCHEMA = 6
 COMMANDS = ("verify", "bench")  # the documents of device runs, which compare, speedup and plot read
 SHOWN = (*COMMANDS, "selfbench", "build", "info")  # every document show prints
@@ -129,6 +131,7 @@ class ModelledTime:
     tflops: float
     limiter: str
     held_ghz: float | None = None  # the clock held under the power limit (None: the clock given)
+    band: str | None = None  # schema 6: the model's held-out error band and validation version
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,12 +176,14 @@ class CodeRegion:
 @dataclass(frozen=True)
 class Profile:
     """A modelled row's time by instruction: the instructions' times and the time no instruction
-    took (SIMDs idle: their waves done, or the grid's tail; and the bandwidth floors) sum to the row's."""
+    took (SIMDs idle: their waves done, or the grid's tail; the bandwidth floors; the launch's fixed
+    time, schema 6) sum to the row's."""
 
     instructions: list[InstructionTime]
     regions: list[CodeRegion]
     idle_us: float
     bandwidth_us: float
+    launch_us: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -201,6 +206,9 @@ class ModelFigures:
     published_source: str | None = None  # where that time is published
     profile: Profile | None = None  # wgrad model --profile
     held_ghz: float | None = None  # the clock held under the power limit (None, before schema 5: the clock given)
+    matrix_duty: float | None = None  # schema 6: the matrix pipes' share of the time, and the share of MFMA
+    toggle: float | None = None  # operand bits changing between MFMAs: what sets the clock held
+    band: str | None = None  # the model's held-out error band and validation version ("" with figures changed)
 
 
 @dataclass(frozen=True)

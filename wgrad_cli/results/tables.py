@@ -17,6 +17,7 @@ from wgrad_cli.results.build_tables import build_table, toolchain_table
 from wgrad_cli.results.compare import Delta
 from wgrad_cli.results.records import BenchRow, Document, ModelFigures, Paired, Profile, Ratio, VerifyRow
 from wgrad_cli.results.speedup import Speedup, geomeans
+from wgrad_cli.results.validation import NONE_BEYOND, WITHIN, Point, band, held_out
 
 
 def _us(ms: float) -> str:
@@ -63,27 +64,32 @@ def bench_table(records: Sequence[BenchRow], title: str) -> Grid:
     return table
 
 
-MODEL_CAUSES = ("mfma", "memory", "barrier", "lds", "issue", "tail", "bandwidth")
+MODEL_CAUSES = ("mfma", "memory", "barrier", "lds", "issue", "tail", "bandwidth", "launch")
 
 
 def model_table(records: Sequence[BenchRow], title: str) -> Grid:
     """Modelled rows (wgrad model): the time, the rate, the cause that took the most time and the
     time by cause, which sums to the time (docs/model.md)."""
     table = Grid(title)
-    for name in ("kernel", "shape", "M x N x K, E", "modelled us", "TFLOP/s", "% peak", "GHz held", "limiter",
+    for name in ("kernel", "shape", "M x N x K, E", "modelled us", "band", "TFLOP/s", "% peak", "GHz held", "limiter",
                  *(f"{c} us" for c in MODEL_CAUSES), "MFMA floor us", "clock GHz", "classes", "emulated"):
-        table.add_column(name, "left" if name in ("kernel", "shape", "limiter", "emulated") else "right",
+        table.add_column(name, "left" if name in ("kernel", "shape", "limiter", "emulated", "band") else "right",
                          detail=name in ("M x N x K, E", "% peak", "MFMA floor us", "clock GHz", "classes", "emulated"))
     for r in records:
         m = r.model
         if m is None:
             continue
-        table.add_row(r.kernel, r.shape.name, r.shape.label(), _us(r.summary.median_ms), f"{r.tflops:,.2f}",
+        table.add_row(r.kernel, r.shape.name, r.shape.label(), _us(r.summary.median_ms), _band(m.band), f"{r.tflops:,.2f}",
                       cell(r.pct_peak, ".2f"), _held(m), m.limiter,
                       *(f"{m.causes_us.get(c, 0.0):,.1f}" for c in MODEL_CAUSES),
                       f"{m.mfma_floor_us:,.1f}", f"{m.clock_ghz:g}", str(m.classes),
                       ", ".join(map(str, m.emulated)))
     return table
+
+
+def _band(band: str | None) -> str:
+    """A modelled time's held-out error band, short ("-" where the file has none or figures were changed)."""
+    return band.removeprefix("held-out ").replace(" ... ", "..").replace(", validation ", " v") if band else "-"
 
 
 def _held(m: ModelFigures) -> str:
@@ -147,26 +153,30 @@ def _regions(p: Profile, total: float, title: str) -> Grid:
     blank = [""] * len(PROFILE_CAUSES)
     table.add_row("idle", "", "", f"{p.idle_us:,.1f}", _share(p.idle_us, total), *blank)
     table.add_row("bandwidth", "", "", f"{p.bandwidth_us:,.1f}", _share(p.bandwidth_us, total), *blank)
+    table.add_row("launch", "", "", f"{p.launch_us:,.1f}", _share(p.launch_us, total), *blank)
     return table
 
 
 def calibration_table(records: Sequence[BenchRow], title: str) -> Grid:
     """Modelled rows with a published measured time (launch files' `published`), one row per kernel
-    and shape with its modelled time at each clock the files hold, the clock it held under the power
-    limit, and the miss: modelled over published time, less one (negative: the model is faster than
-    the measured kernel). Where each kernel's times are published is listed under the title."""
+    and shape: whether it trains the fitted figures or is held out (validation.held_out), its
+    matrix duty and operand toggle rate, and at each clock the files hold its modelled time, the
+    clock it held and the miss: modelled over published time, less one (negative: the model is
+    faster than the measured kernel). Where each kernel's times are published is listed under the
+    title."""
     rows = [r for r in records if r.model is not None and r.model.published_us]
     clocks = sorted({r.model.clock_ghz for r in rows if r.model is not None})
-    sources = dict.fromkeys((r.kernel, r.model.published_source or "") for r in rows if r.model is not None)
+    sources = dict.fromkeys(("-".join(_family(r).split("-")[:2]), r.model.published_source or "")
+                            for r in rows if r.model is not None)  # one line per source: its kernels' first two words
     notes = "; ".join(f"{escape(kernel)}: {escape(source)}" for kernel, source in sources)
     table = Grid(f"{title}\npublished: {notes}" if notes else title)
-    for name in ("kernel", "M x N x K", "measured us",
+    for name in ("kernel", "M x N x K", "set", "measured us", "duty", "toggle",
                  *(f"{c:g} GHz {what}" for c in clocks for what in ("us", "held", "miss"))):
-        table.add_column(name, "left" if name in ("kernel", "M x N x K") else "right")
+        table.add_column(name, "left" if name in ("kernel", "M x N x K", "set") else "right")
     by_key: dict[tuple[str, int, int, int], dict[float, BenchRow]] = {}
     for r in rows:
         assert r.model is not None
-        by_key.setdefault((r.kernel, r.shape.M, r.shape.N, r.shape.K), {})[r.model.clock_ghz] = r
+        by_key.setdefault((_family(r), r.shape.M, r.shape.N, r.shape.K), {})[r.model.clock_ghz] = r
     for (kernel, M, N, K), at in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] * kv[0][2] * kv[0][3])):
         first = next(iter(at.values())).model
         assert first is not None and first.published_us is not None
@@ -176,7 +186,32 @@ def calibration_table(records: Sequence[BenchRow], title: str) -> Grid:
             us = at[c].summary.median_ms * 1e3 if c in at else None
             cells += ([f"{us:,.1f}", _held(model), f"{100 * (us / first.published_us - 1):+.1f}%"] if us and model
                       else ["-", "-", "-"])
-        table.add_row(escape(kernel), f"{M}x{N}x{K}", f"{first.published_us:,.1f}", *cells)
+        table.add_row(escape(kernel), f"{M}x{N}x{K}", "held out" if held_out(kernel, M, N, K) else "training",
+                      f"{first.published_us:,.1f}", cell(first.matrix_duty, ".2f"), cell(first.toggle, ".2f"), *cells)
+    return table
+
+
+def _family(r: BenchRow) -> str:
+    """A launch file's kernel name less its shape (validation.points names kernels so)."""
+    return r.kernel.removesuffix(f"-{r.shape.M}x{r.shape.N}x{r.shape.K}")
+
+
+def band_table(points: Sequence[Point], title: str) -> Grid:
+    """The validation's verdict per clock: the held-out rows' band and how many meet the targets,
+    and the training rows' fit."""
+    table = Grid(title)
+    for name in ("clock GHz", "set", "rows", "lowest miss", "highest miss", f"within {100 * WITHIN:.0f}%",
+                 f"beyond {100 * NONE_BEYOND:.0f}%", "targets"):
+        table.add_column(name, "left" if name in ("set", "targets") else "right")
+    for c in sorted({p.clock_ghz for p in points}):
+        for held, name in ((True, "held out"), (False, "training")):
+            mine = [p for p in points if p.clock_ghz == c and p.held_out == held]
+            if not mine:
+                continue
+            b = band(mine)
+            verdict = ("met" if b.met else "not met") if held else "(fitted on these)"
+            table.add_row(f"{c:g}", name, str(b.rows), f"{100 * b.low:+.1f}%", f"{100 * b.high:+.1f}%",
+                          f"{b.within:.0%}", str(b.beyond), verdict)
     return table
 
 
@@ -201,11 +236,11 @@ def verify_table(records: Sequence[VerifyRow], title: str) -> Grid:
     """One row per (kernel, shape) from result records (also merged or loaded ones)."""
     table = Grid(title)
     modelled = any(r.modelled is not None for r in records)
-    essential = ("kernel", "shape", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status", *MODELLED)
+    essential = ("kernel", "shape", "rel Frobenius", "mismatches", "NaNs", "unwritten", "status", *MODELLED, "band")
     for name in ("kernel", "shape", "M x N x K, E", "routing", "seed", "max abs err", "max rel err",
                  "rel Frobenius", "mismatches", "NaNs", "unwritten", "sampled rows", "status",
-                 *(("modelled at", *MODELLED, "limiter") if modelled else ())):
-        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "status", "modelled at", "limiter")
+                 *(("modelled at", MODELLED[0], "band", MODELLED[1], "limiter") if modelled else ())):
+        table.add_column(name, "left" if name in ("kernel", "shape", "routing", "status", "modelled at", "band", "limiter")
                          else "right", detail=name not in essential)
     for r in records:
         c, m = r.overall, r.modelled
@@ -214,10 +249,10 @@ def verify_table(records: Sequence[VerifyRow], title: str) -> Grid:
                       f"{c.nans:,}", f"{c.unwritten:,}",
                       "" if r.sampled is None else ("ok" if r.sampled.overall.ok else "[red]FAILED[/]"),
                       "[green]ok[/]" if r.ok else "[red]FAILED[/]",
-                      *(() if not modelled else ("", "", "", "") if m is None else (
+                      *(() if not modelled else ("", "", "", "", "") if m is None else (
                           f"{m.machine} {m.clock_ghz:g} GHz" + (f" (held {m.held_ghz:.2f})" if m.held_ghz and
                                                                  m.held_ghz < m.clock_ghz else ""),
-                          f"{m.microseconds:,.1f}", f"{m.tflops:,.2f}", m.limiter)))
+                          f"{m.microseconds:,.1f}", _band(m.band), f"{m.tflops:,.2f}", m.limiter)))
     return table
 
 

@@ -21,7 +21,9 @@ def _dpp_source(ctrl: int) -> tuple[np.ndarray, np.ndarray]:
     LLVM's spellings (AMDGPUModifierSyntax): within each row of 16 lanes, lane i reads lane i + n
     for row_shl:n and lane i - n for row_shr:n and row_ror:n. row_bcast:15 gives each row lane 15
     of the row before and row_bcast:31 gives rows 2 and 3 lane 31; the table names no source for
-    the rows before those (row 0; rows 0 and 1), so they are taken as past the edge."""
+    the rows before those (row 0; rows 0 and 1), so they are taken as past the edge. row_newbcast:n
+    (0x150-0x15F, gfx90a on; LLVM's SIDefines.h DppCtrl::ROW_NEWBCAST_FIRST, the encoding gfx10
+    calls row_share) gives every lane of a row lane n of that row."""
     lane = np.arange(64)
     row, pos, n = lane & ~15, lane & 15, ctrl & 15
     everywhere = np.ones(64, dtype=bool)
@@ -33,12 +35,14 @@ def _dpp_source(ctrl: int) -> tuple[np.ndarray, np.ndarray]:
         return row + pos - n, pos >= n
     if 0x121 <= ctrl <= 0x12F:  # row_ror
         return row + ((pos - n) & 15), everywhere
+    if 0x150 <= ctrl <= 0x15F:  # row_newbcast
+        return row + n, everywhere
     whole_wave = {0x130: (lane + 1, lane < 63), 0x134: ((lane + 1) & 63, everywhere),  # wave_shl:1, wave_rol:1
                   0x138: (lane - 1, lane > 0), 0x13C: ((lane - 1) & 63, everywhere),  # wave_shr:1, wave_ror:1
                   0x140: (row + 15 - pos, everywhere), 0x141: ((lane & ~7) + 7 - (lane & 7), everywhere),  # mirrors
                   0x142: (row - 1, lane >= 16), 0x143: (np.full(64, 31), lane >= 32)}  # row_bcast:15, row_bcast:31
     if ctrl not in whole_wave:
-        raise Unsupported(f"dpp_ctrl {ctrl:#x}")  # row_newbcast and reserved values: not implemented
+        raise Unsupported(f"dpp_ctrl {ctrl:#x}")  # reserved values
     return whole_wave[ctrl]
 
 
