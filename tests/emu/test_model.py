@@ -39,7 +39,7 @@ MFMA_SHAPES = {"16x16x128": (4, 8), "32x32x64": (16, 4)}  # (LANES, CHAIN); 32x3
 
 def mfma_source(fmt: int, shape: str = "16x16x128") -> str:
     lanes, chain = MFMA_SHAPES[shape]
-    return (mfma_source(fmt).replace("SHAPE", shape).replace("LANES", str(lanes))
+    return (MFMA_LOOP.replace("FMT", str(fmt)).replace("SHAPE", shape).replace("LANES", str(lanes))
             .replace("CHAIN", str(chain)))
 
 

@@ -42,18 +42,18 @@ def test_verify_tables_cells() -> None:
     row = VerifyRow(index=0, kernel="cdna4", target="gfx950", shape=shape("b"), seed=11, ok=False,
                     reference="numpy float64, every element", overall=figures, experts=[figures],
                     sampled=Sampled(replace(figures, ok=True), [figures]),
-                    modelled=ModelledTime("MI355X", 2.4, 123.4, 56.78, "memory", 2.1))
+                    modelled=ModelledTime("MI355X", 2.4, 123.4, 56.78, "memory", 2.1, "held-out -12 ... +34%, validation 7"))
     (got,) = cells(verify_table([row], "t"))
     assert got == {"kernel": "cdna4", "shape": "b", "M x N x K, E": "2048 x 512 x 512, 4", "routing": "uniform",
                    "seed": "11", "max abs err": "1.5", "max rel err": "0.25", "rel Frobenius": "0.0312",
                    "mismatches": "7", "NaNs": "3", "unwritten": "5", "sampled rows": "ok", "status": "FAILED",
-                   "modelled at": "MI355X 2.4 GHz (held 2.10)", "modelled us": "123.4", "modelled TFLOP/s": "56.78",
-                   "limiter": "memory"}
+                   "modelled at": "MI355X 2.4 GHz (held 2.10)", "modelled us": "123.4", "band": "-12..+34% v7",
+                   "modelled TFLOP/s": "56.78", "limiter": "memory"}
 
 
 MODEL = ModelFigures("MI355X", 2.4, "memory", {"mfma": 10.5, "memory": 20.25, "barrier": 3.5, "lds": 4.75, "issue": 5.5,
-                                               "tail": 6.25, "bandwidth": 7.75}, 9.71, 4096, 3, [0, 255, 256], 2,
-                     1 << 20, held_ghz=2.13)
+                                               "tail": 6.25, "bandwidth": 7.75, "launch": 8.5}, 9.71, 4096, 3, [0, 255, 256], 2,
+                     1 << 20, held_ghz=2.13, band="held-out -11 ... +22%, validation 3")
 
 
 def test_model_tables_cells() -> None:
@@ -61,9 +61,9 @@ def test_model_tables_cells() -> None:
                   model=MODEL)
     (got,) = cells(model_table([row], "t"))
     assert got == {"kernel": "reference", "shape": "c", "M x N x K, E": "4096 x 1024 x 1024, 8", "modelled us": "123.4",
-                   "TFLOP/s": "56.78", "% peak": "12.35", "GHz held": "2.13", "limiter": "memory", "mfma us": "10.5",
-                   "memory us": "20.2", "barrier us": "3.5", "lds us": "4.8", "issue us": "5.5", "tail us": "6.2",
-                   "bandwidth us": "7.8", "MFMA floor us": "9.7", "clock GHz": "2.4", "classes": "3",
+                   "band": "-11..+22% v3", "TFLOP/s": "56.78", "% peak": "12.35", "GHz held": "2.13",
+                   "limiter": "memory", "mfma us": "10.5", "memory us": "20.2", "barrier us": "3.5", "lds us": "4.8",
+                   "issue us": "5.5", "tail us": "6.2", "bandwidth us": "7.8", "launch us": "8.5", "MFMA floor us": "9.7", "clock GHz": "2.4", "classes": "3",
                    "emulated": "0, 255, 256"}
 
 
