@@ -68,7 +68,8 @@ def _row(s: Session, rec: Record, p: Problem, m: Modelled, machine: Machine, gri
     return BenchRow(
         code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
         build_errors=code.build_errors, index=rec.index, kernel=rec.job.kernel.name, target=rec.job.target,
-        shape=rec.shape_ref(), seed=s.seed, run=1, cache="modelled", summary=Summary(1, ms, ms, ms, ms, ms, 0.0), stop="modelled", wall_seconds=round(wall, 3), flops=work,
+        shape=rec.shape_ref(), seed=s.seed, run=1, cache="modelled",
+        summary=Summary(1, ms, ms, ms, ms, ms, 0.0), stop="modelled", wall_seconds=round(wall, 3), flops=work,
         min_bytes=least, tflops=tflops, gbps=least / m.seconds / 1e9,
         pct_peak=100 * tflops / known.matrix_tflops if known else None, clock_mhz=round(m.clock_ghz * 1000),
         grid=grid, model=m.figures(machine, profile))
@@ -109,7 +110,8 @@ def modelled_time(machine: Machine, s: Session, rec: Record, p: Problem, dev: De
     rt = ModelRuntime(machine, heap=s.rt.heap)
     launch(replace(s, rt=rt), rt, rec, p, dev)
     m = rt.modelled[-1]
-    return ModelledTime(machine.name, machine.clock_ghz, m.seconds * 1e6, flops(p.dims, p.offsets.tolist()) / m.seconds
+    return ModelledTime(machine.name, machine.clock_ghz, m.seconds * 1e6,
+                        flops(p.dims, p.offsets.tolist()) / m.seconds
                         / 1e12, m.limiter, round(m.clock_ghz, 4))
 
 
@@ -159,8 +161,8 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
                   views: ModelViews, seed: int | None, shard: Shard | None) -> None:
     m = machine_of(chip)
     run = RunOptions(Emulated(), seed, None, shard)
-    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [],
-                     backends=BACKENDS)
+    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False,
+                     extra=lambda _: [], backends=BACKENDS)
     err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}",
               highlight=False)
     s.rt.close()
@@ -180,14 +182,16 @@ def say_classes(rows: list[BenchRow]) -> None:
     for r in rows:
         assert r.model is not None
         err.print(f"{escape(r.kernel)} on {escape(r.shape.name)}: {r.model.classes} class"
-                  f"{'es' * (r.model.classes != 1)} of {r.model.workgroups:,} workgroups; emulated workgroups "
-                  f"{', '.join(map(str, r.model.emulated))}", highlight=False)
+                  f"{'es' * (r.model.classes != 1)} of {r.model.workgroups:,} workgroups; emulated "
+                  f"workgroups {', '.join(map(str, r.model.emulated))}", highlight=False)
 
 
 def save_modelled(path: Path, output: Output, rows: list[BenchRow], env: RunEnvironment, chip: ModelOptions,
                   m: Machine, shard: Shard | None) -> None:
     known = peak(env.device)
     save(path, output.csv_path, "bench", rows, **to_json(env), shard=list(shard) if shard else None,
-         modelled={"machine": chip.machine, "clock_ghz": m.clock_ghz, "figures": list(chip.figures), "sources": m.sources},
+         modelled={"machine": chip.machine, "clock_ghz": m.clock_ghz, "figures": list(chip.figures),
+                   "sources": m.sources},
          peak={**known.__dict__, "source": f"modelled: {known.source}"} if known else None)
-    err.print(escape(f"results (modelled): {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False)
+    err.print(escape(f"results (modelled): {path}" + (f", {output.csv_path}" if output.csv_path else "")),
+              highlight=False)

@@ -54,7 +54,8 @@ def build(compiler: Compiler) -> bytes:
     with tempfile.TemporaryDirectory(prefix="wgrad-mfma-step-") as tmp:
         source, image = Path(tmp) / "step.hip", Path(tmp) / "step.hsaco"
         source.write_text(SOURCE)
-        argv = backend(EMULATED_TARGET).compile_argv(compiler, source, image, Path(tmp) / "step.d", {}, (), ("-O3",))
+        argv = backend(EMULATED_TARGET).compile_argv(compiler, source, image, Path(tmp) / "step.d", {}, (),
+                                                     ("-O3",))
         subprocess.run(argv, check=True, capture_output=True)
         return image.read_bytes()
 
@@ -63,8 +64,10 @@ def step_seconds(image: bytes, repeats: int = 3) -> float:
     """The best wall time of one launch of the step on one worker, decoding excluded."""
     rt = EmuRuntime(workers=1)
     rng = np.random.default_rng(0)
-    arrays: list[np.ndarray] = [rng.integers(0, 0x7E, size=256 * 128, dtype=np.uint8), rng.integers(0, 0x7E, size=256 * 128, dtype=np.uint8),
-              rng.integers(120, 134, size=(512, 4), dtype=np.uint8), rng.integers(120, 134, size=(512, 4), dtype=np.uint8),
+    arrays: list[np.ndarray] = [rng.integers(0, 0x7E, size=256 * 128, dtype=np.uint8),
+                                rng.integers(0, 0x7E, size=256 * 128, dtype=np.uint8),
+              rng.integers(120, 134, size=(512, 4), dtype=np.uint8),
+                                rng.integers(120, 134, size=(512, 4), dtype=np.uint8),
               np.zeros(256 * 256, dtype=np.float32)]
     pointers = []
     for a in arrays:

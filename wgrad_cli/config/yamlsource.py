@@ -53,7 +53,8 @@ def not_text(data: bytes) -> tuple[int, str] | None:
     try:
         data.decode()
     except UnicodeDecodeError as exc:
-        return data[:exc.start].count(b"\n") + 1, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        return data[:exc.start].count(b"\n") + 1, \
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
     return None
 
 
@@ -104,7 +105,8 @@ def _convert(node: yaml.Node, path: Key, problems: Problems) -> Any:
 
 
 def _scalar(node: yaml.Node, path: Key, problems: Problems) -> Any:
-    """A scalar's value; one that YAML cannot construct (a bad or unsafe tag) stops loading, like a syntax error."""
+    """A scalar's value; one that YAML cannot construct (a bad or unsafe tag) stops loading, like a syntax
+    error."""
     try:
         return yaml.SafeLoader("").construct_object(node)
     except (yaml.YAMLError, ValueError, TypeError) as exc:
