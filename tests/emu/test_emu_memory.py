@@ -76,7 +76,8 @@ def test_global_loads_and_stores_of_every_width() -> None:
     rng = np.random.default_rng(7)
     ub = rng.integers(0, 256, N).astype(np.uint8)
     us = rng.integers(0, 65536, N).astype(np.uint16)
-    w = [rng.integers(0, 2**32, (N, k), dtype=np.uint64).astype(np.uint32) for k in (2, 4, 4)]  # a u3 is 16 bytes
+    # a u3 is 16 bytes
+    w = [rng.integers(0, 2**32, (N, k), dtype=np.uint64).astype(np.uint32) for k in (2, 4, 4)]
     h = rng.standard_normal(2 * N).astype(np.float16)
     oh0 = rng.standard_normal(2 * N).astype(np.float16)
     args = [np.zeros(4 * N, np.uint32), ub.view(np.int8), ub, us.view(np.int16), us, *w, h, oh0.copy(),
@@ -96,8 +97,8 @@ def test_global_loads_and_stores_of_every_width() -> None:
 
 def test_lds_reads_and_writes_across_the_waves_of_a_workgroup() -> None:
     image = compile_hip(LDS)
-    assert_uses(image, "ds_write_b32", "ds_write_b64", "ds_write_b128", "ds_read_b32", "ds_read_b64", "ds_read_b128",
-                "ds_read2st64_b32", "ds_write2st64_b32", "s_barrier")
+    assert_uses(image, "ds_write_b32", "ds_write_b64", "ds_write_b128", "ds_read_b32", "ds_read_b64",
+                "ds_read_b128", "ds_read2st64_b32", "ds_write2st64_b32", "s_barrier")
     x = np.random.default_rng(11).integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)
     got = run(image, [np.zeros(4 * N, np.uint32), x], grid=2, block=256)[0].reshape(N, 4)
     for g in range(2):
@@ -128,7 +129,8 @@ def test_buffer_lanes_past_num_records_read_zero_and_write_nothing() -> None:
     assert (got[:, 0] == load(t * 4, 4)).all()
     assert (got[:, 1] == load(t * 2 + 1, 2)).all()
     assert (got[:, 2] == load(t * 3 + 16, 1)).all()
-    quads = [load(t * 16 + 4 * k, 4) for k in range(4)]  # dwordx4 is range-checked per dword: lane 6 keeps one
+    # dwordx4 is range-checked per dword: lane 6 keeps one
+    quads = [load(t * 16 + 4 * k, 4) for k in range(4)]
     assert (got[:, 3] == (sum(quads) & 0xFFFFFFFF)).all()
     stored = np.where(t * 4 + 4 <= records, load(t * 4, 4) + 1, src[:64])
     assert (after[:64] == stored.astype(np.uint32)).all() and (after[64:] == src[64:]).all()

@@ -12,7 +12,8 @@ from emukernels import assert_uses, compile_hip, run
 pytestmark = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 
 # (form, element bytes, element stride of its offsets)
-FORMS = [("ds_read2_b32", 4, 1), ("ds_read2_b64", 8, 1), ("ds_read2st64_b32", 4, 64), ("ds_read2st64_b64", 8, 64)]
+FORMS = [("ds_read2_b32", 4, 1), ("ds_read2_b64", 8, 1), ("ds_read2st64_b32", 4, 64),
+         ("ds_read2st64_b64", 8, 64)]
 WORDS = 2048  # of LDS: beyond the farthest element any form reaches here (3 x 8 x 64 + 16 + 8 bytes)
 BASE = 16  # bytes
 

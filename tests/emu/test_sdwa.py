@@ -49,7 +49,8 @@ KERNEL void sdwa_asm(unsigned *out, const unsigned *a, const unsigned *b) {
 def sdwa_with_scalar(image: bytes) -> list[str]:
     """The image's SDWA instructions that read an SGPR or a constant."""
     return [line for line in listing(image).splitlines()
-            if re.search(r"_sdwa\s", line) and re.search(r"_sdwa\s+[^,]+(,\s*\S+)*?,\s*(sext\()?(s\d+|\d+)\b", line)]
+            if re.search(r"_sdwa\s", line)
+            and re.search(r"_sdwa\s+[^,]+(,\s*\S+)*?,\s*(sext\()?(s\d+|\d+)\b", line)]
 
 
 def inputs(seed: int) -> tuple[np.ndarray, np.ndarray]:
