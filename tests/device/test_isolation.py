@@ -32,7 +32,8 @@ class CrashProne:
 
 
 def session() -> Session:
-    return Session(config=None, target=TARGETS["gfx950"], backend=BACKENDS["gfx950"], rt=CrashProne(Info(Emulated())), records=[],  # type: ignore[arg-type]
+    return Session(config=None, target=TARGETS["gfx950"], backend=BACKENDS["gfx950"],
+                   rt=CrashProne(Info(Emulated())), records=[],  # type: ignore[arg-type]
                    builds={}, seed=0, specs={}, kernel_timeout=1.0)
 
 
@@ -57,4 +58,5 @@ def test_the_child_runs_the_parents_wgrad_whatever_the_current_folder(tmp_path: 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ToolError) as raised:
         isolation.run(session(), "reference on one-expert", divmod, 0)
-    assert "TypeError" in raised.value.lines[0] and "not the parent wgrad" not in "\n".join(raised.value.lines)
+    assert "TypeError" in raised.value.lines[0] \
+        and "not the parent wgrad" not in "\n".join(raised.value.lines)
