@@ -77,6 +77,7 @@ class Backend(ABC):
         try:
             shim = importlib.import_module(self.runtime_module)
         except ImportError as exc:
-            raise DriverError(f"no {self.vendor} runtime: {exc}; pip install {self.runtime_packages}") from None
+            raise DriverError(f"no {self.vendor} runtime: {exc}; pip install "
+                              f"{self.runtime_packages}") from None
         runtime: Runtime = shim.open_device(device)
         return runtime

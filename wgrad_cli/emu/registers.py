@@ -38,7 +38,8 @@ class Use:
     operand: str
 
     def __str__(self) -> str:
-        name = f"{self.file}{self.first}" if self.count == 1 else f"{self.file}[{self.first}:{self.first + self.count - 1}]"
+        name = (f"{self.file}{self.first}" if self.count == 1
+                else f"{self.file}[{self.first}:{self.first + self.count - 1}]")
         return f"{name} ({self.operand})"
 
 

@@ -308,9 +308,10 @@ class Sanitizer:
             i, w, n = self._first(bad)
             other = int(st.spend_pc[s[i], w])
             self._report(b, "waits", p, other, w, f"s{int(s[i])}",
-                         f"read by it before the {self._text(other)} that writes it was waited for: lgkmcnt "
-                         f"was {int(st.smem_issued[w] - st.smem_done[w] + st.lds_issued[w] - st.lds_done[w])}, needed 0 "
-                         "(scalar memory returns out of order)", n)
+                         f"read by it before the {self._text(other)} that writes it was waited for: "
+                         "lgkmcnt was "
+                         f"{int(st.smem_issued[w] - st.smem_done[w] + st.lds_issued[w] - st.lds_done[w])}, "
+                         "needed 0 (scalar memory returns out of order)", n)
         if (p.vmem or p.valu) and "s_valu" in st.seen:
             need = 5 if p.vmem else 2
             self._need(b, st, p, m, s, st.s_valu_clk[s], need, st.s_valu_pc[s],

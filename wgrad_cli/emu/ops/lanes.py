@@ -35,7 +35,8 @@ def to_regs(regs: np.ndarray, vdst: int, data: np.ndarray, signed: bool, d16: st
         return
     old = regs[vdst][waves, lanes]
     half = raw & U32(0xFFFF)
-    regs[vdst][waves, lanes] = (old & U32(0xFFFF0000)) | half if d16 == "lo" else (old & U32(0xFFFF)) | (half << U32(16))
+    regs[vdst][waves, lanes] = ((old & U32(0xFFFF0000)) | half if d16 == "lo"
+                                else (old & U32(0xFFFF)) | (half << U32(16)))
 
 
 def from_regs(regs: np.ndarray, vdata: int, size: int, hi: bool, waves: np.ndarray,

@@ -86,8 +86,8 @@ SOP2: dict[str, tuple[bool, Sop2]] = {
                                            << (b & U32(31)).astype(U64)).astype(U32), None)),
     "S_BFE_U32": (False, lambda a, b, c: (lambda r: (r, _nz(r)))(_bfe(a, b, 32, False))),
     "S_BFE_I32": (False, lambda a, b, c: (lambda r: (r, _nz(r)))(_bfe(a, b, 32, True))),
-    "S_ABSDIFF_I32": (False, lambda a, b, c: (lambda r: (r, _nz(r)))(np.abs(_i32(a).astype(np.int64)
-                                                                            - _i32(b)).astype(U64).astype(U32))),
+    "S_ABSDIFF_I32": (False, lambda a, b, c: (lambda r: (r, _nz(r)))(
+        np.abs(_i32(a).astype(np.int64) - _i32(b)).astype(U64).astype(U32))),
     "S_PACK_LL_B32_B16": (False, lambda a, b, c: ((a & U32(0xFFFF)) | (b << U32(16)), None)),
     "S_PACK_LH_B32_B16": (False, lambda a, b, c: ((a & U32(0xFFFF)) | (b & U32(0xFFFF0000)), None)),
     "S_PACK_HH_B32_B16": (False, lambda a, b, c: ((a >> U32(16)) | (b & U32(0xFFFF0000)), None)),
@@ -106,10 +106,14 @@ for _w, _t in ((32, U32), (64, U64)):
     SOP2[f"S_NAND_{_sfx}"] = (_w == 64, lambda a, b, c: (lambda r: (r, _nz(r)))(~(a & b)))
     SOP2[f"S_NOR_{_sfx}"] = (_w == 64, lambda a, b, c: (lambda r: (r, _nz(r)))(~(a | b)))
     SOP2[f"S_XNOR_{_sfx}"] = (_w == 64, lambda a, b, c: (lambda r: (r, _nz(r)))(~(a ^ b)))
-    SOP2[f"S_LSHL_{_sfx}"] = (_w == 64, (lambda t, m: lambda a, b, c: (lambda r: (r, _nz(r)))(a << (b & m).astype(t)))(_t, _m))
-    SOP2[f"S_LSHR_{_sfx}"] = (_w == 64, (lambda t, m: lambda a, b, c: (lambda r: (r, _nz(r)))(a >> (b & m).astype(t)))(_t, _m))
-SOP2["S_ASHR_I32"] = (False, lambda a, b, c: (lambda r: (r, _nz(r)))((_i32(a) >> (b & U32(31)).astype(np.int32)).view(U32)))
-SOP2["S_ASHR_I64"] = (True, lambda a, b, c: (lambda r: (r, _nz(r)))((_i64(a) >> (b & U64(63)).astype(np.int64)).view(U64)))
+    SOP2[f"S_LSHL_{_sfx}"] = (_w == 64, (lambda t, m: lambda a, b, c: (lambda r: (r, _nz(r)))(
+        a << (b & m).astype(t)))(_t, _m))
+    SOP2[f"S_LSHR_{_sfx}"] = (_w == 64, (lambda t, m: lambda a, b, c: (lambda r: (r, _nz(r)))(
+        a >> (b & m).astype(t)))(_t, _m))
+SOP2["S_ASHR_I32"] = (False, lambda a, b, c: (lambda r: (r, _nz(r)))(
+    (_i32(a) >> (b & U32(31)).astype(np.int32)).view(U32)))
+SOP2["S_ASHR_I64"] = (True, lambda a, b, c: (lambda r: (r, _nz(r)))(
+    (_i64(a) >> (b & U64(63)).astype(np.int64)).view(U64)))
 SOP2["S_BFE_U64"] = (True, lambda a, b, c: (lambda r: (r, _nz(r)))(_bfe(a, b.astype(U32), 64, False)))
 SOP2["S_BFE_I64"] = (True, lambda a, b, c: (lambda r: (r, _nz(r)))(_bfe(a, b.astype(U32), 64, True)))
 SOP2["S_BFM_B64"] = (True, lambda a, b, c: ((((U64(1) << (a & U64(63))) - U64(1)) << (b & U64(63))), None))
@@ -176,8 +180,10 @@ SOP1_32: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarr
                                           _flbit(np.where(_i32(a) < 0, ~a, a).astype(U32), 32)), None),
     "S_SEXT_I32_I8": lambda a, s: ((a & U32(0xFF)).astype(np.uint8).view(np.int8).astype(np.int32).view(U32),
                                    None),
-    "S_SEXT_I32_I16": lambda a, s: ((a & U32(0xFFFF)).astype(np.uint16).view(np.int16).astype(np.int32).view(U32), None),
-    "S_ABS_I32": lambda a, s: (lambda r: (r, _nz(r)))(np.abs(_i32(a).astype(np.int64)).astype(U64).astype(U32)),
+    "S_SEXT_I32_I16": lambda a, s: ((a & U32(0xFFFF)).astype(np.uint16).view(np.int16).astype(np.int32)
+                                    .view(U32), None),
+    "S_ABS_I32": lambda a, s: (lambda r: (r, _nz(r)))(np.abs(_i32(a).astype(np.int64)).astype(U64)
+                                                      .astype(U32)),
     "S_CMOV_B32": lambda a, s: (a, None),
 }
 SOP1_64: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]] = {

@@ -59,7 +59,10 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_MOV_B32": ("b32", ("b32",), lambda a: a),
     "V_NOT_B32": ("b32", ("b32",), lambda a: ~a),
     "V_BFREV_B32": ("b32", ("b32",),
-                    lambda a: np.packbits(np.unpackbits(np.ascontiguousarray(a, dtype="<u4")[..., None].view(np.uint8), axis=-1, bitorder="little")[..., ::-1], axis=-1, bitorder="little").view("<u4")[..., 0]),
+                    lambda a: np.packbits(
+                        np.unpackbits(np.ascontiguousarray(a, dtype="<u4")[..., None].view(np.uint8),
+                                      axis=-1, bitorder="little")[..., ::-1],
+                        axis=-1, bitorder="little").view("<u4")[..., 0]),
     "V_CVT_F32_I32": ("f32", ("i32",), lambda a: a.astype(F32)),
     "V_CVT_F32_U32": ("f32", ("u32",), lambda a: a.astype(F32)),
     "V_CVT_U32_F32": ("u32", ("f32",), lambda a: cvt_int(a, 0, 2**32 - 1, U32)),
@@ -132,8 +135,11 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
     "V_MUL_U32_U24": ("u32", ("u32", "u32"), lambda a, b: (a & U32(0xFFFFFF)) * (b & U32(0xFFFFFF))),
     "V_MUL_HI_U32_U24": ("u32", ("u32", "u32"),
                          lambda a, b: (((a & U32(0xFFFFFF)).astype(U64) * (b & U32(0xFFFFFF)))
-                                       >> U64(32)).astype(U32)), "V_MUL_I32_I24": ("i32", ("i32", "i32"),
-                                                                                   lambda a, b: ((a << 8) >> 8).astype(np.int64) * ((b << 8) >> 8)), "V_MUL_HI_I32_I24": ("i32", ("i32", "i32"), lambda a, b: ((((a << 8) >> 8).astype(np.int64) * ((b << 8) >> 8)) >> 32)), "V_LDEXP_F32": ("f32", ("f32", "i32"), lambda a, b: ldexp(a, b, F32)),
+                                       >> U64(32)).astype(U32)),
+    "V_MUL_I32_I24": ("i32", ("i32", "i32"), lambda a, b: ((a << 8) >> 8).astype(np.int64) * ((b << 8) >> 8)),
+    "V_MUL_HI_I32_I24": ("i32", ("i32", "i32"),
+                         lambda a, b: ((((a << 8) >> 8).astype(np.int64) * ((b << 8) >> 8)) >> 32)),
+    "V_LDEXP_F32": ("f32", ("f32", "i32"), lambda a, b: ldexp(a, b, F32)),
     "V_LDEXP_F64": ("f64", ("f64", "i32"), lambda a, b: ldexp(a, b, F64)),
     "V_LDEXP_F16": ("f16", ("f16", "i16"), lambda a, b: ldexp(a, b, F16)),
     "V_FMAC_F32": ("f32", ("f32", "f32", "f32"), fma32),
@@ -253,7 +259,10 @@ VOPS: dict[str, tuple[str, tuple[str, ...], Fn]] = {
                                         + ((c >> U32(s)) & U32(1))) >> U32(1)) << U32(s)
                                       for s in (0, 8, 16, 24))),
     "V_BCNT_U32_B32": ("u32", ("b32", "u32"),
-                       lambda a, b: np.unpackbits(np.ascontiguousarray(np.broadcast_to(a, np.broadcast(a, b).shape), dtype="<u4")[..., None].view(np.uint8), axis=-1).sum(axis=-1).astype(U32) + b),
+                       lambda a, b: np.unpackbits(
+                           np.ascontiguousarray(np.broadcast_to(a, np.broadcast(a, b).shape),
+                                                dtype="<u4")[..., None].view(np.uint8),
+                           axis=-1).sum(axis=-1).astype(U32) + b),
 }
 
 

@@ -241,7 +241,8 @@ def _accvgpr(ctx: Ctx, name: str) -> Run:
 
 def _scaled(ctx: Ctx, m: re.Match[str]) -> Run:
     to, frm = m.group(2).lower(), m.group(3).lower()
-    return cvt_to_small(ctx, to, frm, scaled=True) if to in SMALL else cvt_scaled_from_small(ctx, frm, to, bool(m.group(1)))
+    return (cvt_to_small(ctx, to, frm, scaled=True) if to in SMALL
+            else cvt_scaled_from_small(ctx, frm, to, bool(m.group(1))))
 
 
 def _permlane_swap(ctx: Ctx, rows: int) -> Run:

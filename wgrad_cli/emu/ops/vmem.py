@@ -111,7 +111,8 @@ def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, o
     dwords. Lanes outside EXEC leave their slot untouched."""
     nbytes = data.shape[1]
     if nbytes < 4:
-        raw = data[:, 0].astype(U32) if nbytes == 1 else np.ascontiguousarray(data).view("<u2")[:, 0].astype(U32)
+        raw = (data[:, 0].astype(U32) if nbytes == 1
+               else np.ascontiguousarray(data).view("<u2")[:, 0].astype(U32))
         if signed:
             raw = np.where(raw >> U32(8 * nbytes - 1), raw | U32((0xFFFFFFFF << (8 * nbytes)) & 0xFFFFFFFF),
                            raw)
