@@ -342,7 +342,8 @@ def test_bench_interleaves_each_shape_and_records_speedups_per_round(repo: Path,
     assert all(not x["paired"] for x in rows[1:])
     shown = CliRunner().invoke(cli, ["speedup", str(tmp_path / "b.json"), "--wide"])
     assert shown.exit_code == 0, shown.output
-    assert f"| {grouped['median']:.2f} | {grouped['p20']:.2f}-{grouped['p80']:.2f} |" in " ".join(shown.output.split())
+    assert f"| {grouped['median']:.2f} | {grouped['p20']:.2f}-{grouped['p80']:.2f} |" \
+        in " ".join(shown.output.split())
     blocked = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
                   "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--json",
                   tmp_path / "blocked.json")

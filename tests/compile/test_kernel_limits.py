@@ -67,9 +67,10 @@ def test_build_and_verify_refuse_a_shape_past_them_before_compiling(tmp_path: Pa
 ])
 def test_a_bad_limit_is_one_line(tmp_path: Path, limits: str, why: str) -> None:
     text = (Path(__file__).parents[2] / "kernels" / "reference.yaml").read_text()
-    (tmp_path / "reference.yaml").write_text(text.replace("source: reference.cu",
-                                                          f"source: {Path(__file__).parents[2] / 'kernels' / 'reference.cu'}")
-                                             + f"limits: {limits}\n")
+    (tmp_path / "reference.yaml").write_text(
+        text.replace("source: reference.cu",
+                     f"source: {Path(__file__).parents[2] / 'kernels' / 'reference.cu'}")
+        + f"limits: {limits}\n")
     with pytest.raises(ConfigError) as info:
         load_specs(tmp_path)
     (line,) = info.value.lines

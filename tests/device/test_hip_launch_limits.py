@@ -35,7 +35,8 @@ def reference(tmp_path_factory: pytest.TempPathFactory, amd_compiler: Compiler) 
     return spec, result.code_object
 
 
-def test_the_reference_kernels_launch_bounds_reach_the_gfx950_build(reference: tuple[KernelSpec, Path]) -> None:
+def test_the_reference_kernels_launch_bounds_reach_the_gfx950_build(
+        reference: tuple[KernelSpec, Path]) -> None:
     spec, code_object = reference
     (kernel,) = amd_metadata(code_object.read_bytes())["amdhsa.kernels"]
     assert kernel[".max_flat_workgroup_size"] == spec.block == 256

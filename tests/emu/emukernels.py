@@ -110,7 +110,8 @@ def disassemble(image: bytes) -> list[tuple[int, str, int]]:
     """(offset, mnemonic, length in bytes) of every instruction LLVM finds in the image's .text."""
     text = listing(image)
     insts = []
-    for m in re.finditer(r"^\s+(\S+)(?:\s[^\n]*?)?\s*//\s*([0-9A-F]+):((?:\s[0-9A-F]{8})+)(?:\s+<[^>]*>)?\s*$", text, re.M):
+    for m in re.finditer(r"^\s+(\S+)(?:\s[^\n]*?)?\s*//\s*([0-9A-F]+):((?:\s[0-9A-F]{8})+)"
+                         r"(?:\s+<[^>]*>)?\s*$", text, re.M):
         insts.append((int(m.group(2), 16), m.group(1), 4 * len(m.group(3).split())))
     return insts
 

@@ -113,7 +113,8 @@ def encode(x: float, fmt: str) -> int:
     if np.isnan(x):
         return (sign - 1) if fmt == "fp8" else ((1 << eb) - 1) << mb | 1 << (mb - 1)
     s = sign if np.signbit(x) else 0
-    over = sign - 1 if fmt == "fp8" else bits_of(largest(fmt), fmt) if fmt in SATURATING else ((1 << eb) - 1) << mb
+    over = (sign - 1 if fmt == "fp8" else bits_of(largest(fmt), fmt) if fmt in SATURATING
+            else ((1 << eb) - 1) << mb)
     if np.isinf(x):
         return s | over
     a = Fraction(abs(x))
