@@ -43,7 +43,8 @@ void mfma_step(const v4i *a, const v4i *b, const int *sa, const int *sb, v4f *d)
     v8i fb = (v8i){lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
     for (int i = 0; i < 2; i++)
-      d[((2 * w + i) * 16 + j) * 64 + l] = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(fa[i], fb, (v4f){0, 0, 0, 0}, 0, 0, 0, scale_a, 0, scale_b);
+      d[((2 * w + i) * 16 + j) * 64 + l] = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(fa[i], fb,
+          (v4f){0, 0, 0, 0}, 0, 0, 0, scale_a, 0, scale_b);
   }
 }
 '''

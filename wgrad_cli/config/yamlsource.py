@@ -91,8 +91,10 @@ def _convert(node: yaml.Node, path: Key, problems: Problems) -> Any:
             line = key_node.start_mark.line + 1
             key = _scalar(key_node, path, problems) if isinstance(key_node, yaml.ScalarNode) else None
             if not isinstance(key, str | int):
-                problems.add(path, f"key {key_node.value if isinstance(key_node, yaml.ScalarNode) else '(a collection)'}"
-                             " is not a name", "keys are plain names", line)
+                problems.add(
+                    path,
+                    f"key {key_node.value if isinstance(key_node, yaml.ScalarNode) else '(a collection)'}"
+                    " is not a name", "keys are plain names", line)
             elif key in out:
                 problems.add(path + (key,), "appears twice", "each key may appear once", line)
             else:
