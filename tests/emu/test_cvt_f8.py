@@ -25,7 +25,8 @@ KERNEL void cvt(unsigned *out, const float *f, const float *g, const unsigned *q
   o[4] = __builtin_bit_cast(unsigned, __builtin_amdgcn_cvt_scalef32_f32_fp8(q[i], s[i], 2));
   o[5] = __builtin_bit_cast(unsigned, __builtin_amdgcn_cvt_scalef32_f32_bf8(q[i], s[i], 1));
   __bf16 a = (__bf16)x, b = (__bf16)y;
-  o[6] = (unsigned)__builtin_bit_cast(unsigned short, a) | ((unsigned)__builtin_bit_cast(unsigned short, b) << 16);
+  o[6] = (unsigned)__builtin_bit_cast(unsigned short, a)
+         | ((unsigned)__builtin_bit_cast(unsigned short, b) << 16);
   asm volatile("v_cvt_scalef32_pk_f32_bf8 %0, %1, %2" : "=v"(r) : "v"(q[i]), "v"(s[i]));
   o[7] = (unsigned)r; o[8] = (unsigned)(r >> 32);
 }

@@ -311,7 +311,8 @@ SIX = """
 typedef unsigned v6 __attribute__((ext_vector_type(6)));
 typedef unsigned v16 __attribute__((ext_vector_type(16)));
 typedef unsigned v32 __attribute__((ext_vector_type(32)));
-KERNEL void six(unsigned *out, const v16 *x, const v16 *y, const v16 *h, const unsigned *c, const unsigned *s) {
+KERNEL void six(unsigned *out, const v16 *x, const v16 *y, const v16 *h,
+                const unsigned *c, const unsigned *s) {
   unsigned i = tid(), sc = s[i];
   v16 a = x[i], b = y[i], p = h[i];
   v6 q, r0, r1, r2, r3;  // a 6-vector takes 8 dwords in memory: its codes are loaded one by one

@@ -82,7 +82,8 @@ def test_fp64_division_is_ieee_division() -> None:
 
 MISC = """
 #define BITS16(v) ((unsigned)__builtin_bit_cast(unsigned short, (_Float16)(v)))
-KERNEL void misc(unsigned *o, const unsigned *a, const unsigned *b, const float *f, const _Float16 *hh, const double *g) {
+KERNEL void misc(unsigned *o, const unsigned *a, const unsigned *b, const float *f,
+                 const _Float16 *hh, const double *g) {
   unsigned i = tid(), x = a[i], y = b[i];
   float p = f[i];
   _Float16 hx = hh[2 * i], hy = hh[2 * i + 1];
@@ -97,7 +98,8 @@ KERNEL void misc(unsigned *o, const unsigned *a, const unsigned *b, const float 
   r[6] = BITS16(__builtin_fmaf16(hx, hy, (_Float16)1.5f)) | BITS16(__builtin_floorf16(hx)) << 16;
   r[7] = BITS16(__builtin_sqrtf16(__builtin_fabsf16(hx))) | BITS16(hx * hy) << 16;
   unsigned long long fq = __builtin_bit_cast(unsigned long long, __builtin_fma(q, q, -1.0));
-  unsigned long long tq = __builtin_bit_cast(unsigned long long, __builtin_trunc(q * 3.0) - __builtin_floor(q));
+  unsigned long long tq = __builtin_bit_cast(unsigned long long,
+                                             __builtin_trunc(q * 3.0) - __builtin_floor(q));
   r[8] = (unsigned)fq; r[9] = (unsigned)(fq >> 32); r[10] = (unsigned)tq; r[11] = (unsigned)(tq >> 32);
 }
 """

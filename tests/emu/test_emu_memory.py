@@ -14,9 +14,9 @@ typedef unsigned u2 __attribute__((ext_vector_type(2)));
 typedef unsigned u3 __attribute__((ext_vector_type(3)));
 typedef unsigned u4 __attribute__((ext_vector_type(4)));
 typedef _Float16 h2 __attribute__((ext_vector_type(2)));
-KERNEL void mem(unsigned *out, const signed char *sb, const unsigned char *ub, const short *ss, const unsigned short *us,
-                const u2 *w2, const u3 *w3, const u4 *w4, const _Float16 *h, h2 *oh, unsigned char *ob, unsigned short *os,
-                u2 *o2, u3 *o3, u4 *o4) {
+KERNEL void mem(unsigned *out, const signed char *sb, const unsigned char *ub, const short *ss,
+                const unsigned short *us, const u2 *w2, const u3 *w3, const u4 *w4, const _Float16 *h, h2 *oh,
+                unsigned char *ob, unsigned short *os, u2 *o2, u3 *o3, u4 *o4) {
   unsigned i = gid() * 256 + tid();
   out[i * 4 + 0] = (int)sb[i] + (unsigned)ub[i];
   out[i * 4 + 1] = (int)ss[i] ^ (unsigned)us[i];
@@ -29,7 +29,8 @@ KERNEL void mem(unsigned *out, const signed char *sb, const unsigned char *ub, c
 LDS = """
 typedef unsigned u2 __attribute__((ext_vector_type(2)));
 typedef unsigned u4 __attribute__((ext_vector_type(4)));
-#define SYNC() do { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); __builtin_amdgcn_s_barrier(); __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); } while (0)
+#define SYNC() do { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); __builtin_amdgcn_s_barrier(); \\
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); } while (0)
 KERNEL void lds(unsigned *out, const unsigned *in) {
   SHARED unsigned s1[256];
   SHARED u2 s2[256];
@@ -49,7 +50,8 @@ KERNEL void lds(unsigned *out, const unsigned *in) {
   SYNC();
   s1[t ^ 1] = a; 
   SYNC();
-  out[i * 4 + 0] = s1[t] ^ b.x; out[i * 4 + 1] = b.y; out[i * 4 + 2] = c.x + c.y; out[i * 4 + 3] = c.z * 1000u + c.w + e;
+  out[i * 4 + 0] = s1[t] ^ b.x; out[i * 4 + 1] = b.y; out[i * 4 + 2] = c.x + c.y;
+  out[i * 4 + 3] = c.z * 1000u + c.w + e;
 }
 """
 BUFFER = """

@@ -11,7 +11,8 @@ from emukernels import assert_uses, compile_hip, run
 M32, M64 = 0xFFFFFFFF, (1 << 64) - 1
 
 SALU = """
-KERNEL void salu(unsigned *out, unsigned a, unsigned b, unsigned long long c, const unsigned *__restrict__ tab) {
+KERNEL void salu(unsigned *out, unsigned a, unsigned b, unsigned long long c,
+                 const unsigned *__restrict__ tab) {
   unsigned long long d = c * b + (c >> (a & 63)) - (c << 3);
   unsigned acc = a;
   for (unsigned j = 0; j < (b & 7) + 2; ++j) acc = acc * 3u + tab[j];

@@ -22,12 +22,14 @@ SWIZZLES = [0x041F, 0x401F, 0x1478, 0x0010, 0x80B1, 0x8070]
 COLUMNS = len(SWIZZLES) + 9
 PICK = 9  # a lane on in both waves, the uniform lane of v_readlane_b32
 SOURCE = f"""
-KERNEL void lanes(unsigned *out, const unsigned *a, const unsigned *addr, const unsigned *on, unsigned pick) {{
+KERNEL void lanes(unsigned *out, const unsigned *a, const unsigned *addr,
+                  const unsigned *on, unsigned pick) {{
   unsigned i = tid(), x = a[i], ad = addr[i];
   unsigned *o = out + i * {COLUMNS};
   asm volatile("" :: "v"(x));  // every lane loads x: lanes off in EXEC hold data
   if (on[i]) {{
-""" + "".join(f"    o[{k}] = __builtin_amdgcn_ds_swizzle(x, {s:#x});\n" for k, s in enumerate(SWIZZLES)) + f"""
+""" + "".join(f"    o[{k}] = __builtin_amdgcn_ds_swizzle(x, {s:#x});\n"
+              for k, s in enumerate(SWIZZLES)) + f"""
     unsigned *p = o + {len(SWIZZLES)};
     p[0] = __builtin_amdgcn_ds_permute(ad, x);
     p[1] = __builtin_amdgcn_ds_permute(ad + 12, x);

@@ -19,7 +19,8 @@ SOURCE = """
                     __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); } while (0)
 typedef __bf16 bf2 __attribute__((ext_vector_type(2)));
 typedef _Float16 h2 __attribute__((ext_vector_type(2)));
-KERNEL void lds(unsigned *out, const unsigned *init, const unsigned *v, const bf2 *bv, const h2 *hv, int far) {
+KERNEL void lds(unsigned *out, const unsigned *init, const unsigned *v, const bf2 *bv,
+                const h2 *hv, int far) {
   SHARED unsigned s[64];
   SHARED unsigned long long s64[4];
   SHARED float f[2];
@@ -54,7 +55,8 @@ KERNEL void lds(unsigned *out, const unsigned *init, const unsigned *v, const bf
   if (t == 0) out[3840 + g] = __hip_atomic_fetch_add(&s[far], 5u, R, WG);
   SYNC();
   if (t < 64) out[3844 + 64 * g + t] = s[t];
-  if (t < 4) { out[4036 + 8 * g + 2 * t] = (unsigned)s64[t]; out[4037 + 8 * g + 2 * t] = (unsigned)(s64[t] >> 32); }
+  if (t < 4) { out[4036 + 8 * g + 2 * t] = (unsigned)s64[t];
+               out[4037 + 8 * g + 2 * t] = (unsigned)(s64[t] >> 32); }
   if (t < 2) out[4060 + 2 * g + t] = __builtin_bit_cast(unsigned, f[t]);
   if (t < 16) { out[4066 + 32 * g + t] = __builtin_bit_cast(unsigned, pb[t]);
                 out[4082 + 32 * g + t] = __builtin_bit_cast(unsigned, ph[t]); }

@@ -49,8 +49,8 @@ KERNEL void pairs(unsigned *out) {{
   __builtin_amdgcn_s_barrier();
   if (tid() == 0) {{
     {kind} a = ({kind})0xA2A2A2A2A1A1A1A1ull, b = ({kind})0xB2B2B2B2B1B1B1B1ull;
-    asm volatile("{form} %0, %1, %2 offset0:1 offset1:3\n s_waitcnt lgkmcnt(0)" :: "v"({BASE}u), "v"(a), "v"(b),
-                 "v"(lds) : "memory");
+    asm volatile("{form} %0, %1, %2 offset0:1 offset1:3\n s_waitcnt lgkmcnt(0)" :: "v"({BASE}u), "v"(a),
+                 "v"(b), "v"(lds) : "memory");
   }}
   __builtin_amdgcn_s_barrier();
   for (int i = tid(); i < {WORDS}; i += 64) out[i] = lds[i];

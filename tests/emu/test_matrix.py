@@ -27,8 +27,8 @@ typedef int v8i __attribute__((ext_vector_type(8)));
 typedef float vf __attribute__((ext_vector_type({regs})));
 KERNEL void mfma_scaled(const v8i *a, const v8i *b, const int *sa, const int *sb, vf *d) {{
   int l = tid();
-  d[l] = __builtin_amdgcn_mfma_scale_f32_{m}x{m}x{k}_f8f6f4(a[l], b[l], d[l], {cbsz}, {blgp}, {opa}, sa[l], {opb},
-                                                            sb[l]);
+  d[l] = __builtin_amdgcn_mfma_scale_f32_{m}x{m}x{k}_f8f6f4(a[l], b[l], d[l], {cbsz}, {blgp}, {opa}, sa[l],
+                                                            {opb}, sb[l]);
 }}
 """
 

@@ -33,7 +33,8 @@ KERNEL void pk(unsigned *out, const unsigned *a, const unsigned *b, const unsign
   unsigned r;
   asm volatile("v_pk_add_u16 %0, %1, %2 clamp" : "=v"(r) : "v"(x), "v"(y)); o[10] = r;
   asm volatile("v_pk_sub_i16 %0, %1, %2 clamp" : "=v"(r) : "v"(x), "v"(y)); o[11] = r;
-  asm volatile("v_pk_add_f16 %0, %1, %2 op_sel:[1,0] op_sel_hi:[0,1] neg_lo:[0,1]" : "=v"(r) : "v"(x), "v"(y)); o[12] = r;
+  asm volatile("v_pk_add_f16 %0, %1, %2 op_sel:[1,0] op_sel_hi:[0,1] neg_lo:[0,1]"
+               : "=v"(r) : "v"(x), "v"(y)); o[12] = r;
   asm volatile("v_mad_legacy_u16 %0, %1, %2, %3" : "=v"(r) : "v"(x), "v"(y), "v"(z)); o[13] = r;
   asm volatile("v_mad_u16 %0, %1, %2, %3" : "=v"(r) : "v"(x), "v"(y), "v"(z)); o[14] = r;
   o[15] = (unsigned short)((unsigned short)x * (unsigned short)y + (unsigned short)z);

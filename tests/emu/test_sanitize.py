@@ -68,8 +68,8 @@ KERNEL void mfma(float *out, const v8h *in) {
     float r;
     asm volatile(ZERO "s_nop 1\\n\\t"
                  "v_mfma_f32_32x32x16_f16 v[32:47], %1, %1, v[32:47]\\n\\t" NOPS "v_mov_b32 %0, v35"
-                 : "=v"(r) : "v"(x) : "v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41", "v42",
-                   "v43", "v44", "v45", "v46", "v47");
+                 : "=v"(r) : "v"(x) : "v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41",
+                   "v42", "v43", "v44", "v45", "v46", "v47");
     out[tid()] = r;
 }
 """
