@@ -1,5 +1,5 @@
-"""Typed results records for tests, built from the record types (records.py) as bench and verify build
-them."""
+"""Typed results records for tests, built from the record types (records.py) as bench
+and verify build them."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ def shape(name: str) -> ShapeRef:
 
 def bench_row(index: int, name: str, median_ms: float, run: int = 1, noise: float = 0.01,
               **changes: Any) -> BenchRow:
-    """A row as bench writes it, its samples spread by about `noise`; shape "calibration" gives the
-    calibration row."""
+    """A row as bench writes it, its samples spread by about `noise`; shape "calibration"
+    gives the calibration row."""
     calibration = name == "calibration"
     d = shape(name)
     flops = 0 if calibration else 2 * d.N * d.K * d.M

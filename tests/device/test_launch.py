@@ -1,5 +1,5 @@
-"""Launching: buffers, argument packing and launches on a real GPU (marked gpu); refusals before any
-launch."""
+"""Launching: buffers, argument packing and launches on a real GPU (marked gpu);
+refusals before any launch."""
 
 from __future__ import annotations
 

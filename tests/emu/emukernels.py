@@ -184,8 +184,8 @@ LANES = 64
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a differential program left: each lane's `compute(lane)` and the named globals' bytes, in
-    order."""
+    """What a differential program left: each lane's `compute(lane)` and the named
+    globals' bytes, in order."""
 
     lanes: np.ndarray
     globals: bytes

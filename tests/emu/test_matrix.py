@@ -47,8 +47,8 @@ def lane_and_byte(m: int, k: int, row: int, kk: int) -> tuple[int, int]:
 
 def model_scaled(m: int, a: np.ndarray, b: np.ndarray, sa: np.ndarray, sb: np.ndarray, c: np.ndarray,
                  cbsz: int, blgp: int, opa: int, opb: int) -> np.ndarray:
-    """D as (64 lanes, registers) float32 from per-lane operand bytes (64, 32), scale words (64,) and C (64,
-    regs)."""
+    """D as (64 lanes, registers) float32 from per-lane operand bytes (64, 32), scale words
+    (64,) and C (64, regs)."""
     k = 32 * 64 // m
     amat, bmat = np.zeros((m, k)), np.zeros((m, k))
     for r in range(m):

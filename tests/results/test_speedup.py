@@ -168,8 +168,8 @@ def test_command(tmp_path: Path) -> None:
 
 
 def test_the_whole_path_under_max_autotune_is_a_torch_path_and_dequant_has_a_rate() -> None:
-    """autotuned-grouped competes for the torch path; compiled-dequant gives (N + K) x tokens values per
-    second."""
+    """autotuned-grouped competes for the torch path; compiled-dequant gives (N + K) x
+    tokens values per second."""
     fast = record(0, "compiled-dequant", 1.0)
     dequant = replace(fast, summary=replace(fast.summary, median_ms=0.001))
     (row,) = speedups([*run_of(0, "a", 300.0, 200.0, 250.0, 600.0), record(0, "autotuned-grouped", 500.0),

@@ -85,8 +85,8 @@ class Sm90a(Backend):
         return cubin.resources(data, build_log, base, block, dynamic_shared)
 
     def peak(self, device: DeviceInfo) -> Peak | None:
-        """From NVIDIA's datasheet for the part: its boost clock is not the clock the datasheet figures
-        use."""
+        """From NVIDIA's datasheet for the part: its boost clock is not the clock the
+        datasheet figures use."""
         for fragment, (fp8, bf16, hbm) in DATASHEET.items():
             if fragment in device.name:
                 return Peak(fp8, "FP8", bf16, hbm, device.l2_bytes, f"NVIDIA {fragment} datasheet")

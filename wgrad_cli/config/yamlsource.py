@@ -107,8 +107,8 @@ def _convert(node: yaml.Node, path: Key, problems: Problems) -> Any:
 
 
 def _scalar(node: yaml.Node, path: Key, problems: Problems) -> Any:
-    """A scalar's value; one that YAML cannot construct (a bad or unsafe tag) stops loading, like a syntax
-    error."""
+    """A scalar's value; one that YAML cannot construct (a bad or unsafe tag) stops
+    loading, like a syntax error."""
     try:
         return yaml.SafeLoader("").construct_object(node)
     except (yaml.YAMLError, ValueError, TypeError) as exc:

@@ -196,8 +196,8 @@ class HipRuntime(DriverRuntime):
         _ok("hipMemsetD8Async", hip.hipMemsetD8Async(ptr, byte, nbytes, None))
 
     def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object:
-        """HIP needs no opt-in for large dynamic LDS (CUDA's cuFuncSetAttribute): the launch's size is
-        checked."""
+        """HIP needs no opt-in for large dynamic LDS (CUDA's cuFuncSetAttribute): the
+        launch's size is checked."""
         module = _ok("hipModuleLoadData", hip.hipModuleLoadData(image))
         self._modules.append(module)
         return _ok("hipModuleGetFunction", hip.hipModuleGetFunction(module, symbol.encode()))

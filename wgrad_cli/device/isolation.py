@@ -86,8 +86,8 @@ def _answer(out: int, ok: bool, answer: Any) -> None:
 
 
 def main() -> None:
-    """The child: open the device, run the work, answer on the original stdout (anything printed goes to
-    stderr)."""
+    """The child: open the device, run the work, answer on the original stdout (anything
+    printed goes to stderr)."""
     out = os.dup(1)
     os.dup2(2, 1)
     index, parts, work, arg = pickle.load(sys.stdin.buffer)

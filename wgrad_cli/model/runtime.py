@@ -29,8 +29,8 @@ class Plan:
 
 class ModelRuntime(EmuRuntime):
     def __init__(self, machine: Machine, profile: bool = False, heap: Heap | None = None) -> None:
-        """`heap`: an emulated device's memory to run on (verify --model models the buffers verify
-        uploaded)."""
+        """`heap`: an emulated device's memory to run on (verify --model models the
+        buffers verify uploaded)."""
         super().__init__(workers=1)
         if heap is not None:
             self.heap = heap
