@@ -43,11 +43,9 @@ def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: fl
         given = [why for chosen, why in (
             (options.strict_lds, "--strict-lds: only the emulated device checks LDS accesses"),
             (options.stack_bytes is not None,
-             "--emu-stack-bytes: only the emulated device takes its stack size "
-                                              "from wgrad"),
+             "--emu-stack-bytes: only the emulated device takes its stack size from wgrad"),
             (options.register_fill is not None,
-             "--emu-register-fill: only the emulated device's registers start "
-                                                "with a value wgrad chooses"),
+             "--emu-register-fill: only the emulated device's registers start with a value wgrad chooses"),
             (options.sanitize, "--sanitize: only the emulated device watches each wave's waits and LDS "
                                "accesses"))
             if chosen]

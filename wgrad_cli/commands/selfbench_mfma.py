@@ -67,9 +67,9 @@ def step_seconds(image: bytes, repeats: int = 3) -> float:
     rng = np.random.default_rng(0)
     arrays: list[np.ndarray] = [rng.integers(0, 0x7E, size=256 * 128, dtype=np.uint8),
                                 rng.integers(0, 0x7E, size=256 * 128, dtype=np.uint8),
-              rng.integers(120, 134, size=(512, 4), dtype=np.uint8),
                                 rng.integers(120, 134, size=(512, 4), dtype=np.uint8),
-              np.zeros(256 * 256, dtype=np.float32)]
+                                rng.integers(120, 134, size=(512, 4), dtype=np.uint8),
+                                np.zeros(256 * 256, dtype=np.float32)]
     pointers = []
     for a in arrays:
         ptr = rt.alloc(a.nbytes)

@@ -129,12 +129,9 @@ def plan(d: Decoded, klass: str, vgprs: int) -> Plan:
     load = klass in ("vmem", "lds") and not name.startswith(("buffer_store", "global_store", "flat_store",
                                                             "scratch_store", "ds_write"))
     atomic = "atomic" in name or (klass == "lds"
-                                  and any(x in name for x in ("_add_", "_sub_", "_min_", "_max_",
-                                                                              "_and_", "_or_", "_xor_",
-                                                              "_inc_",
-                                                                              "_dec_", "_cmpst", "_mskor",
-                                                              "_wrxchg",
-                                                                              "_rsub_")))
+                                  and any(x in name for x in ("_add_", "_sub_", "_min_", "_max_", "_and_",
+                                                              "_or_", "_xor_", "_inc_", "_dec_", "_cmpst",
+                                                              "_mskor", "_wrxchg", "_rsub_")))
     written = set(WRITTEN)
     if d.cls == "SMEM":
         written.add("sdata")

@@ -69,9 +69,9 @@ SOP2: dict[str, tuple[bool, Sop2]] = {
                                                      & ((_i32(r) >= 0)
                                                         != (_i32(a) >= 0))))((a - b).astype(U32))),
     "S_ADDC_U32": (False, lambda a, b, c: _carry32(a.astype(np.int64) + b + c)),
-    "S_SUBB_U32": (False, lambda a, b, c: ((a.astype(np.int64) - b
-                                            - c).astype(np.int64).astype(U64).astype(U32),
-                                          b.astype(np.int64) + c > a)),
+    "S_SUBB_U32": (False,
+                   lambda a, b, c: ((a.astype(np.int64) - b - c).astype(np.int64).astype(U64).astype(U32),
+                                    b.astype(np.int64) + c > a)),
     "S_MIN_I32": (False, lambda a, b, c: (np.where(_i32(a) < _i32(b), a, b), _i32(a) < _i32(b))),
     "S_MIN_U32": (False, lambda a, b, c: (np.where(a < b, a, b), a < b)),
     "S_MAX_I32": (False, lambda a, b, c: (np.where(_i32(a) > _i32(b), a, b), _i32(a) > _i32(b))),
