@@ -191,8 +191,7 @@ def test_the_hopper_grid_runs_in_one_wave(gpu: Runtime, gpu_target: Target,
 @pytest.mark.parametrize("arch, dims, message", [
     ("gfx942", Dims(128, 256, 256, 1), "its gfx950 code object cannot run on device 0 .* gfx942"),
     ("gfx950", Dims(128, 8192, 8192, 64),
-     "needs 16777216 workgroups of 256 threads, beyond the driver's 4294967295 "
-                                          "work-items"),
+     "needs 16777216 workgroups of 256 threads, beyond the driver's 4294967295 work-items"),
 ])
 def test_amd_refusals_before_any_call(arch: str, dims: Dims, message: str, amd_compiler: Compiler,
                                       specs: dict[str, KernelSpec], tmp_path: Path) -> None:

@@ -255,8 +255,7 @@ def _host_stage(s: Stage, n: int) -> list[str]:
     if s.kind == "bpermute":  # ds_bpermute: lane l reads lane (addr / 4) % 64 of its own wave
         return [f"for (u32 lane = 0; lane < {n}u; ++lane) prev[lane] = accs[lane];",
                 each + f"accs[lane] = mix(accs[lane], (u32)(prev[(lane & ~63u) + ((lane * {s.a}u + {s.b}u) "
-                       "& 63u)]"
-                f" >> {s.b % 33}));"]
+                       f"& 63u)] >> {s.b % 33}));"]
     if s.kind == "readlane":
         return [f"for (u32 lane = 0; lane < {n}u; ++lane) prev[lane] = accs[lane];",
                 each + f"accs[lane] = mix(accs[lane], (u32)prev[(lane & ~63u) + {s.a % 64}u]);"]

@@ -57,8 +57,7 @@ def test_passes_on_the_emulator(amd_compiler: Compiler, specs: dict[str, KernelS
         assert result.exit_code == 0, result.output
         records = json.loads(out.read_text())["records"]
         base = [s.removeprefix("--shape=") for s in shapes] \
-            or [s.name for s in load_config(CONFIGS_DIR / "emu.yaml",
-                                                                                             specs).shapes]
+            or [s.name for s in load_config(CONFIGS_DIR / "emu.yaml", specs).shapes]
         names = {r["shape"]["name"] for r in records}
         assert set(base) < names and all("+" in n for n in names - set(base))  # each shape and its edge cases
         assert all(r["ok"] and r["kernel"] == "cdna4" for r in records)

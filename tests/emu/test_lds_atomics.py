@@ -95,8 +95,8 @@ def test_lds_atomics_per_workgroup() -> None:
         assert out[4060 + 2 * g: 4062 + 2 * g].view(np.float32).tolist() == [256.0, 64.0]
         x = v[mine].reshape(-1, 8)
         np.testing.assert_array_equal(s[8:16], np.maximum(init[8:16], x.max(axis=0)))
-        np.testing.assert_array_equal(s[16:24].view(np.int32), np.minimum(init[16:24].view(np.int32),
-                                                                           x.view(np.int32).min(axis=0)))
+        np.testing.assert_array_equal(s[16:24].view(np.int32),
+                                      np.minimum(init[16:24].view(np.int32), x.view(np.int32).min(axis=0)))
         np.testing.assert_array_equal(s[24:32], init[24:32]
                                       - x.sum(axis=0, dtype=np.uint64).astype(np.uint32))
         np.testing.assert_array_equal(s[32:40], init[32:40]

@@ -102,8 +102,8 @@ def test_rounds_stop_on_the_ratio_not_on_each_path() -> None:
     """A noisy ratio keeps the rounds going to max-samples though each path alone is steady in turn."""
     # every other baseline sample slower
     clock = FakeClock(drift=lambda n: 1.0 + 0.1 * ((n // 2) % 2) * (n % 2))
-    times = run(clock, [clock.path("k", 1.0), clock.path("b", 1.0)], 1, replace(CRITERION, max_samples=64,
-                                                                                   stable_noise=0.0))
+    times = run(clock, [clock.path("k", 1.0), clock.path("b", 1.0)], 1,
+                replace(CRITERION, max_samples=64, stable_noise=0.0))
     assert len(times[0]) == 64
 
 

@@ -110,8 +110,7 @@ def test_interleaved_rows_give_the_median_of_the_rounds_and_every_run_its_row() 
     of medians), their 20-80% range beside it; --every-run pairs each run with its own baselines."""
     rounds = Paired("torch-loop", 40, 1.25, 1.1, 1.3)
     records = [replace(r, paired=[rounds]) if r.kernel == "hopper" else r
-               for r in run_of(0, "a", 300.0, 200.0, 250.0,
-                                                                                          600.0)]
+               for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0)]
     again = [replace(r, run=2, tflops=r.tflops * (1.5 if r.kernel == "hopper" else 1.0)) for r in records]
     (first,) = speedups([*records, *again])
     assert first.x_torch == 1.25 and first.run == 1

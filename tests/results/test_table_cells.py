@@ -52,9 +52,8 @@ def test_verify_tables_cells() -> None:
 
 
 MODEL = ModelFigures("MI355X", 2.4, "memory",
-                     {"mfma": 10.5, "memory": 20.25, "barrier": 3.5, "lds": 4.75, "issue": 5.5,
-                                               "tail": 6.25, "bandwidth": 7.75}, 9.71, 4096, 3, [0, 255, 256],
-                     2, 1 << 20, held_ghz=2.13)
+                     {"mfma": 10.5, "memory": 20.25, "barrier": 3.5, "lds": 4.75, "issue": 5.5, "tail": 6.25,
+                      "bandwidth": 7.75}, 9.71, 4096, 3, [0, 255, 256], 2, 1 << 20, held_ghz=2.13)
 
 
 def test_model_tables_cells() -> None:
