@@ -122,8 +122,8 @@ def load_speedups(paths: list[Path], every_run: bool = False) -> tuple[list[Spee
                             "with --baselines")
         rows += found
         timed = ", ".join(dict.fromkeys(r.kernel for r in doc.bench_rows if r.baseline))
-        rounds = "; kernels and baselines in interleaved rounds" if any(r.interleaved
-                                                                        for r in doc.bench_rows) else ""
+        rounds = ("; kernels and baselines in interleaved rounds"
+                  if any(r.interleaved for r in doc.bench_rows) else "")
         sources.append(f"{path}: {doc.device_name or 'an unnamed device'}, "
                        f"{doc.provenance.date or 'undated'}; baselines {timed}{rounds}")
     if problems:

@@ -93,8 +93,8 @@ SOP2: dict[str, tuple[bool, Sop2]] = {
     "S_PACK_HH_B32_B16": (False, lambda a, b, c: ((a >> U32(16)) | (b & U32(0xFFFF0000)), None)),
 }
 for _n in (1, 2, 3, 4):
-    SOP2[f"S_LSHL{_n}_ADD_U32"] = (False, (lambda n: lambda a, b, c: _carry32((a.astype(np.int64) << n)
-                                                                              + b))(_n))
+    SOP2[f"S_LSHL{_n}_ADD_U32"] = (False,
+                                   (lambda n: lambda a, b, c: _carry32((a.astype(np.int64) << n) + b))(_n))
 for _w, _t in ((32, U32), (64, U64)):
     _sfx = f"B{_w}"
     _m = _t(_w - 1)
