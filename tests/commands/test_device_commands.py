@@ -115,8 +115,8 @@ def test_bench_baselines(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
              "bf16-grouped", "bf16-loop", "fp8-ceiling"]
     for shape in ("e8-empty", "gaps"):  # gaps: tokens before the first expert and after the last
         mine = [x for x in rows[1:] if x["shape"]["name"] == shape]
-        assert [(x["kernel"], x["baseline"]) for x in mine] == [("reference", False)] + [(n, True)
-                                                                                         for n in names]
+        assert [(x["kernel"], x["baseline"]) for x in mine] == \
+            [("reference", False)] + [(n, True) for n in names]
         assert all(x["tflops"] > 0 and x["flops"] == mine[0]["flops"] for x in mine)
 
 

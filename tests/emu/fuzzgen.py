@@ -600,8 +600,8 @@ class Gen:
                                     f"{self.const(t2).render()}}};")
                 self.gsyms += [GlobalSym(name, ty, 0, kind, "x"), GlobalSym(name, t2, 0, kind, "y")]
             else:  # zero-initialised (.bss) or with a few values (.data)
-                init = "" if r.random() < 0.5 else " = {" + ", ".join(self.const(ty).render()
-                                                                      for _ in range(3)) + "}"
+                init = ("" if r.random() < 0.5
+                        else " = {" + ", ".join(self.const(ty).render() for _ in range(3)) + "}")
                 self.globals.append(f"static GVAR {CTYPE[ty]} {name}[{lanes}]{init};")
                 self.gsyms.append(GlobalSym(name, ty, lanes, kind))
 

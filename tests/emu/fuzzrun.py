@@ -82,9 +82,8 @@ class Config:
         return (f"-O{self.opt}", *(("-DFUZZ_NO_CALLS",) if self.inline_all else ()), *self.extra)
 
     def describe(self) -> str:
-        return " ".join(self.flags()[: 2 if self.inline_all else 1] + self.extra) + (" (codegen -O0)"
-                                                                                     if self.codegen_O0
-                                                                                     else "")
+        return " ".join(self.flags()[: 2 if self.inline_all else 1] + self.extra) \
+            + (" (codegen -O0)" if self.codegen_O0 else "")
 
 
 @dataclass
@@ -435,8 +434,8 @@ def main() -> int:
         raise SystemExit(f"--opt {a.opt!r}: give levels such as 0,1,3") from None
     configs = [Config(o, feats, a.inline_all_at_O0 and o == 0, tuple(a.device_flag), a.codegen_O0)
                for o in opts]
-    seeds: Sequence[int] = range(a.seed, a.seed + 1) if a.seed is not None else range(a.first, a.first
-                                                                                      + a.count)
+    seeds: Sequence[int] = (range(a.seed, a.seed + 1) if a.seed is not None
+                            else range(a.first, a.first + a.count))
     if a.seeds:
         seeds = [int(s) for s in a.seeds.split(",")]
     if a.show and a.seed is not None:

@@ -25,10 +25,10 @@ def operands(rng: np.random.Generator, n: int, dtype: type) -> tuple[np.ndarray,
     that overflow, underflow into subnormals or vanish), and the special values in every pair."""
     info = np.finfo(dtype)
     span = info.maxexp - info.minexp
-    a = (rng.standard_normal(n) * np.exp2(rng.integers(info.minexp - info.nmant, info.maxexp,
-                                                       n))).astype(dtype)
-    b = (rng.standard_normal(n) * np.exp2(rng.integers(info.minexp - info.nmant, info.maxexp,
-                                                       n))).astype(dtype)
+    a = (rng.standard_normal(n)
+         * np.exp2(rng.integers(info.minexp - info.nmant, info.maxexp, n))).astype(dtype)
+    b = (rng.standard_normal(n)
+         * np.exp2(rng.integers(info.minexp - info.nmant, info.maxexp, n))).astype(dtype)
     near = rng.integers(0, n, n // 4)  # quotients near 1 and near the limits of the normal range
     with np.errstate(over="ignore"):
         b[near] = (a[near] * rng.uniform(0.5, 2, len(near))

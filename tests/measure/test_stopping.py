@@ -64,8 +64,8 @@ def test_rel_stdev_matches_numpy(seed: int) -> None:
 def test_rel_stdev_welford_keeps_precision_on_a_large_offset() -> None:
     """A naive sum-of-squares loses every digit here; Welford's update does not."""
     samples = 1e6 + np.random.default_rng(0).normal(0.0, 1e-3, size=1000)
-    assert running(samples.tolist()).rel_stdev() == pytest.approx(samples.std(ddof=1) / samples.mean(),
-                                                                  rel=1e-4)
+    assert running(samples.tolist()).rel_stdev() == \
+        pytest.approx(samples.std(ddof=1) / samples.mean(), rel=1e-4)
 
 
 @pytest.mark.parametrize("samples", [[], [3.0]])

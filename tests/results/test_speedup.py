@@ -136,8 +136,8 @@ def test_files_join_in_order_and_bad_ones_are_one_line_each(tmp_path: Path) -> N
                                                    for r in run_of(0, "a", 300.0, 200.0, 250.0, 600.0)])
     with pytest.raises(WgradError) as exc:
         load_speedups([first, plain, verify, tmp_path / "missing.json", torn])
-    assert [line.split(":")[0] for line in exc.value.lines] == [str(p) for p in (plain, verify, tmp_path
-                                                                                 / "missing.json", torn)]
+    assert [line.split(":")[0] for line in exc.value.lines] == \
+        [str(p) for p in (plain, verify, tmp_path / "missing.json", torn)]
     assert "run with --baselines" in exc.value.lines[0]
     assert exc.value.lines[3] == f"{torn}: record 0 lacks tflops; give a results file wgrad wrote"
 
