@@ -28,13 +28,13 @@ def spec_dir(tmp_path: Path, text: str) -> Path:
 
 def test_shipped_specs(specs: dict[str, object]) -> None:
     ref, hk = specs["reference"], specs["upstream"]
-    assert ref.source.name == "reference.cu" and ref.tile == (16, 16) \
-        and ref.block == 256  # type: ignore[attr-defined]
+    assert (ref.source.name == "reference.cu" and ref.tile == (16, 16)  # type: ignore[attr-defined]
+            and ref.block == 256)  # type: ignore[attr-defined]
     assert set(ref.flags) == {"gfx950", "sm_90a"} and not ref.needs_hip_headers  # type: ignore[attr-defined]
-    assert hk.source is None and hk.needs_hip_headers \
-        and set(hk.flags) == {"gfx950"}  # type: ignore[attr-defined]
-    assert hk.grid(Dims(8192, 8192, 8192, 8),
-                   256) == 8 * 32 * 32  # type: ignore[attr-defined]  # docs/kernel-contract.md's grid
+    assert (hk.source is None and hk.needs_hip_headers  # type: ignore[attr-defined]
+            and set(hk.flags) == {"gfx950"})  # type: ignore[attr-defined]
+    # docs/kernel-contract.md's grid
+    assert hk.grid(Dims(8192, 8192, 8192, 8), 256) == 8 * 32 * 32  # type: ignore[attr-defined]
 
 
 def test_good_spec(tmp_path: Path) -> None:

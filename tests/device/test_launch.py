@@ -150,12 +150,12 @@ def test_a_persistent_grid_is_what_runs_at_once(resident: int, grid: int, nvcc: 
                           Toolchains(tmp_path / "shim", BACKENDS), Cache(tmp_path / "cache"), {}, 1)
     assert built.ok and built.code_object
     rt = FewResident(resident)
-    kernel = prepare(rt, built.code_object, TARGETS["sm_90a"], backend(TARGETS["sm_90a"]), spec, dims,
-                     [0] * 6)  # type: ignore[arg-type]
+    kernel = prepare(rt, built.code_object, TARGETS["sm_90a"],  # type: ignore[arg-type]
+                     backend(TARGETS["sm_90a"]), spec, dims, [0] * 6)
     assert kernel.grid == grid and rt.asked == [(spec.block, spec.dynamic_shared, 2)]
-    assert prepare(rt, built.code_object, TARGETS["sm_90a"], backend(TARGETS["sm_90a"]), specs["reference"],
-                   dims,  # type: ignore[arg-type]
-                   # grid: tiles never asks
+    # grid: tiles never asks
+    assert prepare(rt, built.code_object, TARGETS["sm_90a"],  # type: ignore[arg-type]
+                   backend(TARGETS["sm_90a"]), specs["reference"], dims,
                    [0] * 6).grid == specs["reference"].tiles(dims) and len(rt.asked) == 1
 
 
@@ -168,8 +168,8 @@ def test_a_persistent_kernel_that_cannot_run_is_refused(nvcc: Compiler, specs: d
     with pytest.raises(WgradError, match=r"reference: H200 \(stand-in\) cannot run one cluster of it at a "
                                          r"time \(2 x \d+ threads, \d+ bytes of dynamic shared memory "
                                          r"each\)"):
-        prepare(FewResident(1), built.code_object, TARGETS["sm_90a"], backend(TARGETS["sm_90a"]), spec, SMALL,
-                [0] * 6)  # type: ignore[arg-type]
+        prepare(FewResident(1), built.code_object, TARGETS["sm_90a"],  # type: ignore[arg-type]
+                backend(TARGETS["sm_90a"]), spec, SMALL, [0] * 6)
 
 
 @pytest.mark.gpu
@@ -199,6 +199,5 @@ def test_amd_refusals_before_any_call(arch: str, dims: Dims, message: str, amd_c
                           Toolchains(tmp_path / "shim", BACKENDS), Cache(tmp_path / "cache"), {}, 1)
     assert built.ok and built.code_object
     with pytest.raises(WgradError, match=message):
-        prepare(NoAmdDevice(arch), built.code_object, TARGETS["gfx950"], backend(TARGETS["gfx950"]),
-                specs["reference"], dims,  # type: ignore[arg-type]
-                [0] * 6)
+        prepare(NoAmdDevice(arch), built.code_object, TARGETS["gfx950"],  # type: ignore[arg-type]
+                backend(TARGETS["gfx950"]), specs["reference"], dims, [0] * 6)

@@ -50,8 +50,8 @@ class FakeClock:
 def run(clock: FakeClock, paths: list[Path], kernels: int, criterion: Criterion = CRITERION,
         flush: Flush | None = None) -> list[list[float]]:
     events = (clock.event(), clock.event())
-    return [m.times_ms for m in interleave(clock, events, paths, kernels, criterion, flush, 0,
-                                           1.0)]  # type: ignore[arg-type]
+    return [m.times_ms for m in interleave(clock, events, paths, kernels, criterion,  # type: ignore[arg-type]
+                                           flush, 0, 1.0)]
 
 
 def test_rounds_alternate_the_kernel_and_its_baselines() -> None:
@@ -91,8 +91,8 @@ def test_the_ratio_per_round_holds_through_a_drift_that_moves_both_paths() -> No
     blocked = FakeClock(drift=lambda n: 1.0 + 0.2 * min(n, 200) / 200)
     events = (blocked.event(), blocked.event())
     stop = replace(CRITERION, min_samples=50, max_samples=50)
-    alone = [measure(blocked, events, p.launch, stop, None, 0, 1, 1.0,
-                     p.what).times_ms  # type: ignore[arg-type]
+    alone = [measure(blocked, events, p.launch, stop, None, 0, 1, 1.0,  # type: ignore[arg-type]
+                     p.what).times_ms
              for p in (blocked.path("k", 1.0), blocked.path("b", 1.5))]
     medians = [sorted(t)[len(t) // 2] for t in alone]
     assert abs(medians[1] / medians[0] - 1.5) > 0.05
