@@ -19,8 +19,8 @@ def tracked(folder: str = ".", new: bool = False) -> list[str]:
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout: which files are committed is unknown")
     others = ["--others", "--exclude-standard"] if new else []
-    out = subprocess.run(["git", "ls-files", "-z", "--cached", *others, folder], cwd=REPO, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", *others, folder], cwd=REPO,
+                         capture_output=True, text=True, check=True)
     return [path for path in out.stdout.split("\0") if path]
 
 

@@ -32,5 +32,6 @@ def run_wgrad(cwd: Path, *args: str, terminal: bool) -> subprocess.CompletedProc
     env.pop("TTY_COMPATIBLE", None)
     if terminal:
         env["TTY_COMPATIBLE"] = "1"
-    proc = subprocess.run([sys.executable, "-m", "wgrad_cli", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "wgrad_cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True)
     return subprocess.CompletedProcess(proc.args, proc.returncode, ANSI.sub("", proc.stdout), proc.stderr)

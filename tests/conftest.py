@@ -59,7 +59,8 @@ def nvcc(tmp_path_factory: pytest.TempPathFactory) -> Compiler:
 
 @pytest.fixture(scope="session")
 def gpu() -> Iterator[Runtime]:
-    """A runtime on device 0 of whichever vendor's driver finds one; skipped, with each reason, where none does."""
+    """A runtime on device 0 of whichever vendor's driver finds one; skipped, with each
+    reason, where none does."""
     reasons = []
     for vendor in ("nvidia", "amd"):
         try:

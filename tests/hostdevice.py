@@ -49,8 +49,8 @@ class HostDevice:
 
     def alloc(self, nbytes: int) -> int:
         if self.max_alloc is not None and nbytes > self.max_alloc:
-            raise DriverError("hipMalloc failed: hipErrorOutOfMemory (out of memory); free device memory or use "
-                              "smaller shapes")
+            raise DriverError("hipMalloc failed: hipErrorOutOfMemory (out of memory); free device memory or "
+                              "use smaller shapes")
         buf = np.zeros(max(nbytes, 1), dtype=np.uint8)
         self.buffers[buf.ctypes.data] = buf
         return int(buf.ctypes.data)
@@ -74,7 +74,8 @@ class HostDevice:
     def resident(self, function: object, block: int, dynamic_shared: int, cluster: int) -> int:
         return self.device.units  # one workgroup per unit at a time
 
-    def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
+    def launch(self, function: object, grid: int, block: int, dynamic_shared: int,
+               kernel_params: int) -> None:
         symbol = str(function)
         self.launches.append(symbol)
         args = (ctypes.c_void_p * 6).from_address(kernel_params)
@@ -89,8 +90,8 @@ class HostDevice:
         if d.N == self.hang_at_n:
             self.hung = True
             return
-        p = Problem(d, off.view(np.int32), A.reshape(d.N, M), B.reshape(d.K, M), scale_A.reshape(M // 128, d.N, 4),
-                    scale_B.reshape(M // 128, d.K, 4), 0, "ocp")
+        p = Problem(d, off.view(np.int32), A.reshape(d.N, M), B.reshape(d.K, M),
+                    scale_A.reshape(M // 128, d.N, 4), scale_B.reshape(M // 128, d.K, 4), 0, "ocp")
         C.view(np.uint16)[:] = grad_w(p).astype(ml_dtypes.bfloat16).view(np.uint16).reshape(-1)
 
     def event(self) -> object:

@@ -1,4 +1,5 @@
-"""Typed results records for tests, built from the record types (records.py) as bench and verify build them."""
+"""Typed results records for tests, built from the record types (records.py) as bench
+and verify build them."""
 
 from __future__ import annotations
 
@@ -21,17 +22,20 @@ def shape(name: str) -> ShapeRef:
     return ShapeRef(name, M, N, K, E, routing)
 
 
-def bench_row(index: int, name: str, median_ms: float, run: int = 1, noise: float = 0.01, **changes: Any) -> BenchRow:
-    """A row as bench writes it, its samples spread by about `noise`; shape "calibration" gives the calibration row."""
+def bench_row(index: int, name: str, median_ms: float, run: int = 1, noise: float = 0.01,
+              **changes: Any) -> BenchRow:
+    """A row as bench writes it, its samples spread by about `noise`; shape "calibration"
+    gives the calibration row."""
     calibration = name == "calibration"
     d = shape(name)
     flops = 0 if calibration else 2 * d.N * d.K * d.M
     tflops = flops / (median_ms / 1e3) / 1e12
     summary = summarize([(1 - noise) * median_ms, median_ms, (1 + noise) * median_ms])
-    row = BenchRow(index=index, kernel="empty" if calibration else "reference", target="gfx950", shape=d, seed=1,
-                   run=run, cache="hot" if calibration else "cold", flush_bytes=0 if calibration else 1 << 29,
-                   summary=summary, stop="converged", wall_seconds=0.6, flops=flops, min_bytes=0,
-                   tflops=tflops, gbps=0.0, pct_peak=None if calibration else 100 * tflops / 5033.0, clock_mhz=2400,
+    row = BenchRow(index=index, kernel="empty" if calibration else "reference", target="gfx950", shape=d,
+                   seed=1, run=run, cache="hot" if calibration else "cold",
+                   flush_bytes=0 if calibration else 1 << 29, summary=summary, stop="converged",
+                   wall_seconds=0.6, flops=flops, min_bytes=0, tflops=tflops, gbps=0.0,
+                   pct_peak=None if calibration else 100 * tflops / 5033.0, clock_mhz=2400,
                    calibration=calibration)
     return replace(row, **changes)
 

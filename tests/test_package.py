@@ -50,16 +50,18 @@ def test_wheel_works_from_any_directory(wheel: Path, amd_compiler: Compiler, tmp
     # after the venv's own (not --system-site-packages: made from CI's .venv, that is the base Python's)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True)
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              check=True, capture_output=True, text=True).stdout.strip()
     sites = "; ".join(f"site.addsitedir({d!r})" for d in site.getsitepackages())
     (Path(purelib) / "wgrad-tests-parent.pth").write_text(f"import site; {sites}\n")
     elsewhere.mkdir()
-    where = subprocess.run([str(python), "-c", "import wgrad_cli.kernels as k; print(k.__file__)"], cwd=elsewhere,
-                           capture_output=True, text=True, check=True).stdout
+    where = subprocess.run([str(python), "-c", "import wgrad_cli.kernels as k; print(k.__file__)"],
+                           cwd=elsewhere, capture_output=True, text=True, check=True).stdout
     assert where.startswith(str(venv)), where
     run = subprocess.run([str(venv / "bin" / "wgrad"), "build", "--config", "smoke", "--target", "gfx950",
-                          "--cache-dir", str(tmp_path / "cache")], cwd=elsewhere, capture_output=True, text=True)
+                          "--cache-dir", str(tmp_path / "cache")], cwd=elsewhere, capture_output=True,
+                         text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "4/4 builds ok" in run.stdout + run.stderr

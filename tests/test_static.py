@@ -28,8 +28,10 @@ def test_no_unused_code(repo: Path) -> None:
 def test_mypy_checks_hip_calls_against_the_stubs(repo: Path, tmp_path: Path) -> None:
     """The HIP shim cannot run here; mypy with the project's settings must catch a wrong hip-python call."""
     bad = tmp_path / "bad_hip.py"
-    bad.write_text("from hip import hip\n\n\ndef f() -> None:\n    hip.hipMalloc(1, 2)\n    hip.hipNoSuchCall()\n")
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(repo / "pyproject.toml"), str(bad)],
+    bad.write_text("from hip import hip\n\n\ndef f() -> None:\n    hip.hipMalloc(1, 2)\n"
+                   "    hip.hipNoSuchCall()\n")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(repo / "pyproject.toml"),
+                           str(bad)],
                           cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 1
     assert 'Too many arguments for "hipMalloc"' in proc.stdout

@@ -44,16 +44,19 @@ def validated(path: Path) -> dict[str, Any]:
 def simd_clocks(doc: dict[str, Any]) -> dict[int, int]:
     """Clocks of the events on each SIMD's track (tracks named "SIMD i: every clock by cause"), by SIMD,
     where each track's events are checked to follow each other without gap or overlap."""
-    names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    names = {e["tid"]: e["args"]["name"]
+             for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
     per_us = doc["otherData"]["clock_ghz"] * 1e3
     out: dict[int, int] = {}
     for tid, name in names.items():
         if not name.endswith("every clock by cause"):
             continue
-        mine = sorted((e for e in doc["traceEvents"] if e["ph"] == "X" and e["tid"] == tid), key=lambda e: e["ts"])
+        mine = sorted((e for e in doc["traceEvents"] if e["ph"] == "X" and e["tid"] == tid),
+                      key=lambda e: e["ts"])
         at = 0
         for e in mine:
-            assert e["ts"] == pytest.approx(at / per_us, rel=1e-9, abs=1e-9), f"{name}: a gap or overlap at {e['ts']} us"
+            assert e["ts"] == pytest.approx(at / per_us, rel=1e-9, abs=1e-9), \
+                f"{name}: a gap or overlap at {e['ts']} us"
             at += e["args"]["clocks"]
         out[int(name.split()[1].rstrip(":"))] = at
     return out

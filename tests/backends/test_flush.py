@@ -14,7 +14,8 @@ MiB = 1 << 20
 
 def device(name: str, arch: str, units: int, mhz: int, l2: int) -> DeviceInfo:
     return DeviceInfo(vendor="amd" if arch.startswith("gfx") else "nvidia", index=0, name=name, arch=arch,
-                      units=units, max_clock_mhz=mhz, memory_bytes=141 << 30, l2_bytes=l2, driver="d", runtime="r")
+                      units=units, max_clock_mhz=mhz, memory_bytes=141 << 30, l2_bytes=l2, driver="d",
+                      runtime="r")
 
 
 MI355X = device("AMD Instinct MI355X", "gfx950", 256, 2400, 4 * MiB)
@@ -55,7 +56,8 @@ def test_unknown_device() -> None:
 
 @pytest.mark.parametrize("dev, expected", [
     (MI355X, 2 * 288 * MiB),  # Infinity Cache plus L2 beats the 4 MiB the driver reports
-    (device("AMD Instinct MI355X", "gfx950", 256, 2400, 512 * MiB), 2 * 512 * MiB),  # the driver's, when larger
+    # the driver's, when larger
+    (device("AMD Instinct MI355X", "gfx950", 256, 2400, 512 * MiB), 2 * 512 * MiB),
     (H200, 2 * 60 * MiB),
     (A100, 2 * 40 * MiB),  # unknown device: the driver's L2
 ], ids=["gfx950", "gfx950-large-l2", "h200", "unknown"])

@@ -12,8 +12,8 @@ from wgrad_cli.config.targets import TARGETS
 PACKAGE = Path(__file__).resolve().parent.parent.parent / "wgrad_cli"
 # the backends; the table of targets; the modules that are one vendor's or one target's own
 # implementation (its driver binding, its code object format, gfx950's emulator), named by the backend
-OWN = ("wgrad_cli.backends", "wgrad_cli.config.targets", "wgrad_cli.device.hip", "wgrad_cli.device.cuda", "wgrad_cli.compile.hsaco",
-       "wgrad_cli.compile.cubin", "wgrad_cli.emu")
+OWN = ("wgrad_cli.backends", "wgrad_cli.config.targets", "wgrad_cli.device.hip", "wgrad_cli.device.cuda",
+       "wgrad_cli.compile.hsaco", "wgrad_cli.compile.cubin", "wgrad_cli.emu")
 NAMES = {t.name for t in TARGETS.values()} | {t.device_arch for t in TARGETS.values()}
 VENDORS = {t.vendor for t in TARGETS.values()}
 COMPILER_KINDS = {"hipcc", "clang", "zig", "nvcc"}

@@ -66,7 +66,8 @@ def results_files(tmp_path: Path) -> list[Path]:
     older = write(tmp_path / "older.json", "bench", [{"index": 0, "kernel": "reference"}])
     kinds = tmp_path / "kinds.json"
     write_json(kinds, "bench", [1, "two", None])  # type: ignore[list-item]
-    fields = write(tmp_path / "fields.json", "bench", [{**to_json(BENCH[1]), "shape": "square", "median_ms": "fast"}])
+    fields = write(tmp_path / "fields.json", "bench",
+                   [{**to_json(BENCH[1]), "shape": "square", "median_ms": "fast"}])
     return [*bad, future, older, kinds, fields]
 
 
@@ -74,7 +75,8 @@ def test_results_readers(tmp_path: Path) -> None:
     good = write(tmp_path / "good.json", "bench", BENCH)
     for path in results_files(tmp_path):
         for command in (["show", path], ["show", "--format", "csv", path], ["compare", good, path],
-                        ["compare", path, good], ["speedup", path], ["merge", path, "--json", tmp_path / "m.json"]):
+                        ["compare", path, good], ["speedup", path],
+                        ["merge", path, "--json", tmp_path / "m.json"]):
             line = one_line(*command)
             assert str(path) in line, (command, line)
         assert not (tmp_path / "m.json").exists()
@@ -83,8 +85,8 @@ def test_results_readers(tmp_path: Path) -> None:
 def test_future_schema_says_to_upgrade(tmp_path: Path) -> None:
     future = write(tmp_path / "future.json", "bench", BENCH)
     future.write_text(future.read_text().replace(f'"schema": {SCHEMA}', '"schema": 99'))
-    assert one_line("show", future) == (f"{future}: results schema 99; this wgrad reads schemas 1 to {SCHEMA} (upgrade "
-                                        "wgrad for a newer file)")
+    assert one_line("show", future) == (f"{future}: results schema 99; this wgrad reads schemas 1 to "
+                                        f"{SCHEMA} (upgrade wgrad for a newer file)")
 
 
 def test_files_take_the_umask(tmp_path: Path) -> None:

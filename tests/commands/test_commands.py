@@ -15,8 +15,8 @@ from wgrad_cli.compile.selection import shard_jobs
 from wgrad_cli.cli import cli
 from wgrad_cli.config.shipped import CONFIGS_DIR
 
-RECORD_KEYS = {"shape", "kernel", "target", "ok", "code_object", "compile_seconds", "cache_hit", "resources", "compiler",
-               "errors"}
+RECORD_KEYS = {"shape", "kernel", "target", "ok", "code_object", "compile_seconds", "cache_hit", "resources",
+               "compiler", "errors"}
 
 
 def run(*args: str) -> Any:
@@ -27,10 +27,12 @@ def run(*args: str) -> Any:
 def test_build_writes_one_record_per_kernel_target_shape(repo: Path, tmp_path: Path, amd_compiler: object,
                                                          nvcc: object) -> None:
     config = CONFIGS_DIR / "smoke.yaml"
-    result = run("build", "--config", str(config), "--cache-dir", str(tmp_path / "c"), "--json", str(tmp_path / "b.json"))
+    result = run("build", "--config", str(config), "--cache-dir", str(tmp_path / "c"), "--json",
+                 str(tmp_path / "b.json"))
     assert result.exit_code == 0, result.stdout + result.stderr
     doc = json.loads((tmp_path / "b.json").read_text())
-    assert doc["tool"] == "wgrad" and doc["command"] == "build" and doc["config"] == "smoke"  # shipped: by name
+    # shipped: by name
+    assert doc["tool"] == "wgrad" and doc["command"] == "build" and doc["config"] == "smoke"
     records = doc["records"]
     assert len(records) == 2 * 4  # two targets x four shapes
     assert all(set(r) == RECORD_KEYS and r["ok"] and Path(r["code_object"]).exists() for r in records)
@@ -69,7 +71,8 @@ def test_matrix_lists_records_and_shards(repo: Path) -> None:
     assert len(full) == 2 * 14 and full[0] == {"kernel": "reference", "target": "gfx950", "shape": "m128-e1"}
     assert json.loads(run("matrix", "--config", config, "--shards", "3").stdout) == {
         "include": [{"shard": "1/3"}, {"shard": "2/3"}, {"shard": "3/3"}]}
-    only = json.loads(run("matrix", "--config", config, "--target", "sm_90a", "--shape", "tall").stdout)["include"]
+    only = json.loads(run("matrix", "--config", config, "--target", "sm_90a", "--shape",
+                          "tall").stdout)["include"]
     assert only == [{"kernel": "reference", "target": "sm_90a", "shape": "tall"}]
 
 
@@ -80,14 +83,16 @@ def test_shards_partition_the_jobs() -> None:
     assert shard_jobs(jobs, None) == jobs  # type: ignore[arg-type]
 
 
-def test_build_shards_join_to_the_whole(repo: Path, tmp_path: Path, amd_compiler: object, nvcc: object) -> None:
+def test_build_shards_join_to_the_whole(repo: Path, tmp_path: Path, amd_compiler: object,
+                                        nvcc: object) -> None:
     config = str(CONFIGS_DIR / "smoke.yaml")
     seen = []
     for i in (1, 2, 3):
         result = run("build", "--config", config, "--cache-dir", str(tmp_path / "c"), "--shard", f"{i}/3",
                      "--json", str(tmp_path / f"{i}.json"))
         assert result.exit_code == 0
-        seen += [(r["target"], r["shape"]["name"]) for r in json.loads((tmp_path / f"{i}.json").read_text())["records"]]
+        seen += [(r["target"], r["shape"]["name"])
+                 for r in json.loads((tmp_path / f"{i}.json").read_text())["records"]]
     assert len(seen) == len(set(seen)) == 8
 
 
@@ -102,8 +107,8 @@ def test_info_lists_candidates(tmp_path: Path, amd_compiler: object, nvcc: objec
 
 
 def test_isa_option_writes_files(repo: Path, tmp_path: Path, amd_compiler: object) -> None:
-    result = run("build", "--config", str(CONFIGS_DIR / "smoke.yaml"), "--target", "gfx950", "--shape", "gaps",
-                 "--cache-dir", str(tmp_path / "c"), "--isa", str(tmp_path / "isa"))
+    result = run("build", "--config", str(CONFIGS_DIR / "smoke.yaml"), "--target", "gfx950", "--shape",
+                 "gaps", "--cache-dir", str(tmp_path / "c"), "--isa", str(tmp_path / "isa"))
     assert result.exit_code == 0
     assert [p.name for p in (tmp_path / "isa").iterdir()] == ["reference-gfx950-M768-N256-K256-E3.s"]
 
@@ -111,7 +116,8 @@ def test_isa_option_writes_files(repo: Path, tmp_path: Path, amd_compiler: objec
 def no_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
     """A machine without the CUDA toolkit: every sm_90a candidate is missing."""
     monkeypatch.delenv("WGRAD_NVCC", raising=False)
-    monkeypatch.setattr(sm90a, "candidates", lambda nvcc: iter([Candidate("nvcc on PATH", None, "not found")]))
+    monkeypatch.setattr(sm90a, "candidates",
+                        lambda nvcc: iter([Candidate("nvcc on PATH", None, "not found")]))
 
 
 def test_a_missing_compiler_skips_its_target_in_one_line(tmp_path: Path, amd_compiler: object,
@@ -121,7 +127,8 @@ def test_a_missing_compiler_skips_its_target_in_one_line(tmp_path: Path, amd_com
     assert result.exit_code == 0, result.stderr
     skipped = [line for line in result.stderr.splitlines() if ": skipped" in line]
     assert len(skipped) == 1 and skipped[0].startswith("sm_90a: skipped 4 builds: ")
-    assert "CUDA toolkit" in skipped[0] and skipped[0].endswith("to build the rest only, pass --target gfx950")
+    assert "CUDA toolkit" in skipped[0] \
+        and skipped[0].endswith("to build the rest only, pass --target gfx950")
     assert "gfx950" in result.stdout and "sm_90a" not in result.stdout
     assert "4/4 builds ok, 0 from the cache, 4 builds skipped" in result.stderr
 
@@ -133,7 +140,8 @@ def test_a_missing_compiler_for_what_was_asked_fails(tmp_path: Path, monkeypatch
         assert result.exit_code == 1 and "sm_90a: skipped" in result.stderr
 
 
-def test_a_named_compiler_that_does_not_work_is_an_error(tmp_path: Path, amd_compiler: object, nvcc: object) -> None:
+def test_a_named_compiler_that_does_not_work_is_an_error(tmp_path: Path, amd_compiler: object,
+                                                         nvcc: object) -> None:
     for flag, target in (("--nvcc", "sm_90a"), ("--hip-cc", "gfx950")):
         result = run("build", "--config", "smoke", "--target", target, "--cache-dir", str(tmp_path / "c"),
                      flag, str(tmp_path / "no-such-compiler"))
@@ -145,8 +153,8 @@ def test_a_named_compiler_that_does_not_work_is_an_error(tmp_path: Path, amd_com
 def test_an_empty_shard_is_an_error(tmp_path: Path) -> None:
     result = run("build", "--config", "smoke", "--cache-dir", str(tmp_path / "c"), "--shard", "9/9")
     assert result.exit_code == 2
-    assert result.stderr.strip() == ("--shard 9/9: this selection has 8 build jobs, so slice 9 would be empty; "
-                                     "use at most 8 shards")
+    assert result.stderr.strip() == ("--shard 9/9: this selection has 8 build jobs, so slice 9 would be "
+                                     "empty; use at most 8 shards")
 
 
 def test_configs_lists_the_shipped_configs() -> None:

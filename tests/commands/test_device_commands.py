@@ -54,7 +54,8 @@ def test_verify_device_reference_samples_rows(gpu: Runtime, repo: Path, tmp_path
             "--rows", "8", "--json", tmp_path / "v.json", "--cache-dir", tmp_path / "cache")
     assert r.exit_code == 0, r.output
     (rec,) = doc(tmp_path / "v.json")["records"]
-    assert rec["reference"] == "numpy float64 on 8 random rows per expert" and rec["overall"]["elements"] == 2 * 8 * 512
+    assert rec["reference"] == "numpy float64 on 8 random rows per expert" \
+        and rec["overall"]["elements"] == 2 * 8 * 512
 
 
 def test_bench_shards_merge_and_compare(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
@@ -62,13 +63,15 @@ def test_bench_shards_merge_and_compare(gpu: Runtime, repo: Path, tmp_path: Path
     whole = run("bench", *common, "--repeat", "2", "--json", tmp_path / "all.json")
     assert whole.exit_code == 0, whole.output
     for i in (1, 2):
-        assert run("bench", *common, "--repeat", "2", "--shard", f"{i}/2", "--json", tmp_path / f"s{i}.json").exit_code == 0
+        assert run("bench", *common, "--repeat", "2", "--shard", f"{i}/2", "--json",
+                   tmp_path / f"s{i}.json").exit_code == 0
     merged = run("merge", tmp_path / "s1.json", tmp_path / "s2.json", "--json", tmp_path / "merged.json")
     assert merged.exit_code == 0, merged.output
     a, m = doc(tmp_path / "all.json")["records"], doc(tmp_path / "merged.json")["records"]
     key = [(r["kernel"], r["shape"]["name"], r["run"]) for r in a if not r["calibration"]]
     assert key == [(r["kernel"], r["shape"]["name"], r["run"]) for r in m if not r["calibration"]]
-    assert a[0]["calibration"] and a[0]["kernel"] == "empty" and a[0]["cache"] == "cold" and len(a) == 1 + 2 * 4
+    assert a[0]["calibration"] and a[0]["kernel"] == "empty" and a[0]["cache"] == "cold" \
+        and len(a) == 1 + 2 * 4
     for rec in a[1:]:
         assert rec["cache"] == "cold" and rec["flush_bytes"] >= 2 * gpu.device.l2_bytes
         assert rec["min_ms"] <= rec["p20_ms"] <= rec["median_ms"] <= rec["p80_ms"] and rec["tflops"] > 0
@@ -94,8 +97,9 @@ def test_bench_hot_launches_back_to_back(gpu: Runtime, repo: Path, tmp_path: Pat
 def test_hopper_kernel_verifies(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
     if gpu.device.arch != "sm_90":
         pytest.skip("the hopper kernel runs on sm_90 devices only")
-    r = run("verify", "--config", CONFIGS_DIR / "ci.yaml", "--kernel", "hopper", "--edge-cases", "--shape", "m128-e1",
-            "--shape", "e8-zipf", "--shape", "e8-empty", "--json", tmp_path / "ci.json", "--cache-dir", tmp_path / "cache")
+    r = run("verify", "--config", CONFIGS_DIR / "ci.yaml", "--kernel", "hopper", "--edge-cases", "--shape",
+            "m128-e1", "--shape", "e8-zipf", "--shape", "e8-empty", "--json", tmp_path / "ci.json",
+            "--cache-dir", tmp_path / "cache")
     assert r.exit_code == 0, r.output
     records = doc(tmp_path / "ci.json")["records"]
     assert len(records) == 1 + 1 + 2 * 4 and all(rec["ok"] for rec in records)
@@ -103,15 +107,16 @@ def test_hopper_kernel_verifies(gpu: Runtime, repo: Path, tmp_path: Path) -> Non
 
 def test_bench_baselines(gpu: Runtime, repo: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    r = run("bench", "--config", CONFIGS_DIR / "ci.yaml", "--shape", "e8-empty", "--shape", "gaps", "--baselines",
-            *FAST, "--cache-dir", tmp_path / "cache", "--json", tmp_path / "b.json")
+    r = run("bench", "--config", CONFIGS_DIR / "ci.yaml", "--shape", "e8-empty", "--shape", "gaps",
+            "--baselines", *FAST, "--cache-dir", tmp_path / "cache", "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
     rows = doc(tmp_path / "b.json")["records"]
-    names = ["torch-grouped", "torch-loop", "compiled-grouped", "compiled-loop", "bf16-ceiling", "bf16-grouped",
-             "bf16-loop", "fp8-ceiling"]
+    names = ["torch-grouped", "torch-loop", "compiled-grouped", "compiled-loop", "bf16-ceiling",
+             "bf16-grouped", "bf16-loop", "fp8-ceiling"]
     for shape in ("e8-empty", "gaps"):  # gaps: tokens before the first expert and after the last
         mine = [x for x in rows[1:] if x["shape"]["name"] == shape]
-        assert [(x["kernel"], x["baseline"]) for x in mine] == [("reference", False)] + [(n, True) for n in names]
+        assert [(x["kernel"], x["baseline"]) for x in mine] == \
+            [("reference", False)] + [(n, True) for n in names]
         assert all(x["tflops"] > 0 and x["flops"] == mine[0]["flops"] for x in mine)
 
 

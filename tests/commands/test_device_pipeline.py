@@ -54,13 +54,15 @@ def doc(path: Path) -> dict[str, Any]:
 
 
 def test_verify_passes_and_records(host: HostDevice, repo: Path, tmp_path: Path) -> None:
-    r = run(tmp_path, "verify", "--config", CONFIGS_DIR / "smoke.yaml", "--edge-cases", "--json", tmp_path / "v.json")
+    r = run(tmp_path, "verify", "--config", CONFIGS_DIR / "smoke.yaml", "--edge-cases", "--json",
+            tmp_path / "v.json")
     assert r.exit_code == 0, r.output
     d = doc(tmp_path / "v.json")
     assert d["target"] == "gfx950" and d["device"]["name"] == "host stand-in" and d["source_sha256"]
     assert len(d["records"]) == 4 + 1 + 3 * 3 and all(rec["ok"] for rec in d["records"])
     assert [rec["index"] for rec in d["records"]] == list(range(len(d["records"])))
-    assert all(len(rec["code_object_sha256"]) == 64 and rec["compiler"] and rec["flags"] for rec in d["records"])
+    assert all(len(rec["code_object_sha256"]) == 64 and rec["compiler"] and rec["flags"]
+               for rec in d["records"])
     assert all(s.startswith("_Z26grouped_mxfp8_wgrad_kernel") for s in host.launches)
 
 
@@ -75,12 +77,14 @@ def test_verify_catches_unwritten_outputs(host: HostDevice, repo: Path, tmp_path
 
 def test_verify_device_reference(host: HostDevice, repo: Path, tmp_path: Path) -> None:
     """A kernel checked against the reference kernel on the same device, plus numpy on sampled rows."""
-    r = run(tmp_path, "verify", "--config", CONFIGS_DIR / "smoke.yaml", "--kernel", "empty", "--shape", "two-zipf",
-            "--reference", "device", "--rows", "4", "--json", tmp_path / "v.json")
+    r = run(tmp_path, "verify", "--config", CONFIGS_DIR / "smoke.yaml", "--kernel", "empty", "--shape",
+            "two-zipf", "--reference", "device", "--rows", "4", "--json", tmp_path / "v.json")
     assert r.exit_code == 1
     (rec,) = doc(tmp_path / "v.json")["records"]
-    assert rec["reference"] == "reference kernel on the device, every element; numpy float64 on 4 random rows per expert"
-    assert rec["overall"]["unwritten"] == 2 * 256 * 512 and rec["sampled"]["overall"]["unwritten"] == 2 * 4 * 512
+    assert rec["reference"] == ("reference kernel on the device, every element; numpy float64 on 4 random "
+                                "rows per expert")
+    assert rec["overall"]["unwritten"] == 2 * 256 * 512 \
+        and rec["sampled"]["overall"]["unwritten"] == 2 * 4 * 512
     assert any("grouped_mxfp8_wgrad_kernel" in s for s in host.launches)  # the reference ran
 
 
@@ -101,7 +105,8 @@ def test_hung_kernel_exits_3_and_writes_nothing(host: HostDevice, repo: Path, tm
     host.hung = True
     for command in ("verify", "bench"):
         r = run(tmp_path, command, "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert",
-                "--kernel-timeout", "0.05", "--json", tmp_path / f"{command}.json", *(FAST if command == "bench" else []))
+                "--kernel-timeout", "0.05", "--json", tmp_path / f"{command}.json",
+                *(FAST if command == "bench" else []))
         assert r.exit_code == 3, r.output
         assert "did not finish within 0.05 s: the kernel looks deadlocked" in r.output
         assert host.abandoned and not (tmp_path / f"{command}.json").exists()
@@ -148,13 +153,15 @@ def test_bench_says_each_step_as_it_starts(host: HostDevice, repo: Path, tmp_pat
         return real(*rest, lambda what: (steps.append(what), on_step(what)), on_done)
 
     monkeypatch.setattr(commands, "bench", bench)
-    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", "--shape", "gaps",
-            "--repeat", "2", *FAST, "--no-save")
+    r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", "--shape",
+            "gaps", "--repeat", "2", *FAST, "--no-save")
     assert r.exit_code == 0, r.output
-    assert steps == ["calibration: the empty kernel", "reference on one-expert", "reference on gaps"]  # runs 1 and 2
+    # runs 1 and 2
+    assert steps == ["calibration: the empty kernel", "reference on one-expert", "reference on gaps"]
 
 
-def test_bench_records_the_median_power_read_while_launches_run(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+def test_bench_records_the_median_power_read_while_launches_run(host: HostDevice, repo: Path,
+                                                                tmp_path: Path) -> None:
     """One reading per sample, in order: each record's power is the median of its own samples' readings."""
     host.watts = [310.0, 720.0, 455.0, 505.0, 600.0]
     r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
@@ -170,7 +177,8 @@ def test_bench_records_the_median_power_read_while_launches_run(host: HostDevice
     assert " W " in r.output
 
 
-def test_bench_records_the_share_of_samples_the_power_limit_held(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+def test_bench_records_the_share_of_samples_the_power_limit_held(host: HostDevice, repo: Path,
+                                                                 tmp_path: Path) -> None:
     host.capped = [True, False, True, True, False, False, True]
     r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
             "--json", tmp_path / "b.json", "--wide")
@@ -188,12 +196,14 @@ def test_bench_without_power_sensors_records_none(host: HostDevice, repo: Path, 
     r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
             "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
-    assert all(rec["power_w"] is None and rec["power_capped"] is None for rec in doc(tmp_path / "b.json")["records"])
+    assert all(rec["power_w"] is None and rec["power_capped"] is None
+               for rec in doc(tmp_path / "b.json")["records"])
 
 
 def test_bench_shards_merge_compare(host: HostDevice, repo: Path, tmp_path: Path) -> None:
     common = ["bench", "--config", CONFIGS_DIR / "smoke.yaml", "--hot", "--repeat", "2", *FAST]
-    assert run(tmp_path, *common, "--json", tmp_path / "all.json", "--csv", tmp_path / "all.csv").exit_code == 0
+    assert run(tmp_path, *common, "--json", tmp_path / "all.json", "--csv",
+               tmp_path / "all.csv").exit_code == 0
     for i in (1, 2):
         r = run(tmp_path, *common, "--shard", f"{i}/2", "--json", tmp_path / f"s{i}.json")
         assert r.exit_code == 0, r.output
@@ -222,7 +232,8 @@ def test_bench_cold_flushes_twice_the_last_level_cache(host: HostDevice, repo: P
     assert one["pct_peak"] is not None and one["batch"] == 1
 
 
-def test_device_of_another_architecture_is_refused(monkeypatch: pytest.MonkeyPatch, repo: Path, tmp_path: Path) -> None:
+def test_device_of_another_architecture_is_refused(monkeypatch: pytest.MonkeyPatch, repo: Path,
+                                                   tmp_path: Path) -> None:
     """A gfx942 device is not launched on with gfx950 code: one line, exit 2, nothing built or run."""
     device = HostDevice(arch="gfx942")
     monkeypatch.setattr(BACKENDS["gfx950"], "open_runtime", lambda index: device)
@@ -265,23 +276,28 @@ def test_bench_data_pattern_is_launched_recorded_and_shown(host: HostDevice, rep
     assert (inputs["element_min"], inputs["element_max"]) == elements
     assert (inputs["scale_min"], inputs["scale_max"]) == scales
     shown = CliRunner().invoke(cli, ["show", str(tmp_path / "b.json"), "--wide"])
-    assert shown.exit_code == 0 and f"{pattern}: [{elements[0]:g}, {elements[1]:g}] x 2^[{scales[0]}, {scales[1]}]" \
+    assert shown.exit_code == 0 and (f"{pattern}: [{elements[0]:g}, {elements[1]:g}] x 2^[{scales[0]}, "
+                                     f"{scales[1]}]") \
         in shown.output
 
 
-def test_bench_random_inputs_record_the_generators_ranges(host: HostDevice, repo: Path, tmp_path: Path) -> None:
+def test_bench_random_inputs_record_the_generators_ranges(host: HostDevice, repo: Path,
+                                                          tmp_path: Path) -> None:
     r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "two-zipf", *FAST,
             "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
     inputs = doc(tmp_path / "b.json")["records"][1]["inputs"]
     assert inputs["pattern"] == "random" and inputs["octaves"] == 8
-    assert inputs["element_min"] == -448.0 and inputs["element_max"] == 448.0  # OCP: each block's max saturates
+    # OCP: each block's max saturates
+    assert inputs["element_min"] == -448.0 and inputs["element_max"] == 448.0
     assert inputs["scale_min"] < inputs["scale_max"]
 
 
 @pytest.mark.parametrize("args, line", [
-    (["--hot", "--rotating", "4"], "--rotating 4: rotating copies empty the cache for cold samples; with --hot"),
-    (["--interleave"], "--interleave: rounds pair each kernel with the baselines of its shape; add --baselines"),
+    (["--hot", "--rotating", "4"],
+     "--rotating 4: rotating copies empty the cache for cold samples; with --hot"),
+    (["--interleave"], "--interleave: rounds pair each kernel with the baselines of its shape; add "
+                       "--baselines"),
 ])
 def test_bench_refuses_options_that_do_not_go_together(host: HostDevice, repo: Path, tmp_path: Path,
                                                        args: list[str], line: str) -> None:
@@ -307,10 +323,12 @@ def torch_stand_in(host: HostDevice, monkeypatch: pytest.MonkeyPatch) -> HostDev
 
 @pytest.mark.usefixtures("torch_stand_in")
 def test_bench_interleaves_each_shape_and_records_speedups_per_round(repo: Path, tmp_path: Path) -> None:
-    """--interleave: every path of a shape has as many samples as there were rounds, the kernel's row has its speed-up over each baseline per round, and the speed-up
-    table gives the one over the torch path, the median of the rounds', with their 20-80% range."""
+    """--interleave: every path of a shape has as many samples as there were rounds, the kernel's row has its
+    speed-up over each baseline per round, and the speed-up table gives the one over the torch path, the
+    median of the rounds', with their 20-80% range."""
     r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
-            "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--interleave", "--json", tmp_path / "b.json")
+            "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--interleave", "--json",
+            tmp_path / "b.json")
     assert r.exit_code == 0, r.output
     data = doc(tmp_path / "b.json")
     calibration, *rows = data["records"]
@@ -324,8 +342,10 @@ def test_bench_interleaves_each_shape_and_records_speedups_per_round(repo: Path,
     assert all(not x["paired"] for x in rows[1:])
     shown = CliRunner().invoke(cli, ["speedup", str(tmp_path / "b.json"), "--wide"])
     assert shown.exit_code == 0, shown.output
-    assert f"| {grouped['median']:.2f} | {grouped['p20']:.2f}-{grouped['p80']:.2f} |" in " ".join(shown.output.split())
+    assert f"| {grouped['median']:.2f} | {grouped['p20']:.2f}-{grouped['p80']:.2f} |" \
+        in " ".join(shown.output.split())
     blocked = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
-                  "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--json", tmp_path / "blocked.json")
+                  "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--json",
+                  tmp_path / "blocked.json")
     assert blocked.exit_code == 0, blocked.output
     assert not any(x["interleaved"] or x["paired"] for x in doc(tmp_path / "blocked.json")["records"])

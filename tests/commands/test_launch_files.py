@@ -20,7 +20,8 @@ from wgrad_cli.config.options import CompilerOptions
 from wgrad_cli.commands.launchsetup import code_object, place
 from wgrad_cli.emu.device import EmuRuntime
 
-pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None,
+                                reason="clang-22 (Debian's, for gfx950) is not installed")
 DATA = Path(__file__).resolve().parents[1] / "data" / "launch"
 
 
@@ -69,28 +70,33 @@ def test_verify_reports_digests_and_checks_the_expected_ones(tmp_path: Path, cac
     y, _ = run_launch(DATA / "axpy.yaml", cache)
     digest = hashlib.sha256(y).hexdigest()
     for expected, status in ((digest, 0), ("0" * 64, 1)):
-        text = (DATA / "axpy.yaml").read_text().replace("output: true}", f"output: true, expect_sha256: '{expected}'}}")
+        text = (DATA / "axpy.yaml").read_text().replace("output: true}",
+                                                        f"output: true, expect_sha256: '{expected}'}}")
         path = tmp_path / "axpy.yaml"
         path.write_text(text.replace("source: axpy.cu", f"source: {DATA / 'axpy.cu'}"))
-        result = CliRunner().invoke(cli, ["verify", "--device", "emu", "--launch", str(path), "--cache-dir", str(cache)])
+        result = CliRunner().invoke(cli, ["verify", "--device", "emu", "--launch", str(path), "--cache-dir",
+                                          str(cache)])
         assert result.exit_code == status, result.output
         assert digest in result.stdout and "ran to completion: 16 waves" in result.stderr
         if status:
             assert "FAILED" in result.stdout
-            assert result.stderr.splitlines()[-1] == f"{path}: 1 buffer after the run differ from expect_sha256"
+            assert result.stderr.splitlines()[-1] == (f"{path}: 1 buffer after the run differ from "
+                                                      "expect_sha256")
 
 
 def test_the_reference_kernel_as_a_launch_file_models_as_its_config_does(tmp_path: Path, cache: Path) -> None:
     files = []
     for args in (["--launch", str(DATA / "reference.yaml")], ["--config", "smoke", "--shape", "one-expert"]):
         out = tmp_path / f"{len(files)}.json"
-        result = CliRunner().invoke(cli, ["model", *args, "--clock", "2.0", "--json", str(out), "--cache-dir", str(cache)])
+        result = CliRunner().invoke(cli, ["model", *args, "--clock", "2.0", "--json", str(out), "--cache-dir",
+                                          str(cache)])
         assert result.exit_code == 0, result.output
         files.append(json.loads(out.read_text()))
     (launched,), (configured,) = (doc["records"] for doc in files)
     m = launched["model"]
     assert launched["kernel"] == "reference-launch" and launched["shape"]["routing"] == "launch file"
-    assert m["classes"] == 1 and m["workgroups"] == 256 and m["emulated"] == [0, 255] and m["published_us"] is None
+    assert m["classes"] == 1 and m["workgroups"] == 256 and m["emulated"] == [0, 255] \
+        and m["published_us"] is None
     assert launched["flops"] == 2 * 128 * 256 * 256 and launched["grid"] == 256
     assert sum(m["causes_us"].values()) == pytest.approx(launched["median_ms"] * 1e3, rel=1e-6)
     # the same kernel on the same shape: the instruction streams, and so the time, are the config run's
@@ -103,17 +109,21 @@ def test_the_reference_kernel_as_a_launch_file_models_as_its_config_does(tmp_pat
 def test_arguments_the_kernel_does_not_read_there_are_one_line_each(tmp_path: Path, cache: Path) -> None:
     path = tmp_path / "axpy.yaml"
     path.write_text(f"source: {DATA / 'axpy.cu'}\nsymbol: axpy\ngrid: 1\nblock: 64\n"
-                    "args:\n  - {scalar: u32, value: 0, offset: 4}\n  - {scalar: f32, value: 1.0, offset: 24}\n")
-    lines = assert_user_error(CliRunner().invoke(cli, ["model", "--launch", str(path), "--cache-dir", str(cache)]))
+                    "args:\n  - {scalar: u32, value: 0, offset: 4}\n  - {scalar: f32, value: 1.0, offset: "
+                    "24}\n")
+    lines = assert_user_error(CliRunner().invoke(cli, ["model", "--launch", str(path), "--cache-dir",
+                                                       str(cache)]))
     assert lines == [  # args[0] sits in the first pointer's bytes, but does not fill them
-        f"{path}: args[1]: bytes 24 to 28 of the argument segment are not within one of the kernel's arguments (0-8 "
-        "pointer, 8-16 pointer, 16-20 by_value, 20-24 by_value); give offset: or fewer arguments",
-        f"{path}: args: the kernel's pointer argument at bytes 0 to 8 has no buffer or scalar; add one (a u64 scalar 0 "
-        "for a null pointer)",
-        f"{path}: args: the kernel's pointer argument at bytes 8 to 16 has no buffer or scalar; add one (a u64 scalar 0 "
-        "for a null pointer)"]
+        f"{path}: args[1]: bytes 24 to 28 of the argument segment are not within one of the kernel's "
+        "arguments (0-8 pointer, 8-16 pointer, 16-20 by_value, 20-24 by_value); give offset: or fewer "
+        "arguments",
+        f"{path}: args: the kernel's pointer argument at bytes 0 to 8 has no buffer or scalar; add one (a "
+        "u64 scalar 0 for a null pointer)",
+        f"{path}: args: the kernel's pointer argument at bytes 8 to 16 has no buffer or scalar; add one (a "
+        "u64 scalar 0 for a null pointer)"]
     path.write_text(path.read_text().replace("symbol: axpy", "symbol: saxpy"))
-    [line] = assert_user_error(CliRunner().invoke(cli, ["model", "--launch", str(path), "--cache-dir", str(cache)]))
+    [line] = assert_user_error(CliRunner().invoke(cli, ["model", "--launch", str(path), "--cache-dir",
+                                                        str(cache)]))
     assert line.startswith(f"{path}: symbol: expected one kernel named 'saxpy', found none among ['axpy']")
 
 
@@ -126,16 +136,18 @@ def test_class_tolerance_lets_a_class_differ_by_a_prologue(tmp_path: Path, cache
     (tmp_path / "tail.cu").write_text(
         'extern "C" __attribute__((global)) void tail(unsigned *out, unsigned n) {\n'
         "    unsigned acc = __builtin_amdgcn_workitem_id_x();\n"
-        "    if (__builtin_amdgcn_workgroup_id_x() == 3) acc = acc * 7u + n;  // the last workgroup does a little more\n"
+        "    if (__builtin_amdgcn_workgroup_id_x() == 3) acc = acc * 7u + n;  // the last workgroup does a "
+        "little more\n"
         "    for (unsigned i = 0; i < n; ++i) acc = acc * 3u + i;\n"
         "    out[__builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x()] = acc;\n}\n")
-    text = "source: tail.cu\nsymbol: tail\ngrid: 4\nblock: 64\nargs:\n  - {buffer: 1024, output: true}\n  - {scalar: u32, value: 40}\n"
+    text = ("source: tail.cu\nsymbol: tail\ngrid: 4\nblock: 64\nargs:\n  - {buffer: 1024, output: true}\n"
+            "  - {scalar: u32, value: 40}\n")
     (tmp_path / "tail.yaml").write_text(text)
     [line] = assert_user_error(CliRunner().invoke(cli, ["model", "--launch", str(tmp_path / "tail.yaml"),
                                                          "--cache-dir", str(cache), "--no-save"]))
     assert "workgroups 0 and 3 are of one class but ran" in line and "cannot time this kernel" in line
     (tmp_path / "tail.yaml").write_text(text + "class_tolerance: 0.05\n")
-    result = CliRunner().invoke(cli, ["model", "--launch", str(tmp_path / "tail.yaml"), "--cache-dir", str(cache),
-                                      "--no-save"])
+    result = CliRunner().invoke(cli, ["model", "--launch", str(tmp_path / "tail.yaml"), "--cache-dir",
+                                      str(cache), "--no-save"])
     assert result.exit_code == 0, result.output
     assert "% from its class's (class_tolerance 0.05)" in result.stderr

@@ -22,7 +22,8 @@ from wgrad_cli.cli import MODEL_LAUNCH, VERIFY_LAUNCH, cli
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "launch"
 # command -> (its launch allow-list, the module and function its --launch path runs, options it needs)
-LAUNCHES = {"verify": (VERIFY_LAUNCH, "wgrad_cli.commands.launchverify", "verify_launch", ["--device", "emu"]),
+LAUNCHES = {"verify": (VERIFY_LAUNCH, "wgrad_cli.commands.launchverify", "verify_launch",
+                       ["--device", "emu"]),
             "model": (MODEL_LAUNCH, "wgrad_cli.commands.launchmodel", "model_launch_file", [])}
 
 
@@ -44,7 +45,8 @@ def raw_value(p: click.Option, tmp_path: Path) -> list[str]:
         return [flag, str((t.min or 0) + 1.25)]
     if isinstance(t, click.Path):
         return [flag, str(tmp_path) if t.exists else str(tmp_path / f"given-{p.name}")]
-    special = {"device": "emu", "shard": "1/1", "emu_register_fill": "0x1234", "figures": "vmem_latency_cycles=1600"}
+    special = {"device": "emu", "shard": "1/1", "emu_register_fill": "0x1234",
+               "figures": "vmem_latency_cycles=1600"}
     return [flag, special.get(p.name or "", f"given-{p.name}")]
 
 
@@ -86,13 +88,14 @@ def test_on_the_launch_path_every_option_is_refused_in_one_line_or_reaches_the_l
         result = CliRunner().invoke(cli, args)
         if p.name not in accepts:
             lines = assert_user_error(result)
-            assert lines == [f"--launch runs one launch file; leave out {given[0]}, which a launch file does not "
-                             "take"], args
+            assert lines == [f"--launch runs one launch file; leave out {given[0]}, which a launch file "
+                             "does not take"], args
             continue
         assert result.exit_code == 0, (args, result.output)
         if not p.expose_value:  # --wide: its callback sets the table layout as it is parsed
             continue
-        assert found(given[-1] if not p.is_flag else "True", calls[-1]), f"{args}: the value did not reach {function}"
+        assert found(given[-1] if not p.is_flag else "True", calls[-1]), \
+            f"{args}: the value did not reach {function}"
 
 
 def found(raw: str, values: Any) -> bool:
@@ -113,9 +116,10 @@ def found(raw: str, values: Any) -> bool:
 @pytest.mark.usefixtures("amd_compiler")
 def test_model_launch_honours_profile_trace_figure_and_clock(tmp_path: Path) -> None:
     out, trace = tmp_path / "m.json", tmp_path / "t.json"
-    result = CliRunner().invoke(cli, ["model", "--launch", str(DATA / "reference.yaml"), "--profile", "--trace",
-                                      str(trace), "--figure", "vmem_latency_cycles=1600", "--clock", "2.0", "--seed",
-                                      "5", "--json", str(out), "--cache-dir", str(tmp_path / "cache")])
+    result = CliRunner().invoke(cli, ["model", "--launch", str(DATA / "reference.yaml"), "--profile",
+                                      "--trace", str(trace), "--figure", "vmem_latency_cycles=1600",
+                                      "--clock", "2.0", "--seed", "5", "--json", str(out), "--cache-dir",
+                                      str(tmp_path / "cache")])
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     (row,) = doc["records"]

@@ -18,11 +18,13 @@ from wgrad_cli.compile.hsaco import metadata as amd_metadata
 def test_match_symbol() -> None:
     names = ["_Z26grouped_mxfp8_wgrad_kernelPtPKhS1_S1_S1_PKi", "_Z6helperv"]
     assert match_symbol(names, "grouped_mxfp8_wgrad_kernel") == names[0]
-    assert match_symbol(["grouped_mxfp8_wgrad_kernel"], "grouped_mxfp8_wgrad_kernel") == "grouped_mxfp8_wgrad_kernel"
+    assert match_symbol(["grouped_mxfp8_wgrad_kernel"],
+                        "grouped_mxfp8_wgrad_kernel") == "grouped_mxfp8_wgrad_kernel"
     with pytest.raises(CodeObjectError, match="expected one kernel named 'grouped'"):
         match_symbol(names, "grouped")  # a prefix of the name is not the name
     with pytest.raises(CodeObjectError):
-        match_symbol(names + ["_Z26grouped_mxfp8_wgrad_kernelPfPKhS1_S1_S1_PKi"], "grouped_mxfp8_wgrad_kernel")
+        match_symbol(names + ["_Z26grouped_mxfp8_wgrad_kernelPfPKhS1_S1_S1_PKi"],
+                     "grouped_mxfp8_wgrad_kernel")
 
 
 def arg(kind: str = "global_buffer", size: int = 8, offset: int = 0) -> dict[str, Any]:
@@ -34,7 +36,8 @@ def test_amd_args_match_the_abi() -> None:
     params = amd_params({".args": good})
     assert params == [Param(8 * i, 8, "pointer") for i in range(6)]  # hidden arguments are the runtime's
     check_params("k", params)
-    with pytest.raises(CodeObjectError, match="argument 5 \\(expert_off\\) is by_value of 4 bytes at offset 40"):
+    with pytest.raises(CodeObjectError,
+                       match="argument 5 \\(expert_off\\) is by_value of 4 bytes at offset 40"):
         check_params("k", amd_params({".args": good[:5] + [arg("by_value", 4, 40)]}))
     with pytest.raises(CodeObjectError, match="7 arguments, the ABI has 6"):
         check_params("k", amd_params({".args": good[:6] + [arg(offset=48)]}))
@@ -80,8 +83,8 @@ def test_mangled_kinds(symbol: str, kinds: list[str] | None) -> None:
     assert mangled_kinds(symbol) == kinds
 
 
-WRONG = ('__global__ void grouped_mxfp8_wgrad_kernel(unsigned short* C, const unsigned char* A, const unsigned char* B,'
-         ' const unsigned char* sa, long long sb, const int* off) {}\n')
+WRONG = ('__global__ void grouped_mxfp8_wgrad_kernel(unsigned short* C, const unsigned char* A, const '
+         'unsigned char* B, const unsigned char* sa, long long sb, const int* off) {}\n')
 
 
 def test_cubin_value_where_the_abi_wants_a_pointer(nvcc: Compiler, tmp_path: Path) -> None:

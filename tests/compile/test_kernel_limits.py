@@ -34,7 +34,8 @@ def test_cdna4s_limits_are_its_compilers(dims: Dims, broken: str | None, specs: 
                                          amd_compiler: Compiler, tmp_path: Path) -> None:
     spec = specs["cdna4"]
     assert [limit.require for limit in spec.beyond(dims)] == ([broken] if broken else [])
-    built = build_one(BuildJob(spec, "gfx950", dims), BACKENDS["gfx950"], amd_compiler, Cache(tmp_path), {}, None)
+    built = build_one(BuildJob(spec, "gfx950", dims), BACKENDS["gfx950"], amd_compiler, Cache(tmp_path), {},
+                      None)
     assert built.ok == (broken is None), built.errors
     if broken:
         assert any("shape too large for 32-bit buffer offsets" in line for line in built.errors)
@@ -48,10 +49,11 @@ def test_build_and_verify_refuse_a_shape_past_them_before_compiling(tmp_path: Pa
                       "  - {name: fine, M: 128, N: 256, K: 256, E: 1}\n")
     cache = tmp_path / "cache"
     for command in (["build"], ["verify", "--device", "emu"], ["model"]):
-        lines = assert_user_error(CliRunner().invoke(cli, [*command, "--config", str(config), "--cache-dir", str(cache)]))
-        assert lines == ["cdna4 on huge (M=8,388,608, N=256, K=256): a 256-row tile of A or B must fit 32-bit buffer "
-                         "offsets (256 * M < 2**31, cdna4.yaml); leave the kernel or the shape out (--kernel, --shape), "
-                         "or make the shape smaller"], command
+        lines = assert_user_error(CliRunner().invoke(cli, [*command, "--config", str(config), "--cache-dir",
+                                                           str(cache)]))
+        assert lines == ["cdna4 on huge (M=8,388,608, N=256, K=256): a 256-row tile of A or B must fit "
+                         "32-bit buffer offsets (256 * M < 2**31, cdna4.yaml); leave the kernel or the "
+                         "shape out (--kernel, --shape), or make the shape smaller"], command
         assert not cache.exists() or not any(cache.rglob("*.hsaco")), "compiled before refusing"
 
 
@@ -65,8 +67,10 @@ def test_build_and_verify_refuse_a_shape_past_them_before_compiling(tmp_path: Pa
 ])
 def test_a_bad_limit_is_one_line(tmp_path: Path, limits: str, why: str) -> None:
     text = (Path(__file__).parents[2] / "kernels" / "reference.yaml").read_text()
-    (tmp_path / "reference.yaml").write_text(text.replace("source: reference.cu", f"source: {Path(__file__).parents[2] / 'kernels' / 'reference.cu'}")
-                                             + f"limits: {limits}\n")
+    (tmp_path / "reference.yaml").write_text(
+        text.replace("source: reference.cu",
+                     f"source: {Path(__file__).parents[2] / 'kernels' / 'reference.cu'}")
+        + f"limits: {limits}\n")
     with pytest.raises(ConfigError) as info:
         load_specs(tmp_path)
     (line,) = info.value.lines

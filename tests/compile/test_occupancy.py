@@ -2,7 +2,8 @@ from wgrad_cli.compile.occupancy import gfx950, sm90
 
 
 def test_gfx950_upstream_figures() -> None:
-    # docs/kernel-contract.md: 217 VGPRs, 0 AGPRs, 67,584 B LDS, 512 threads -> 224 registers: 2 waves per SIMD, one workgroup per CU
+    # docs/kernel-contract.md: 217 VGPRs, 0 AGPRs, 67,584 B LDS, 512 threads -> 224 registers: 2 waves per
+    # SIMD, one workgroup per CU
     o = gfx950(217, 0, 67584, 512)
     assert (o.groups_per_unit, o.waves_per_simd, o.limited_by) == (1, 2, "registers")
 

@@ -68,7 +68,8 @@ def test_no_compiler_at_all_says_how_to_get_one(tmp_path: Path, monkeypatch: pyt
             Toolchains(tmp_path / "shim", BACKENDS).select("sm_90a", False)
 
 
-def test_hip_headers_needed_but_missing(amd_compiler: Compiler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hip_headers_needed_but_missing(amd_compiler: Compiler, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ROCM_PATH", raising=False)
     if amd_compiler.hip_headers:
         pytest.skip("this machine has ROCm")
@@ -81,18 +82,24 @@ def test_rocm_path_gives_clang_hip_headers(amd_compiler: Compiler, tmp_path: Pat
     if amd_compiler.kind != "clang":
         pytest.skip("needs a plain clang")
     rocm = str(tmp_path / "rocm")
-    compiler = Toolchains(tmp_path / "shim", BACKENDS, hip_cc=amd_compiler.argv0[0], rocm_path=rocm).select("gfx950", True)
-    argv = backend("gfx950").compile_argv(compiler, Path("k.cpp"), Path("k.hsaco"), Path("k.d"), {"WGRAD_M": 128}, (), ("-O3",))
+    compiler = Toolchains(tmp_path / "shim", BACKENDS, hip_cc=amd_compiler.argv0[0],
+                          rocm_path=rocm).select("gfx950", True)
+    argv = backend("gfx950").compile_argv(compiler, Path("k.cpp"), Path("k.hsaco"), Path("k.d"),
+                                          {"WGRAD_M": 128}, (), ("-O3",))
     assert f"--rocm-path={rocm}" in argv and "-nogpuinc" not in argv
 
 
 def test_command_lines(amd_compiler: Compiler, nvcc: Compiler) -> None:
     defines = {"WGRAD_M": 256, "WGRAD_N": 512}
-    amd = backend("gfx950").compile_argv(amd_compiler, Path("s.cu"), Path("o.hsaco"), Path("o.d"), defines, (Path("/inc"),), ("-O3",))
-    assert {"--offload-arch=gfx950", "--offload-device-only", "-DWGRAD_M=256", "-DWGRAD_N=512", "-I/inc", "-O3"} <= set(amd)
+    amd = backend("gfx950").compile_argv(amd_compiler, Path("s.cu"), Path("o.hsaco"), Path("o.d"), defines,
+                                         (Path("/inc"),), ("-O3",))
+    assert {"--offload-arch=gfx950", "--offload-device-only", "-DWGRAD_M=256", "-DWGRAD_N=512", "-I/inc",
+            "-O3"} <= set(amd)
     assert amd[-4:] == ["-c", "s.cu", "-o", "o.hsaco"]
-    nv = backend("sm_90a").compile_argv(nvcc, Path("s.cu"), Path("o.cubin"), Path("o.d"), defines, (), ("-O3",))
-    assert {"-arch=sm_90a", "-cubin", "--resource-usage", "-DWGRAD_M=256"} <= set(nv) and nv[-3:] == ["s.cu", "-o", "o.cubin"]
+    nv = backend("sm_90a").compile_argv(nvcc, Path("s.cu"), Path("o.cubin"), Path("o.d"), defines, (),
+                                        ("-O3",))
+    assert {"-arch=sm_90a", "-cubin", "--resource-usage", "-DWGRAD_M=256"} <= set(nv) \
+        and nv[-3:] == ["s.cu", "-o", "o.cubin"]
 
 
 def test_ziglang_clang_builds_gfx950(tmp_path: Path, specs: dict[str, KernelSpec]) -> None:
@@ -100,5 +107,6 @@ def test_ziglang_clang_builds_gfx950(tmp_path: Path, specs: dict[str, KernelSpec
     (zig,) = [c for c in amd_candidates(None, None, tmp_path / "shim") if c.name == "ziglang (PyPI)"]
     assert zig.compiler is not None, zig.reason
     assert os.access(tmp_path / "shim" / "lld", os.X_OK)
-    r = build_one(BuildJob(specs["reference"], "gfx950", Dims(256, 256, 256, 1)), BACKENDS["gfx950"], zig.compiler, Cache(tmp_path / "c"), {}, None)
+    r = build_one(BuildJob(specs["reference"], "gfx950", Dims(256, 256, 256, 1)), BACKENDS["gfx950"],
+                  zig.compiler, Cache(tmp_path / "c"), {}, None)
     assert r.ok and r.resources and r.resources.spills == 0, r.errors

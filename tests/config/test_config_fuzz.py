@@ -15,11 +15,12 @@ from wgrad_cli.errors import ConfigError
 
 SPECS = load_specs()
 LINE = re.compile(r"^.+:\d+: \S.*: .+; .+$")
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40), st.sampled_from([0, 1, 128, 256, 512, 8192]),
-                    st.floats(allow_nan=True), st.text(max_size=8), st.sampled_from(["uniform", "zipf", "reference"]))
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40),
+                    st.sampled_from([0, 1, 128, 256, 512, 8192]), st.floats(allow_nan=True),
+                    st.text(max_size=8), st.sampled_from(["uniform", "zipf", "reference"]))
 values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(sorted(SHAPE_KEYS | {"kind", "s", "x"})), inner,
-                                                 max_size=5)), max_leaves=12)
+    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(sorted(SHAPE_KEYS | {"kind", "s", "x"})),
+                                                 inner, max_size=5)), max_leaves=12)
 shapes = st.lists(st.dictionaries(st.sampled_from(sorted(SHAPE_KEYS)), values, max_size=7), max_size=3)
 configs = st.dictionaries(st.sampled_from(sorted(TOP_KEYS | {"extra"})), values, max_size=6).flatmap(
     lambda top: st.builds(lambda s: {**top, "shapes": s}, shapes))

@@ -32,7 +32,8 @@ def test_the_axpy_launch_file_reads_as_typed_arguments_at_their_natural_offsets(
 def test_offsets_place_arguments_and_the_next_one_follows(tmp_path: Path) -> None:
     path = tmp_path / "l.yaml"
     path.write_text("code_object: l.yaml\nsymbol: k\ngrid: [2, 3]\nblock: [64, 2, 1]\nshape: [2, 3, 4]\n"
-                    "args:\n  - {buffer: 16, offset: 16}\n  - {scalar: i32, value: -1}\n  - {scalar: u64, value: 5}\n")
+                    "args:\n  - {buffer: 16, offset: 16}\n  - {scalar: i32, value: -1}\n"
+                    "  - {scalar: u64, value: 5}\n")
     launch = load_launch(path)
     assert launch.layout() == [16, 24, 32] and launch.grid == (2, 3, 1) and launch.threads == 128
     assert launch.flops == 2 * 2 * 3 * 4
@@ -45,8 +46,8 @@ def test_arguments_that_overlap_or_sit_off_their_alignment_are_refused(tmp_path:
     with pytest.raises(ConfigError) as info:
         load_launch(path)
     assert info.value.lines == [
-        f"{path}:7: args[1].offset: 4 overlaps the argument before (which ends at 8); an offset at or after the end of "
-        "the argument before",
+        f"{path}:7: args[1].offset: 4 overlaps the argument before (which ends at 8); an offset at or after "
+        "the end of the argument before",
         f"{path}:8: args[2].offset: 12 is not a multiple of 8; an offset aligned to the argument's size"]
 
 
@@ -108,8 +109,10 @@ def test_launch_and_config_options_exclude_each_other() -> None:
     result = CliRunner().invoke(cli, ["model", "--launch", str(DATA / "axpy.yaml"), "--config", "smoke"])
     assert result.exit_code == 2 and "--launch runs one launch file; leave out --config" in result.output
     result = CliRunner().invoke(cli, ["model"])
-    assert result.exit_code == 2 and "give --config (a shape config) or --launch (a launch file)" in result.output
-    result = CliRunner().invoke(cli, ["verify", "--device", "emu", "--launch", str(DATA / "axpy.yaml"), "--json", "x"])
+    assert result.exit_code == 2 \
+        and "give --config (a shape config) or --launch (a launch file)" in result.output
+    result = CliRunner().invoke(cli, ["verify", "--device", "emu", "--launch", str(DATA / "axpy.yaml"),
+                                      "--json", "x"])
     assert result.exit_code == 2 and "leave out --json" in result.output
 
 
@@ -120,5 +123,5 @@ def test_class_tolerance_is_a_small_share(tmp_path: Path) -> None:
     path.write_text("code_object: l.yaml\nsymbol: k\ngrid: 1\nblock: 64\nclass_tolerance: 0.5\n")
     with pytest.raises(ConfigError) as info:
         load_launch(path)
-    assert info.value.lines == [f"{path}:5: class_tolerance: 0.5 is not allowed; a share of wave-instructions from 0 "
-                                "to 0.05 (e.g. 0.01 for 1%)"]
+    assert info.value.lines == [f"{path}:5: class_tolerance: 0.5 is not allowed; a share of "
+                                "wave-instructions from 0 to 0.05 (e.g. 0.01 for 1%)"]

@@ -32,7 +32,8 @@ def fake_amdsmi(clock: Any, violation: Any, metrics: dict[str, Any]) -> SimpleNa
 
 @pytest.mark.parametrize("clock, violation, metrics, expected", [
     (2400, True, {"indep_throttle_status": "N/A"}, Reading(2400, 1012.0, True)),  # MI350: metrics v1.8
-    (2400, "N/A", {"indep_throttle_status": 0}, Reading(2400, 1012.0, False)),  # older amdsmi: the throttle bits
+    # older amdsmi: the throttle bits
+    (2400, "N/A", {"indep_throttle_status": 0}, Reading(2400, 1012.0, False)),
     (None, None, {}, Reading(None, 1012.0, None)),  # the clock read fails: blank, not the end of the run
     ("N/A", None, {"indep_throttle_status": 2}, Reading(None, 1012.0, True)),
 ])

@@ -32,8 +32,9 @@ class CrashProne:
 
 
 def session() -> Session:
-    return Session(config=None, target=TARGETS["gfx950"], backend=BACKENDS["gfx950"], rt=CrashProne(Info(Emulated())), records=[],  # type: ignore[arg-type]
-                   builds={}, seed=0, specs={}, kernel_timeout=1.0)
+    return Session(config=None, target=TARGETS["gfx950"],  # type: ignore[arg-type]
+                   backend=BACKENDS["gfx950"], rt=CrashProne(Info(Emulated())),  # type: ignore[arg-type]
+                   records=[], builds={}, seed=0, specs={}, kernel_timeout=1.0)
 
 
 def test_a_python_exception_in_the_child_is_a_tool_error() -> None:
@@ -57,4 +58,5 @@ def test_the_child_runs_the_parents_wgrad_whatever_the_current_folder(tmp_path: 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ToolError) as raised:
         isolation.run(session(), "reference on one-expert", divmod, 0)
-    assert "TypeError" in raised.value.lines[0] and "not the parent wgrad" not in "\n".join(raised.value.lines)
+    assert "TypeError" in raised.value.lines[0] \
+        and "not the parent wgrad" not in "\n".join(raised.value.lines)

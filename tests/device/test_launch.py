@@ -1,4 +1,5 @@
-"""Launching: buffers, argument packing and launches on a real GPU (marked gpu); refusals before any launch."""
+"""Launching: buffers, argument packing and launches on a real GPU (marked gpu);
+refusals before any launch."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def test_reference_kernel_runs_and_checks(gpu: Runtime, gpu_target: Target, spec
     p = generate(SMALL, Routing("zipf"), seed=5)
     dev = upload(gpu, p)
     try:
-        kernel = prepare(gpu, gpu_build("reference", SMALL), gpu_target, backend(gpu_target), specs["reference"], SMALL, dev.args())
+        kernel = prepare(gpu, gpu_build("reference", SMALL), gpu_target, backend(gpu_target),
+                         specs["reference"], SMALL, dev.args())
         gpu.fill(dev.pointers["C"], 0xFF, dev.output_bytes)
         kernel()
         settle(gpu, gpu.event(), KERNEL_TIMEOUT_S, "the test's launches")
@@ -84,7 +86,8 @@ def test_empty_kernel_leaves_the_poison(gpu: Runtime, gpu_target: Target, specs:
     dev = upload(gpu, p)
     try:
         gpu.fill(dev.pointers["C"], 0xFF, dev.output_bytes)
-        prepare(gpu, gpu_build("empty", SMALL), gpu_target, backend(gpu_target), specs["empty"], SMALL, dev.args())()
+        prepare(gpu, gpu_build("empty", SMALL), gpu_target, backend(gpu_target), specs["empty"], SMALL,
+                dev.args())()
         settle(gpu, gpu.event(), KERNEL_TIMEOUT_S, "the test's launches")
         c = compare(dev.download(), grad_w(p), *row_norms(p), np.diff(p.offsets))
         assert not c.ok and c.unwritten == c.elements and (dev.download() == POISON).all()
@@ -143,29 +146,35 @@ def test_a_persistent_grid_is_what_runs_at_once(resident: int, grid: int, nvcc: 
     that waits for a second wave would take its whole share of the tiles late."""
     dims = Dims(1024, 2048, 2048, 8)  # 1,024 tiles of 128 x 128: more than any grid here
     spec = replace(specs["reference"], tile=(128, 128), persistent=True, cluster=2)
-    (built,) = run_builds([BuildJob(specs["reference"], "sm_90a", dims)], Toolchains(tmp_path / "shim", BACKENDS),
-                          Cache(tmp_path / "cache"), {}, 1)
+    (built,) = run_builds([BuildJob(specs["reference"], "sm_90a", dims)],
+                          Toolchains(tmp_path / "shim", BACKENDS), Cache(tmp_path / "cache"), {}, 1)
     assert built.ok and built.code_object
     rt = FewResident(resident)
-    kernel = prepare(rt, built.code_object, TARGETS["sm_90a"], backend(TARGETS["sm_90a"]), spec, dims, [0] * 6)  # type: ignore[arg-type]
+    kernel = prepare(rt, built.code_object, TARGETS["sm_90a"],  # type: ignore[arg-type]
+                     backend(TARGETS["sm_90a"]), spec, dims, [0] * 6)
     assert kernel.grid == grid and rt.asked == [(spec.block, spec.dynamic_shared, 2)]
-    assert prepare(rt, built.code_object, TARGETS["sm_90a"], backend(TARGETS["sm_90a"]), specs["reference"], dims,  # type: ignore[arg-type]
-                   [0] * 6).grid == specs["reference"].tiles(dims) and len(rt.asked) == 1  # grid: tiles never asks
+    # grid: tiles never asks
+    assert prepare(rt, built.code_object, TARGETS["sm_90a"],  # type: ignore[arg-type]
+                   backend(TARGETS["sm_90a"]), specs["reference"], dims,
+                   [0] * 6).grid == specs["reference"].tiles(dims) and len(rt.asked) == 1
 
 
 def test_a_persistent_kernel_that_cannot_run_is_refused(nvcc: Compiler, specs: dict[str, KernelSpec],
                                                         tmp_path: Path) -> None:
     spec = replace(specs["reference"], tile=(128, 128), persistent=True, cluster=2)
-    (built,) = run_builds([BuildJob(specs["reference"], "sm_90a", SMALL)], Toolchains(tmp_path / "shim", BACKENDS),
-                          Cache(tmp_path / "cache"), {}, 1)
+    (built,) = run_builds([BuildJob(specs["reference"], "sm_90a", SMALL)],
+                          Toolchains(tmp_path / "shim", BACKENDS), Cache(tmp_path / "cache"), {}, 1)
     assert built.ok and built.code_object
-    with pytest.raises(WgradError, match=r"reference: H200 \(stand-in\) cannot run one cluster of it at a time "
-                                         r"\(2 x \d+ threads, \d+ bytes of dynamic shared memory each\)"):
-        prepare(FewResident(1), built.code_object, TARGETS["sm_90a"], backend(TARGETS["sm_90a"]), spec, SMALL, [0] * 6)  # type: ignore[arg-type]
+    with pytest.raises(WgradError, match=r"reference: H200 \(stand-in\) cannot run one cluster of it at a "
+                                         r"time \(2 x \d+ threads, \d+ bytes of dynamic shared memory "
+                                         r"each\)"):
+        prepare(FewResident(1), built.code_object, TARGETS["sm_90a"],  # type: ignore[arg-type]
+                backend(TARGETS["sm_90a"]), spec, SMALL, [0] * 6)
 
 
 @pytest.mark.gpu
-def test_the_hopper_grid_runs_in_one_wave(gpu: Runtime, gpu_target: Target, gpu_build: Callable[[str, Dims], Path],
+def test_the_hopper_grid_runs_in_one_wave(gpu: Runtime, gpu_target: Target,
+                                          gpu_build: Callable[[str, Dims], Path],
                                           specs: dict[str, KernelSpec]) -> None:
     """The driver's own answer for the shipped persistent kernel: its clusters of two all fit at once."""
     if gpu_target.name != "sm_90a":
@@ -181,14 +190,14 @@ def test_the_hopper_grid_runs_in_one_wave(gpu: Runtime, gpu_target: Target, gpu_
 
 @pytest.mark.parametrize("arch, dims, message", [
     ("gfx942", Dims(128, 256, 256, 1), "its gfx950 code object cannot run on device 0 .* gfx942"),
-    ("gfx950", Dims(128, 8192, 8192, 64), "needs 16777216 workgroups of 256 threads, beyond the driver's 4294967295 "
-                                          "work-items"),
+    ("gfx950", Dims(128, 8192, 8192, 64),
+     "needs 16777216 workgroups of 256 threads, beyond the driver's 4294967295 work-items"),
 ])
 def test_amd_refusals_before_any_call(arch: str, dims: Dims, message: str, amd_compiler: Compiler,
                                       specs: dict[str, KernelSpec], tmp_path: Path) -> None:
-    (built,) = run_builds([BuildJob(specs["reference"], "gfx950", dims)], Toolchains(tmp_path / "shim", BACKENDS),
-                          Cache(tmp_path / "cache"), {}, 1)
+    (built,) = run_builds([BuildJob(specs["reference"], "gfx950", dims)],
+                          Toolchains(tmp_path / "shim", BACKENDS), Cache(tmp_path / "cache"), {}, 1)
     assert built.ok and built.code_object
     with pytest.raises(WgradError, match=message):
-        prepare(NoAmdDevice(arch), built.code_object, TARGETS["gfx950"], backend(TARGETS["gfx950"]), specs["reference"], dims,  # type: ignore[arg-type]
-                [0] * 6)
+        prepare(NoAmdDevice(arch), built.code_object, TARGETS["gfx950"],  # type: ignore[arg-type]
+                backend(TARGETS["gfx950"]), specs["reference"], dims, [0] * 6)

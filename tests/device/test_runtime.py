@@ -32,7 +32,8 @@ def _shim(vendor: str) -> tuple[Any, Any, Any]:
 
 # without libamdhip64.so, hip-python's hipGetErrorString reports its failed load as an unraisable exception
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-@pytest.mark.parametrize("vendor, code", [("amd", "hipErrorOutOfMemory"), ("nvidia", "CUDA_ERROR_OUT_OF_MEMORY")])
+@pytest.mark.parametrize("vendor, code",
+                         [("amd", "hipErrorOutOfMemory"), ("nvidia", "CUDA_ERROR_OUT_OF_MEMORY")])
 def test_failed_call_names_call_code_and_remedy(vendor: str, code: str) -> None:
     ok, failure, success = _shim(vendor)
     with pytest.raises(DriverError) as exc:
@@ -45,7 +46,8 @@ def test_failed_call_names_call_code_and_remedy(vendor: str, code: str) -> None:
 
 @pytest.mark.parametrize("vendor, binding, package", [("nvidia", "cuda.bindings", "cuda-bindings"),
                                                       ("amd", "hip", "hip-python")])
-def test_missing_binding_package(vendor: str, binding: str, package: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_binding_package(vendor: str, binding: str, package: str,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """A machine without the binding package: the import fails for real (sys.modules entry None)."""
     monkeypatch.setitem(sys.modules, binding, None)
     for shim in ("wgrad_cli.device.cuda", "wgrad_cli.device.hip"):

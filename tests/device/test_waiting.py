@@ -37,8 +37,9 @@ def test_stuck_work_raises_after_the_deadline_and_abandons_the_runtime() -> None
 
 # The empty kernel's signature, spinning while expert_off[0] >= 0 (always): a kernel that never ends.
 # The volatile read keeps the compiler from dropping the loop.
-HANG = ("{} void wgrad_empty_kernel(unsigned short*, const unsigned char*, const unsigned char*, const unsigned char*,"
-        " const unsigned char*, const int* off) {{ while (*(volatile const int*)off >= 0) {{}} }}\n")
+HANG = ("{} void wgrad_empty_kernel(unsigned short*, const unsigned char*, const unsigned char*, const "
+        "unsigned char*, const unsigned char*, const int* off) {{ while (*(volatile const int*)off >= 0) "
+        "{{}} }}\n")
 GLOBAL = {"nvidia": "__global__", "amd": "__attribute__((global))"}
 
 
@@ -48,9 +49,10 @@ def test_a_deadlocked_kernel_on_the_gpu_ends_the_run(gpu: Runtime, repo: Path, t
     process, because only the end of its process stops it."""
     source, out = tmp_path / "hang.cu", tmp_path / "v.json"
     source.write_text(HANG.format(GLOBAL[gpu.device.vendor]))
-    r = subprocess.run([sys.executable, "-m", "wgrad_cli", "verify", "--config", str(CONFIGS_DIR / "smoke.yaml"),
-                        "--shape", "one-expert", "--kernel", "empty", "--kernel-source", str(source),
-                        "--kernel-timeout", "2", "--cache-dir", str(tmp_path / "cache"), "--json", str(out)],
+    r = subprocess.run([sys.executable, "-m", "wgrad_cli", "verify", "--config",
+                        str(CONFIGS_DIR / "smoke.yaml"), "--shape", "one-expert", "--kernel", "empty",
+                        "--kernel-source", str(source), "--kernel-timeout", "2", "--cache-dir",
+                        str(tmp_path / "cache"), "--json", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 3, r.stdout + r.stderr
     assert "did not finish within 2 s: the kernel looks deadlocked" in r.stdout + r.stderr

@@ -30,7 +30,8 @@ from wgrad_cli.errors import ToolchainError
 
 CLANG = "a gfx950 compiler"  # need(CLANG): the one wgrad finds (clang 20+, ROCm, ziglang: `wgrad info`)
 # LLVM's disassembler, the emulator's decoder is compared with: the newest installed
-OBJDUMP = next((n for n in [*(f"llvm-objdump-{v}" for v in range(30, 19, -1)), "llvm-objdump"] if shutil.which(n)),
+OBJDUMP = next((n for n in [*(f"llvm-objdump-{v}" for v in range(30, 19, -1)), "llvm-objdump"]
+                if shutil.which(n)),
                "llvm-objdump")
 PRELUDE = """
 #define KERNEL extern "C" __attribute__((global)) __attribute__((launch_bounds(256)))
@@ -44,7 +45,8 @@ PRELUDE = """
 _CACHE = Path(tempfile.gettempdir()) / "wgrad-emu-test-kernels"
 # A kernel with an instruction the emulator does not implement: v_sin_f32, the hardware's own
 # approximation of sin(2 pi x), which the ISA text does not define to the bit.
-UNSUPPORTED = "KERNEL void sine(float *out, const float *a) { unsigned i = tid(); out[i] = __builtin_amdgcn_sinf(a[i]); }"
+UNSUPPORTED = ("KERNEL void sine(float *out, const float *a) { unsigned i = tid(); out[i] = "
+               "__builtin_amdgcn_sinf(a[i]); }")
 UNSUPPORTED_MNEMONIC = "v_sin_f32_e32"
 
 
@@ -108,7 +110,8 @@ def disassemble(image: bytes) -> list[tuple[int, str, int]]:
     """(offset, mnemonic, length in bytes) of every instruction LLVM finds in the image's .text."""
     text = listing(image)
     insts = []
-    for m in re.finditer(r"^\s+(\S+)(?:\s[^\n]*?)?\s*//\s*([0-9A-F]+):((?:\s[0-9A-F]{8})+)(?:\s+<[^>]*>)?\s*$", text, re.M):
+    for m in re.finditer(r"^\s+(\S+)(?:\s[^\n]*?)?\s*//\s*([0-9A-F]+):((?:\s[0-9A-F]{8})+)"
+                         r"(?:\s+<[^>]*>)?\s*$", text, re.M):
         insts.append((int(m.group(2), 16), m.group(1), 4 * len(m.group(3).split())))
     return insts
 
@@ -121,7 +124,8 @@ def assert_uses(image: bytes, *patterns: str) -> None:
     """Each regex matches a mnemonic of the kernel: the test exercises what it claims."""
     names = mnemonics(image)
     for p in patterns:
-        assert any(re.fullmatch(p, n) for n in names), f"no instruction matches {p}; the kernel has {sorted(names)}"
+        assert any(re.fullmatch(p, n) for n in names), \
+            f"no instruction matches {p}; the kernel has {sorted(names)}"
 
 
 def symbol_of(image: bytes) -> str:
@@ -132,7 +136,8 @@ def symbol_of(image: bytes) -> str:
 
 
 def run(image: bytes, args: list[np.ndarray | int], grid: int = 1, block: int = 64, dynamic_lds: int = 0,
-        rt: EmuRuntime | None = None, function: Function | None = None, symbol: str | None = None) -> list[np.ndarray]:
+        rt: EmuRuntime | None = None, function: Function | None = None,
+        symbol: str | None = None) -> list[np.ndarray]:
     """Launch the image's kernel `symbol` (by default its one kernel; `function`, where it is loaded
     already, on `rt`) with `args` (arrays become device buffers, ints pass by value); every array
     argument as the kernel left it, in order."""
@@ -159,7 +164,8 @@ def run(image: bytes, args: list[np.ndarray | int], grid: int = 1, block: int = 
 def tiny_config(directory: Path) -> Path:
     """A one-shape gfx950 config the emulator checks in seconds: two experts, the second empty."""
     path = directory / "tiny.yaml"
-    path.write_text("description: one tiny shape for emulator tests\nseed: 3\nkernels: [reference]\ntargets: [gfx950]\n"
+    path.write_text("description: one tiny shape for emulator tests\nseed: 3\nkernels: [reference]\n"
+                    "targets: [gfx950]\n"
                     "shapes:\n  - {name: tiny, M: 256, N: 256, K: 256, E: 2, offsets: [0, 256, 256]}\n")
     return path
 
@@ -178,21 +184,24 @@ LANES = 64
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a differential program left: each lane's `compute(lane)` and the named globals' bytes, in order."""
+    """What a differential program left: each lane's `compute(lane)` and the named
+    globals' bytes, in order."""
 
     lanes: np.ndarray
     globals: bytes
 
 
-def host_outcome(body: str, flags: tuple[str, ...], inputs: dict[str, bytes], dumps: tuple[str, ...]) -> Outcome:
+def host_outcome(body: str, flags: tuple[str, ...], inputs: dict[str, bytes],
+                 dumps: tuple[str, ...]) -> Outcome:
     """`body` built for and run on this machine: `inputs` copied into their globals first (as the
     device side's copy_in does), then compute() of every lane in order, then the `dumps` globals."""
     setup = "".join(f"  {{ static const unsigned char b[] = {{{', '.join(map(str, data))}}};\n"
-                    f"    static_assert(sizeof b == sizeof {name}, \"{name}\"); memcpy(&{name}, b, sizeof b); }}\n"
+                    f"    static_assert(sizeof b == sizeof {name}, \"{name}\"); memcpy(&{name}, b, sizeof "
+                    "b); }\n"
                     for name, data in inputs.items())
     dump = "".join(f"  fwrite(&{name}, sizeof {name}, 1, stdout);\n" for name in dumps)
-    main = (f"int main(void) {{\n{setup}  for (unsigned l = 0; l < {LANES}u; ++l) {{ unsigned r = compute(l); "
-            f"fwrite(&r, 4, 1, stdout); }}\n{dump}  return 0;\n}}\n")
+    main = (f"int main(void) {{\n{setup}  for (unsigned l = 0; l < {LANES}u; ++l) {{ unsigned r = "
+            f"compute(l); fwrite(&r, 4, 1, stdout); }}\n{dump}  return 0;\n}}\n")
     exe = _built(HOST_PRELUDE + body + main, ".exe", [*compiler().argv0, "-x", "c++", *flags])
     out = subprocess.run([str(exe)], check=True, capture_output=True).stdout
     return Outcome(np.frombuffer(out[: 4 * LANES], dtype=np.uint32), out[4 * LANES:])
@@ -227,6 +236,7 @@ def assert_same_as_host(body: str, flags: tuple[str, ...], inputs: dict[str, byt
     equals the host's; the gfx950 code object."""
     device, image = device_outcome(body, flags, inputs or {}, dumps)
     host = host_outcome(body, flags, inputs or {}, dumps)
-    assert (device.lanes == host.lanes).all(), f"lanes {np.flatnonzero(device.lanes != host.lanes)[:8]} differ"
+    assert (device.lanes == host.lanes).all(), \
+        f"lanes {np.flatnonzero(device.lanes != host.lanes)[:8]} differ"
     assert device.globals == host.globals, f"the globals {dumps} differ from the host's after the run"
     return image

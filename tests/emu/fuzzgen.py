@@ -97,7 +97,8 @@ class Expr:
     ty: str
     fmt: str
     kids: list[Expr] = field(default_factory=list)
-    bound: bool = False  # it keeps its kid in range (an index mask, a trip count): a reducer must not unwrap it
+    # it keeps its kid in range (an index mask, a trip count): a reducer must not unwrap it
+    bound: bool = False
 
     def render(self) -> str:
         text = self.fmt
@@ -172,7 +173,8 @@ class Program:
         parts = [f"// program {self.name}: seed {self.seed}, {self.grid} x {self.block}\n"]
         parts += [g + "\n" for g in self.globals]
         parts += [f.render() for f in self.funcs]
-        parts.append("#ifdef __AMDGCN__\n" + self.render_device() + "#else\n" + self.render_host() + "#endif\n")
+        parts.append("#ifdef __AMDGCN__\n" + self.render_device() + "#else\n" + self.render_host()
+                     + "#endif\n")
         return "".join(parts)
 
     # the kernel: one work-item
@@ -196,11 +198,12 @@ class Program:
                  f"  for (u32 wg = 0; wg < {self.grid}u; ++wg) {{",
                  f"    u64 accs[{n}], prev[{n}], lds[{n}]; u32 ldsa = 0; bool live[{n}];",
                  "    (void)lds; (void)ldsa; (void)prev;",
-                 f"    for (u32 lane = 0; lane < {n}u; ++lane) {{ accs[lane] = 0x{self.seed & 0xFFFFFFFF:08x}ull;"
-                 " live[lane] = true; }"]
+                 f"    for (u32 lane = 0; lane < {n}u; ++lane) {{ accs[lane] = "
+                 f"0x{self.seed & 0xFFFFFFFF:08x}ull; live[lane] = true; }}"]
         for s in self.stages:
             lines += ["    " + t for t in _host_stage(s, n)]
-        lines += [f"    for (u32 lane = 0; lane < {n}u; ++lane) if (live[lane]) out[wg * {n}u + lane] = accs[lane];",
+        lines += [f"    for (u32 lane = 0; lane < {n}u; ++lane) if (live[lane]) out[wg * {n}u + lane] = "
+                  "accs[lane];",
                   "  }", "}"]
         return "\n".join(lines) + "\n"
 
@@ -218,17 +221,20 @@ def _device_stage(s: Stage, n: int) -> list[str]:
     if s.kind == "lds64":
         return ["lds[lane] = acc;", "BARRIER();", f"acc = mix(acc, lds[{_perm(s, n)}]);", "BARRIER();"]
     if s.kind == "ldsatomic":
-        return [f"if (lane == 0) ldsa = {s.a}u;", "BARRIER();", f"LDS_ATOMIC({s.op}, &ldsa, (u32)(acc >> {s.b % 33}));",
-                "BARRIER();", "acc = mix(acc, ldsa);", "BARRIER();"]
+        return [f"if (lane == 0) ldsa = {s.a}u;", "BARRIER();",
+                f"LDS_ATOMIC({s.op}, &ldsa, (u32)(acc >> {s.b % 33}));", "BARRIER();",
+                "acc = mix(acc, ldsa);", "BARRIER();"]
     if s.kind == "bpermute":
-        return [f"acc = mix(acc, (u32)__builtin_amdgcn_ds_bpermute((i32)(((lane * {s.a}u + {s.b}u) & 63u) << 2), "
-                f"(i32)(u32)(acc >> {s.b % 33})));"]
+        return [f"acc = mix(acc, (u32)__builtin_amdgcn_ds_bpermute((i32)(((lane * {s.a}u + {s.b}u) & 63u) "
+                f"<< 2), (i32)(u32)(acc >> {s.b % 33})));"]
     if s.kind == "readlane":
         return [f"acc = mix(acc, (u32)__builtin_amdgcn_readlane((i32)(u32)acc, {s.a % 64}));"]
     if s.kind == "atomic32":
-        return [f"ATOMIC({s.op}, &a32[{ATOM_SLOTS * ATOM_OPS.index(s.op)}u + (lane * {s.a}u + wg) % {ATOM_SLOTS}u], (u32)(acc >> {s.b % 33}));"]
+        return [f"ATOMIC({s.op}, &a32[{ATOM_SLOTS * ATOM_OPS.index(s.op)}u + (lane * {s.a}u + wg) % "
+                f"{ATOM_SLOTS}u], (u32)(acc >> {s.b % 33}));"]
     if s.kind == "atomic64":
-        return [f"ATOMIC({s.op}, &a64[{ATOM_SLOTS * ATOM_OPS.index(s.op)}u + (lane * {s.a}u + wg) % {ATOM_SLOTS}u], acc * {2 * s.b + 1}ull);"]
+        return [f"ATOMIC({s.op}, &a64[{ATOM_SLOTS * ATOM_OPS.index(s.op)}u + (lane * {s.a}u + wg) % "
+                f"{ATOM_SLOTS}u], acc * {2 * s.b + 1}ull);"]
     if s.kind == "exit":
         return [f"if (((acc >> {s.a % 60}) & 3u) == {s.b % 4}u) {{ out[wg * {n}u + lane] = ~acc; return; }}"]
     raise ValueError(s.kind)
@@ -248,15 +254,17 @@ def _host_stage(s: Stage, n: int) -> list[str]:
                 each + "accs[lane] = mix(accs[lane], ldsa);"]
     if s.kind == "bpermute":  # ds_bpermute: lane l reads lane (addr / 4) % 64 of its own wave
         return [f"for (u32 lane = 0; lane < {n}u; ++lane) prev[lane] = accs[lane];",
-                each + f"accs[lane] = mix(accs[lane], (u32)(prev[(lane & ~63u) + ((lane * {s.a}u + {s.b}u) & 63u)]"
-                f" >> {s.b % 33}));"]
+                each + f"accs[lane] = mix(accs[lane], (u32)(prev[(lane & ~63u) + ((lane * {s.a}u + {s.b}u) "
+                       f"& 63u)] >> {s.b % 33}));"]
     if s.kind == "readlane":
         return [f"for (u32 lane = 0; lane < {n}u; ++lane) prev[lane] = accs[lane];",
                 each + f"accs[lane] = mix(accs[lane], (u32)prev[(lane & ~63u) + {s.a % 64}u]);"]
     if s.kind == "atomic32":
-        return [each + f"ATOMIC({s.op}, &a32[{ATOM_SLOTS * ATOM_OPS.index(s.op)}u + (lane * {s.a}u + wg) % {ATOM_SLOTS}u], (u32)(accs[lane] >> {s.b % 33}));"]
+        return [each + f"ATOMIC({s.op}, &a32[{ATOM_SLOTS * ATOM_OPS.index(s.op)}u + (lane * {s.a}u + wg) % "
+                       f"{ATOM_SLOTS}u], (u32)(accs[lane] >> {s.b % 33}));"]
     if s.kind == "atomic64":
-        return [each + f"ATOMIC({s.op}, &a64[{ATOM_SLOTS * ATOM_OPS.index(s.op)}u + (lane * {s.a}u + wg) % {ATOM_SLOTS}u], accs[lane] * {2 * s.b + 1}ull);"]
+        return [each + f"ATOMIC({s.op}, &a64[{ATOM_SLOTS * ATOM_OPS.index(s.op)}u + (lane * {s.a}u + wg) % "
+                       f"{ATOM_SLOTS}u], accs[lane] * {2 * s.b + 1}ull);"]
     if s.kind == "exit":
         return [each + f"if (((accs[lane] >> {s.a % 60}) & 3u) == {s.b % 4}u) "
                 f"{{ out[wg * {n}u + lane] = ~accs[lane]; live[lane] = false; }}"]
@@ -326,8 +334,8 @@ class Gen:
             return Expr(ty, "__builtin_inff()" if ty == "f32" else "__builtin_inf()")
         if pick < 0.12:
             return Expr(ty, "__builtin_nanf(\"\")" if ty == "f32" else "__builtin_nan(\"\")")
-        v = r.choice([0.0, -0.0, 1.0, -1.0, 0.5, 3.0, 1e30, -1e-30, 1e-40, 1e-310, 2.0 ** 24 + 1, 2.0 ** 53 + 2,
-                      0.1, r.uniform(-1e4, 1e4), r.uniform(-1, 1), float(r.getrandbits(20))])
+        v = r.choice([0.0, -0.0, 1.0, -1.0, 0.5, 3.0, 1e30, -1e-30, 1e-40, 1e-310, 2.0 ** 24 + 1,
+                      2.0 ** 53 + 2, 0.1, r.uniform(-1e4, 1e4), r.uniform(-1, 1), float(r.getrandbits(20))])
         if ty == "f32":
             v = struct.unpack("<f", struct.pack("<f", v))[0] if abs(v) < 3e38 else 0.0
         suffix = "f" if ty == "f32" else ""
@@ -375,7 +383,8 @@ class Gen:
             return e
         if ty in INTS and e.ty in FLOATS:
             return Expr(ty, f"cvt_{ty}(@0)", [e])
-        if ty in INTS and e.ty in INTS and self.rng.random() < 0.3:  # through a narrow type: byte/short extracts
+        # through a narrow type: byte/short extracts
+        if ty in INTS and e.ty in INTS and self.rng.random() < 0.3:
             narrow = self.rng.choice(["u8", "i8", "u16", "i16"])
             return Expr(ty, f"({ty})({narrow})(@0)", [e])
         return Expr(ty, f"({CTYPE[ty]})(@0)", [e])
@@ -445,7 +454,8 @@ class Gen:
         if k == 6:  # copysign from a NaN is out: x86 and AMD give NaNs of different signs
             return Expr(ty, r.choice(["(-(@0))", f"csign_{ty}(@0, @1)"]), [sub(), sub()])
         if k == 7:
-            return Expr(ty, f"__builtin_ldexp{s}(@0, (i32)((@1) % 300u) - 150)", [sub(), self.expr("u32", scope, d)])
+            return Expr(ty, f"__builtin_ldexp{s}(@0, (i32)((@1) % 300u) - 150)",
+                        [sub(), self.expr("u32", scope, d)])
         if k == 8:
             return Expr(ty, "((@0) ? (@1) : (@2))", [self.cond(scope, d), sub(), sub()])
         if k == 9:
@@ -509,12 +519,14 @@ class Gen:
         if k == 8:
             if arrays and r.random() < 0.6:
                 a = r.choice(arrays)
-                return Stmt(f"{a.name}[@0] = @1;", [self.index(scope, a.size - 1, 3), self.element(a, scope, 3)])
-            a = Var(self.fresh("arr"), r.choice(("u32", "u64", "f32", "f64", "i32", "u8", "i8", "u16", "i16")),
+                return Stmt(f"{a.name}[@0] = @1;",
+                            [self.index(scope, a.size - 1, 3), self.element(a, scope, 3)])
+            a = Var(self.fresh("arr"), r.choice(("u32", "u64", "f32", "f64", "i32", "u8", "i8", "u16",
+                                                 "i16")),
                     size=r.choice([16, 32, 64]))
             i = Var(self.fresh("j"), "u32", mutable=False)
-            s = Stmt(f"{CTYPE[a.ty]} {a.name}[{a.size}]; for (u32 {i.name} = 0; {i.name} < {a.size}u; ++{i.name}) "
-                     f"{a.name}[{i.name}] = @0;", [self.element(a, scope + [i], 2)], decl=a.name)
+            s = Stmt(f"{CTYPE[a.ty]} {a.name}[{a.size}]; for (u32 {i.name} = 0; {i.name} < {a.size}u; "
+                     f"++{i.name}) {a.name}[{i.name}] = @0;", [self.element(a, scope + [i], 2)], decl=a.name)
             scope.append(a)
             return s
         if k == 9 and arrays:
@@ -588,7 +600,8 @@ class Gen:
                                     f"{self.const(t2).render()}}};")
                 self.gsyms += [GlobalSym(name, ty, 0, kind, "x"), GlobalSym(name, t2, 0, kind, "y")]
             else:  # zero-initialised (.bss) or with a few values (.data)
-                init = "" if r.random() < 0.5 else " = {" + ", ".join(self.const(ty).render() for _ in range(3)) + "}"
+                init = ("" if r.random() < 0.5
+                        else " = {" + ", ".join(self.const(ty).render() for _ in range(3)) + "}")
                 self.globals.append(f"static GVAR {CTYPE[ty]} {name}[{lanes}]{init};")
                 self.gsyms.append(GlobalSym(name, ty, lanes, kind))
 
@@ -623,7 +636,8 @@ class Gen:
     def recursive(self, name: str) -> Func:
         """A recursion as deep as the data says (at most 15 calls): a dynamic stack."""
         body = [Stmt("if ((p0 & 15u) == 0u) return p1;"),
-                Stmt(f"return mix({name}(lane, wg, in, p0 - 1u, p1 * 3u + in[(p0 + lane) & {IN_WORDS - 1}u]), p0);")]
+                Stmt(f"return mix({name}(lane, wg, in, p0 - 1u, p1 * 3u + in[(p0 + lane) & "
+                     f"{IN_WORDS - 1}u]), p0);")]
         return Func(name, [("u32", "p0"), ("u64", "p1")], body, True)
 
 

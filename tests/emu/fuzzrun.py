@@ -56,8 +56,8 @@ from wgrad_cli.errors import DriverError, EmulatorBug, LaunchStopped  # noqa: E4
 CLANG, LLD = "clang-22", "ld.lld-22"  # one compiler for both sides: the oracle's premise
 COMMON = ("-std=c++20", "-ffp-contract=off", "-fno-fast-math", "-w")
 HOST = (CLANG, "-x", "c++", *COMMON, "-O1", "-fPIC", "-shared")
-DEVICE = (CLANG, "-x", "hip", *COMMON, "--offload-arch=gfx950", "--offload-device-only", "--no-gpu-bundle-output",
-          "-nogpuinc", "-nogpulib", "-c")
+DEVICE = (CLANG, "-x", "hip", *COMMON, "--offload-arch=gfx950", "--offload-device-only",
+          "--no-gpu-bundle-output", "-nogpuinc", "-nogpulib", "-c")
 # what the emulator says when it declines a kernel, as opposed to a fault of the kernel
 REFUSALS = ("is not implemented", "dynamic stack", "cannot load", "cannot decode", "does not support")
 _CACHE = Path(tempfile.gettempdir()) / "wgrad-fuzz"
@@ -82,8 +82,8 @@ class Config:
         return (f"-O{self.opt}", *(("-DFUZZ_NO_CALLS",) if self.inline_all else ()), *self.extra)
 
     def describe(self) -> str:
-        return " ".join(self.flags()[: 2 if self.inline_all else 1] + self.extra) + (" (codegen -O0)" if self.codegen_O0
-                                                                                     else "")
+        return " ".join(self.flags()[: 2 if self.inline_all else 1] + self.extra) \
+            + (" (codegen -O0)" if self.codegen_O0 else "")
 
 
 @dataclass
@@ -112,9 +112,9 @@ def inputs(seed: int, lanes: int) -> Buffers:
     """Input words drawn from edge values of every type (zeros, extremes, NaN, infinities,
     denormals) and random bits."""
     rng = np.random.default_rng(seed)
-    special = np.array([0, 1, 2, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF, 0x3F800000, 0xBF800000, 0x7F800000, 0xFF800000,
-                        0x7FC00000, 0x00000001, 0x807FFFFF, 0x00800000, 0x4B800001, 0x3FF00000, 0xFFEFFFFF, 255, 256,
-                        0xFFFF, 31, 32, 63, 64], dtype=np.uint32)
+    special = np.array([0, 1, 2, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF, 0x3F800000, 0xBF800000, 0x7F800000,
+                        0xFF800000, 0x7FC00000, 0x00000001, 0x807FFFFF, 0x00800000, 0x4B800001, 0x3FF00000,
+                        0xFFEFFFFF, 255, 256, 0xFFFF, 31, 32, 63, 64], dtype=np.uint32)
     words = rng.integers(0, 1 << 32, IN_WORDS, dtype=np.uint64).astype(np.uint32)
     pick = rng.random(IN_WORDS)
     words[pick < 0.25] = rng.choice(special, int((pick < 0.25).sum()))
@@ -139,7 +139,8 @@ def handwritten(name: str, body: str, stages: tuple[str, ...] = (), helpers: str
                 grid: int = 1, seed: int = 1) -> Program:
     """A program written by hand for a regression test: `helpers` (C++ at file scope), one function
     with `body` (over lane, wg, gid and in; returns u64) and the kernel stages named after it."""
-    f = Func(f"{name}_t0", [], [Stmt(f"u32 gid = wg * {block}u + lane; (void)gid;"), Stmt(body)], noinline=False)
+    f = Func(f"{name}_t0", [], [Stmt(f"u32 gid = wg * {block}u + lane; (void)gid;"), Stmt(body)],
+             noinline=False)
     kinds = [Stage("call", func=f.name)] + [Stage(k, 5, 3, "add") for k in stages]
     return Program(seed, name, block, grid, [helpers] if helpers else [], [f], kinds)
 
@@ -185,8 +186,8 @@ def build_device(text: str, config: Config) -> bytes:
     bitcode = _build(text, (*DEVICE, *config.flags(), "-emit-llvm"), ".bc")
     obj = bitcode.with_suffix(".O0.o")
     if not obj.exists():  # the optimised IR through the backend with its optimisations off, then linked
-        subprocess.run([CLANG, "--target=amdgcn-amd-amdhsa", "-mcpu=gfx950", "-nogpulib", "-O0", "-c", str(bitcode),
-                        "-o", str(obj)], check=True, capture_output=True)
+        subprocess.run([CLANG, "--target=amdgcn-amd-amdhsa", "-mcpu=gfx950", "-nogpulib", "-O0", "-c",
+                        str(bitcode), "-o", str(obj)], check=True, capture_output=True)
     image = obj.with_suffix(".hsaco")
     if not image.exists():
         subprocess.run([LLD, "-shared", str(obj), "-o", str(image)], check=True, capture_output=True)
@@ -222,7 +223,8 @@ def compare(p: Program, host: Buffers, dev: Buffers) -> Verdict:
         bad = np.flatnonzero(h != d)
         if bad.size:
             i = int(bad[0])
-            return Verdict(p.seed, "wrong", f"{bad.size} wrong; {what} {i}: host {int(h[i]):#x}, emulator {int(d[i]):#x}")
+            return Verdict(p.seed, "wrong",
+                           f"{bad.size} wrong; {what} {i}: host {int(h[i]):#x}, emulator {int(d[i]):#x}")
     return Verdict(p.seed, "ok")
 
 
@@ -234,8 +236,10 @@ def check(programs: list[Program], config: Config, timeout: float = HANG_SECONDS
         return _check(programs, lib, build_device(text, config), config, timeout)
 
 
-def _check(programs: list[Program], lib: ctypes.CDLL, image: bytes, config: Config, timeout: float) -> list[Verdict]:
-    rt = EmuRuntime(workers=1, timeout=timeout, stack_bytes=HIP_STACK_CAP)  # -O0 frames of local arrays are big
+def _check(programs: list[Program], lib: ctypes.CDLL, image: bytes, config: Config,
+           timeout: float) -> list[Verdict]:
+    # -O0 frames of local arrays are big
+    rt = EmuRuntime(workers=1, timeout=timeout, stack_bytes=HIP_STACK_CAP)
     filled = EmuRuntime(workers=1, timeout=timeout, stack_bytes=HIP_STACK_CAP, register_fill=REGISTER_FILL)
     verdicts = []
     for p in programs:
@@ -244,7 +248,8 @@ def _check(programs: list[Program], lib: ctypes.CDLL, image: bytes, config: Conf
         dev = run_device(image, rt, p, buffers)
         verdict = dev if isinstance(dev, Verdict) else compare(p, host, dev)
         if verdict.status in ("wrong", "fault") and not _same(dev, run_device(image, filled, p, buffers)):
-            verdict = Verdict(p.seed, "undefined", f"{verdict.status} ({verdict.detail}); with the registers the launch "
+            verdict = Verdict(p.seed, "undefined",
+                              f"{verdict.status} ({verdict.detail}); with the registers the launch "
                               f"leaves undefined holding {REGISTER_FILL:#x} instead of 0 the outcome changes")
         verdicts.append(verdict)
     return verdicts
@@ -417,7 +422,8 @@ def main() -> int:
     ap.add_argument("--show", action="store_true", help="print the program's source")
     ap.add_argument("--device-flag", action="append", default=[], help="a further gfx950 compiler flag")
     ap.add_argument("--seeds", help="check these seeds only, comma-separated")
-    ap.add_argument("--codegen-O0", action="store_true", help="optimise the IR at --opt, generate code at -O0")
+    ap.add_argument("--codegen-O0", action="store_true",
+                    help="optimise the IR at --opt, generate code at -O0")
     ap.add_argument("--reduce", type=float, default=300.0, help="seconds to reduce each failure (0: do not)")
     ap.add_argument("--timeout", type=float, default=HANG_SECONDS, help="seconds a launch may run")
     a = ap.parse_args()
@@ -426,8 +432,10 @@ def main() -> int:
         opts = [int(o) for o in a.opt.split(",")]
     except ValueError:
         raise SystemExit(f"--opt {a.opt!r}: give levels such as 0,1,3") from None
-    configs = [Config(o, feats, a.inline_all_at_O0 and o == 0, tuple(a.device_flag), a.codegen_O0) for o in opts]
-    seeds: Sequence[int] = range(a.seed, a.seed + 1) if a.seed is not None else range(a.first, a.first + a.count)
+    configs = [Config(o, feats, a.inline_all_at_O0 and o == 0, tuple(a.device_flag), a.codegen_O0)
+               for o in opts]
+    seeds: Sequence[int] = (range(a.seed, a.seed + 1) if a.seed is not None
+                            else range(a.first, a.first + a.count))
     if a.seeds:
         seeds = [int(s) for s in a.seeds.split(",")]
     if a.show and a.seed is not None:

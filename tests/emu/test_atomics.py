@@ -54,7 +54,8 @@ def test_integer_atomics_from_many_lanes_waves_and_workers_all_take_effect() -> 
     m0[:4] = [0, 0, 0, 7]
     m64 = rng.integers(0, 1 << 63, size=128, dtype=np.uint64)
     rt = EmuRuntime(workers=2)
-    m, ret, m64_out, _ = run(image, [m0, np.zeros(4 * n, np.uint32), m64, v, n], grid=groups, block=256, rt=rt)
+    m, ret, m64_out, _ = run(image, [m0, np.zeros(4 * n, np.uint32), m64, v, n], grid=groups, block=256,
+                             rt=rt)
     assert rt.stats[-1].waves == groups * 4
     ret = ret.reshape(4, n)
     # counter: the pre-op values are 0..n-1 in some order
@@ -78,12 +79,14 @@ def test_integer_atomics_from_many_lanes_waves_and_workers_all_take_effect() -> 
     want[320:384] ^= np.bitwise_xor.reduce(slots, axis=0)
     want[384:448] = np.minimum(m0[384:448].view(np.int32), slots.view(np.int32).min(axis=0)).view(np.uint32)
     want[448:512] = np.maximum(m0[448:512], slots.max(axis=0))
-    want[512:576] += np.where(np.arange(64) & 1, n // 64, 0).astype(np.uint32)  # lanes outside EXEC do nothing
+    # lanes outside EXEC do nothing
+    want[512:576] += np.where(np.arange(64) & 1, n // 64, 0).astype(np.uint32)
     np.testing.assert_array_equal(m[4:], want[4:])
     big = (slots.astype(np.uint64) << np.uint64(24)) + slots
     np.testing.assert_array_equal(m64_out[:64], m64[:64] + big.sum(axis=0, dtype=np.uint64))
     prod = slots.view(np.int32).astype(np.int64) * 4099
-    np.testing.assert_array_equal(m64_out[64:].view(np.int64), np.maximum(m64[64:].view(np.int64), prod.max(axis=0)))
+    np.testing.assert_array_equal(m64_out[64:].view(np.int64),
+                                  np.maximum(m64[64:].view(np.int64), prod.max(axis=0)))
 
 
 FLOATS = f"""
@@ -126,7 +129,8 @@ def test_float_atomics_round_to_nearest_even_and_keep_denormals() -> None:
                       np.zeros(128, np.float16), d, np.zeros(192), np.zeros(1, np.float32)])
     f2, fr, b2, br, h2, hr, d2, dr, one = out
     np.testing.assert_array_equal(fr, f[:64])
-    want = (f[:64].astype(np.float64) + f[64:].astype(np.float64)).astype(np.float32)  # one rounding, from exact
+    # one rounding, from exact
+    want = (f[:64].astype(np.float64) + f[64:].astype(np.float64)).astype(np.float32)
     np.testing.assert_array_equal(f2[:64].view(np.uint32), want.view(np.uint32))
     assert 0 < f2[0] < np.finfo(np.float32).smallest_normal and f2[2] == 0  # denormals kept
     np.testing.assert_array_equal(br, b[:128].view(np.uint16))
@@ -166,15 +170,18 @@ def test_buffer_atomics_past_num_records_are_not_done_and_return_0() -> None:
     # lanes k and k + 32 add k + 1 and k + 33 to dword k, in one order or the other
     for k in range(32):
         assert u2[k] == u[k] + 2 * k + 34
-        assert {int(ret[k]), int(ret[k + 32])} in ({int(u[k]), int(u[k]) + k + 1}, {int(u[k]), int(u[k]) + k + 33})
+        assert {int(ret[k]), int(ret[k + 32])} in ({int(u[k]), int(u[k]) + k + 1},
+                                                   {int(u[k]), int(u[k]) + k + 33})
     np.testing.assert_array_equal(u2[32:], u[32:])
     lanes = np.arange(64)
-    np.testing.assert_array_equal(f2, np.where((lanes < 40) & (lanes != 5), f + 0.5, f))  # lane 5 is outside EXEC
+    # lane 5 is outside EXEC
+    np.testing.assert_array_equal(f2, np.where((lanes < 40) & (lanes != 5), f + 0.5, f))
     np.testing.assert_array_equal(fret, np.where(lanes == 5, -1, np.where(lanes < 40, f, 0)))
 
 
 def test_an_atomic_outside_every_allocation_stops_the_run() -> None:
-    image = compile_hip(f"KERNEL void oob(unsigned *m) {{ __hip_atomic_fetch_add(&m[gid() * 256 + tid()], 1u, {R}, {A}); }}",
+    image = compile_hip("KERNEL void oob(unsigned *m) { __hip_atomic_fetch_add(&m[gid() * 256 + tid()], "
+                        f"1u, {R}, {A}); }}",
                         NO_OPTIMIZER)
     with pytest.raises(DriverError) as info:
         run(image, [np.zeros(300, np.uint32)], grid=2, block=256)

@@ -19,7 +19,8 @@ KERNEL void bits(unsigned *out, const unsigned *a, const unsigned *b, const unsi
   o[1] = __builtin_amdgcn_bitop3_b32(x, y, z, 0xDE);
   o[2] = __builtin_amdgcn_bitop3_b32(x, y, z, 0x1B);
   o[3] = __builtin_amdgcn_bitop3_b32(x, y, z, 0x80);
-  o[4] = (unsigned short)__builtin_amdgcn_bitop3_b16((unsigned short)x, (unsigned short)(y >> 16), (unsigned short)z, 0xE8);
+  o[4] = (unsigned short)__builtin_amdgcn_bitop3_b16((unsigned short)x, (unsigned short)(y >> 16),
+                                                     (unsigned short)z, 0xE8);
   o[5] = (x & ~y) | (y & ~z & x) | (~x & z);
   o[6] = __builtin_amdgcn_readfirstlane(x) + i;
   o[7] = x ^ y ^ (z & x);

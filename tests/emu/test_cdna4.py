@@ -24,15 +24,19 @@ from wgrad_cli.config.shipped import CONFIGS_DIR
 RING_BYTES = 4 * (2 * 256 * 64 + 2 * 256 * 4)  # four stages of 64 tokens: A and B rows, their scale words
 
 
-def test_builds_clean_for_the_ci_matrix(amd_compiler: Compiler, specs: dict[str, KernelSpec], tmp_path: Path) -> None:
+def test_builds_clean_for_the_ci_matrix(amd_compiler: Compiler, specs: dict[str, KernelSpec],
+                                        tmp_path: Path) -> None:
     """No spills or scratch at any CI shape, one workgroup of two waves per SIMD per CU (the
     accumulators take 128 registers a lane), the four-stage ring in LDS, and the instructions the
     design names: scaled 32x32x64 MFMAs, loads straight into LDS, the RNE bf16 conversion."""
-    dims = sorted({s.dims for s in load_config(CONFIGS_DIR / "ci.yaml", specs).shapes}, key=lambda d: (d.M, d.N, d.K, d.E))
+    dims = sorted({s.dims for s in load_config(CONFIGS_DIR / "ci.yaml", specs).shapes},
+                  key=lambda d: (d.M, d.N, d.K, d.E))
     jobs = [BuildJob(specs["cdna4"], "gfx950", d) for d in dims]
-    results = run_builds(jobs, Toolchains(tmp_path / "shim", BACKENDS), Cache(tmp_path / "c"), {"spills": 0, "scratch_bytes": 0},
-                         workers=os.cpu_count() or 1, isa_dir=tmp_path / "isa")
-    assert len(results) > 10 and all(r.ok for r in results), [(r.job.dims, r.errors) for r in results if not r.ok]
+    results = run_builds(jobs, Toolchains(tmp_path / "shim", BACKENDS), Cache(tmp_path / "c"),
+                         {"spills": 0, "scratch_bytes": 0}, workers=os.cpu_count() or 1,
+                         isa_dir=tmp_path / "isa")
+    assert len(results) > 10 and all(r.ok for r in results), \
+        [(r.job.dims, r.errors) for r in results if not r.ok]
     for r in results:
         res = r.resources
         assert res and res.shared_bytes == RING_BYTES and res.scratch_bytes == 0, (r.job.dims, res)
@@ -48,11 +52,12 @@ def test_passes_on_the_emulator(amd_compiler: Compiler, specs: dict[str, KernelS
     for config, shapes in (("emu", []), ("smoke", ["--shape=one-expert", "--shape=gaps"])):
         result = CliRunner().invoke(cli, [
             "verify", "--config", config, *shapes, "--kernel", "cdna4", "--device", "emu", "--edge-cases",
-            "--strict-lds", "--emu-register-fill", "0x7fc00000", "--json", str(out), "--cache-dir", str(tmp_path / "c")])
+            "--strict-lds", "--emu-register-fill", "0x7fc00000", "--json", str(out), "--cache-dir",
+            str(tmp_path / "c")])
         assert result.exit_code == 0, result.output
         records = json.loads(out.read_text())["records"]
-        base = [s.removeprefix("--shape=") for s in shapes] or [s.name for s in load_config(CONFIGS_DIR / "emu.yaml",
-                                                                                             specs).shapes]
+        base = [s.removeprefix("--shape=") for s in shapes] \
+            or [s.name for s in load_config(CONFIGS_DIR / "emu.yaml", specs).shapes]
         names = {r["shape"]["name"] for r in records}
         assert set(base) < names and all("+" in n for n in names - set(base))  # each shape and its edge cases
         assert all(r["ok"] and r["kernel"] == "cdna4" for r in records)

@@ -97,7 +97,8 @@ def test_code_objects_loaded_side_by_side_each_have_their_own_image() -> None:
         host = np.zeros(64, U32)
         rt.copy_out(host.ctypes.data, where.address, where.size)
         assert (host == runs * (step + lane)).all()
-    with pytest.raises(DriverError, match=r"^the code object has no global missing; it has \['counter', 'step'\]$"):
+    with pytest.raises(DriverError, match=r"^the code object has no global missing; it has \['counter', "
+                                          r"'step'\]$"):
         rt.get_global(modules[0], "missing")
 
 
@@ -112,7 +113,8 @@ KERNEL void scribble(unsigned *out, unsigned lane) {
     with pytest.raises(DriverError) as info:
         run(image, [np.zeros(64, U32), 21])
     line = str(info.value)
-    segment = next(i for i, s in enumerate(load_image(image).segments) if any(x.name == ".rodata" for x in s.sections))
+    segment = next(i for i, s in enumerate(load_image(image).segments)
+                   if any(x.name == ".rodata" for x in s.sections))
     assert "\n" not in line and re.match(r"scribble: (flat|global)_store_dword at offset 0x", line)
     assert f"in read-only segment {segment} (R--) of the code object of scribble, .rodata+0x" in line
     assert ", _ZL5table+0x54 (" in line  # lane 21's word; the symbol as the code object spells it
@@ -128,8 +130,8 @@ def test_a_relocation_the_loader_does_not_apply_stops_the_load() -> None:
     at = image.index(info)
     image[at + 8] = 3
     with pytest.raises(DriverError, match=r"^the emulator cannot load the code object: dynamic relocation "
-                                          r"R_AMDGPU_ABS64 at offset 0x[0-9a-f]+ \(RELA\): the emulator's loader "
-                                          r"applies only R_AMDGPU_RELATIVE64 \(RELA\)$"):
+                                          r"R_AMDGPU_ABS64 at offset 0x[0-9a-f]+ \(RELA\): the emulator's "
+                                          r"loader applies only R_AMDGPU_RELATIVE64 \(RELA\)$"):
         EmuRuntime(workers=1).load(bytes(image), "count", 0)
 
 
@@ -147,6 +149,6 @@ KERNEL void peek(unsigned *out) { out[tid()] = table[tid() * 1024u]; }
         run(image, [np.zeros(64, U32)])
     line = str(info.value)
     assert "\n" not in line and re.fullmatch(
-        r"peek: (flat|global)_load_dword at offset 0x[0-9a-f]+: \1_load_dword of 4 bytes at 0x[0-9a-f]+ inside the "
-        rf"code object of peek at offset {table.offset + 4096 * lane:#x}, between its segments \(workgroup \(0, 0, 0\), "
-        rf"wave 0, lane {lane}\)", line), line
+        r"peek: (flat|global)_load_dword at offset 0x[0-9a-f]+: \1_load_dword of 4 bytes at 0x[0-9a-f]+ "
+        rf"inside the code object of peek at offset {table.offset + 4096 * lane:#x}, between its segments "
+        rf"\(workgroup \(0, 0, 0\), wave 0, lane {lane}\)", line), line

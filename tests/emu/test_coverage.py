@@ -44,8 +44,10 @@ def test_a_kernel_with_an_unimplemented_instruction_is_listed_before_it_runs(tmp
     source = (KERNELS_DIR / "reference.cu").read_text()
     assert STORE in source
     sine = tmp_path / "sine.cu"  # the reference kernel storing sin(2 pi acc): one v_sin_f32
-    sine.write_text(source.replace(STORE, STORE.replace("bf16_bits(acc)", "bf16_bits(__builtin_amdgcn_sinf(acc))")))
-    rows = emu_check(tmp_path, "--kernel", "reference", "--kernel-source", str(sine), "--include", str(KERNELS_DIR))
+    sine.write_text(source.replace(STORE, STORE.replace("bf16_bits(acc)",
+                                                        "bf16_bits(__builtin_amdgcn_sinf(acc))")))
+    rows = emu_check(tmp_path, "--kernel", "reference", "--kernel-source", str(sine), "--include",
+                     str(KERNELS_DIR))
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
     assert cells[3:] == ["1", "0", UNSUPPORTED_MNEMONIC]
 
@@ -56,8 +58,8 @@ def test_a_register_past_the_allocation_is_reported_before_it_runs(tmp_path: Pat
     past = tmp_path / "past.cu"  # inline asm naming v200 without a clobber: LLVM's count leaves it out
     past.write_text(source.replace(STORE, STORE + ' asm volatile("v_mov_b32 v200, %0" :: "v"(acc));'))
     result = CliRunner().invoke(cli, ["emu-check", "--config", str(tiny_config(tmp_path)), "--cache-dir",
-                                      str(tmp_path / "cache"), "--kernel", "reference", "--kernel-source", str(past),
-                                      "--include", str(KERNELS_DIR)], terminal_width=100)
+                                      str(tmp_path / "cache"), "--kernel", "reference", "--kernel-source",
+                                      str(past), "--include", str(KERNELS_DIR)], terminal_width=100)
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if line.startswith("| reference"))
     assert [c.strip() for c in row.strip("|").split("|")][3:5] == ["0", "1"]

@@ -25,7 +25,8 @@ KERNEL void cvt(unsigned *out, const float *f, const float *g, const unsigned *q
   o[4] = __builtin_bit_cast(unsigned, __builtin_amdgcn_cvt_scalef32_f32_fp8(q[i], s[i], 2));
   o[5] = __builtin_bit_cast(unsigned, __builtin_amdgcn_cvt_scalef32_f32_bf8(q[i], s[i], 1));
   __bf16 a = (__bf16)x, b = (__bf16)y;
-  o[6] = (unsigned)__builtin_bit_cast(unsigned short, a) | ((unsigned)__builtin_bit_cast(unsigned short, b) << 16);
+  o[6] = (unsigned)__builtin_bit_cast(unsigned short, a)
+         | ((unsigned)__builtin_bit_cast(unsigned short, b) << 16);
   asm volatile("v_cvt_scalef32_pk_f32_bf8 %0, %1, %2" : "=v"(r) : "v"(q[i]), "v"(s[i]));
   o[7] = (unsigned)r; o[8] = (unsigned)(r >> 32);
 }
@@ -69,12 +70,14 @@ def bf16(x: np.ndarray) -> np.ndarray:
 
 def test_fp8_bf8_and_bf16_conversions() -> None:
     image = compile_hip(SOURCE)
-    assert_uses(image, "v_cvt_pk_fp8_f32", "v_cvt_pk_bf8_f32", "v_cvt_scalef32_pk_f32_fp8", "v_cvt_scalef32_f32_fp8",
-                "v_cvt_scalef32_f32_bf8", "v_cvt_scalef32_pk_f32_bf8", "v_cvt_pk_bf16_f32")
+    assert_uses(image, "v_cvt_pk_fp8_f32", "v_cvt_pk_bf8_f32", "v_cvt_scalef32_pk_f32_fp8",
+                "v_cvt_scalef32_f32_fp8", "v_cvt_scalef32_f32_bf8", "v_cvt_scalef32_pk_f32_bf8",
+                "v_cvt_pk_bf16_f32")
     rng = np.random.default_rng(21)
     x = (rng.standard_normal(64) * np.exp2(rng.integers(-12, 10, 64))).astype(np.float32)
     y = (rng.standard_normal(64) * 40).astype(np.float32)
-    x[:8] = [1.0625, 1.1875, 464.0, 470.0, 1000.0, np.inf, 2.0**-10, 3 * 2.0**-11]  # ties, overflow, subnormal
+    # ties, overflow, subnormal
+    x[:8] = [1.0625, 1.1875, 464.0, 470.0, 1000.0, np.inf, 2.0**-10, 3 * 2.0**-11]
     y[:4] = [57344.0 + 4096, -7e4, 2.0**-17, np.float32(1.00390625)]
     q = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
     q[:2] = [0x7F7F7F7F, 0xFFFF7C00]  # fp8 NaN bytes; bf8 infinity
@@ -95,8 +98,9 @@ def test_fp8_bf8_and_bf16_conversions() -> None:
         exp_field = (int(s[i].view(np.uint32)) >> 23) & 0xFF
         factor = np.nan if exp_field == 255 else 2.0 ** (exp_field - 127)
         byte = [(int(q[i]) >> (8 * k)) & 0xFF for k in range(4)]
-        want = [decode(byte[2], False) * factor, decode(byte[3], False) * factor, decode(byte[2], False) * factor,
-                decode(byte[1], True) * factor, decode(byte[0], True) * factor, decode(byte[1], True) * factor]
+        want = [decode(byte[2], False) * factor, decode(byte[3], False) * factor,
+                decode(byte[2], False) * factor, decode(byte[1], True) * factor,
+                decode(byte[0], True) * factor, decode(byte[1], True) * factor]
         cols = [2, 3, 4, 5, 7, 8]
         for col, w in zip(cols, want):
             g = got[i, col:col + 1].view(np.float32)[0]

@@ -20,7 +20,8 @@ from wgrad_cli.errors import DriverError
 
 LANES = 512  # two workgroups of 256: every byte position of q holds every code twice
 COLUMNS = 22
-QUANT = [  # column, asm, initial destination, source operands (a/b: f32, h: f16 pair, g: bf16 pair; 4: fp4 inputs)
+# column, asm, initial destination, source operands (a/b: f32, h: f16 pair, g: bf16 pair; 4: fp4 inputs)
+QUANT = [
     (0, "v_cvt_scalef32_pk_fp8_f32 %0, %1, %2, %3 op_sel:[0,0,0,1]", 0xA5A5A5A5, "a b s"),
     (1, "v_cvt_scalef32_pk_bf8_f32 %0, %1, %2, %3", 0x12345678, "a b s"),
     (2, "v_cvt_scalef32_pk_fp8_f16 %0, %1, %2", 0x9ABCDEF0, "h s"),
@@ -56,7 +57,8 @@ SOURCE = ("KERNEL void cvt(unsigned *out, " + ", ".join(f"const unsigned *{n}_" 
           + "".join(f"  unsigned {n} = {n}_[i];\n" for n in ARGS)
           + "".join(f"  unsigned w{col} = {init:#x}u;\n" for col, _, init, *_ in QUANT + DEQUANT)
           + "  if (on) {\n" + "".join(_quant(*q) for q in QUANT)
-          + "".join(f'    asm volatile("{asm}" : "+v"(w{col}) : "v"(q), "v"(s));\n' for col, asm, _ in DEQUANT)
+          + "".join(f'    asm volatile("{asm}" : "+v"(w{col}) : "v"(q), "v"(s));\n'
+                    for col, asm, _ in DEQUANT)
           + '    unsigned long long p; asm volatile("v_cvt_scalef32_pk_f32_fp4 %0, %1, %2 op_sel:[1,1,0]" '
             ': "=v"(p) : "v"(q), "v"(s));\n    o[16] = (unsigned)p; o[17] = (unsigned)(p >> 32);\n'
           + '    o[21] = __builtin_bit_cast(unsigned, __builtin_amdgcn_cvt_scalef32_f32_bf8(q, '
@@ -111,7 +113,8 @@ def encode(x: float, fmt: str) -> int:
     if np.isnan(x):
         return (sign - 1) if fmt == "fp8" else ((1 << eb) - 1) << mb | 1 << (mb - 1)
     s = sign if np.signbit(x) else 0
-    over = sign - 1 if fmt == "fp8" else bits_of(largest(fmt), fmt) if fmt in SATURATING else ((1 << eb) - 1) << mb
+    over = (sign - 1 if fmt == "fp8" else bits_of(largest(fmt), fmt) if fmt in SATURATING
+            else ((1 << eb) - 1) << mb)
     if np.isinf(x):
         return s | over
     a = Fraction(abs(x))
@@ -127,7 +130,8 @@ def encode(x: float, fmt: str) -> int:
     return s | bits_of(r, fmt) if r else s
 
 
-SMALL_CODES = {fmt: {(decode(c, fmt), bool(np.signbit(decode(c, fmt)))): c for c in range(1 << (1 + sum(FORMATS[fmt][:2])))}
+SMALL_CODES = {fmt: {(decode(c, fmt), bool(np.signbit(decode(c, fmt)))): c
+                     for c in range(1 << (1 + sum(FORMATS[fmt][:2])))}
                for fmt in ("fp8", "bf8", *SATURATING)}
 
 
@@ -148,7 +152,8 @@ def inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
     infinities, NaNs and zeros; every code in each byte of q."""
     e = rng.integers(105, 150, LANES)
     e[:16] = [0, 1, 127, 254, 255, 126, 128, 253, 0, 254, 255, 127, 1, 130, 120, 140]
-    e[256:320] = 0  # every code of bytes 0 and 2 at the smallest scale: results in bf16's and f16's subnormals
+    # every code of bytes 0 and 2 at the smallest scale: results in bf16's and f16's subnormals
+    e[256:320] = 0
     s = (rng.integers(0, 2, LANES) << 31 | e << 23 | rng.integers(0, 1 << 23, LANES)).astype(np.uint32)
     e4 = np.where(e == 255, 127, e)  # no NaN scale for fp4: a NaN has no fp4 code
     s4 = (e4 << 23 | rng.integers(0, 1 << 23, LANES)).astype(np.uint32)
@@ -156,9 +161,11 @@ def inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
     def near(fmt: str, exps: np.ndarray, n: int) -> np.ndarray:
         codes = rng.integers(0, 1 << (8 if fmt != "fp4" else 4), n)
         lo = np.array([decode(int(c), fmt) for c in codes])
-        hi = np.array([decode(int(c) + 1, fmt) if (int(c) + 1) % (1 << (7 if fmt != "fp4" else 3)) else 2 * decode(int(c), fmt)
+        hi = np.array([decode(int(c) + 1, fmt) if (int(c) + 1) % (1 << (7 if fmt != "fp4" else 3))
+                       else 2 * decode(int(c), fmt)
                        for c in codes])
-        t = np.where(np.isfinite(lo) & np.isfinite(hi), lo + (hi - lo) * rng.choice([0.5, 0.25, 0.75, 0, 1e-3], n), 3.0)
+        t = np.where(np.isfinite(lo) & np.isfinite(hi),
+                     lo + (hi - lo) * rng.choice([0.5, 0.25, 0.75, 0, 1e-3], n), 3.0)
         t = np.where(rng.random(n) < 0.15, rng.standard_normal(n) * 300, t)
         with np.errstate(all="ignore"):
             return np.ldexp(t, exps - 127)
@@ -185,8 +192,10 @@ def inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
     return {"a": a.view(np.uint32), "b": b.view(np.uint32), "h": f16_pair[0::2] | f16_pair[1::2] << 16,
             "g": (bf16_pair[0::2] | bf16_pair[1::2] << 16).astype(np.uint32), "a4": a4.view(np.uint32),
             "b4": b4.view(np.uint32),
-            "h4": (h4.view(np.uint16).astype(np.uint32)[0::2] | h4.view(np.uint16).astype(np.uint32)[1::2] << 16),
-            "g4": ((g4.view(np.uint32) >> 16)[0::2] | (g4.view(np.uint32) >> 16)[1::2] << 16).astype(np.uint32),
+            "h4": (h4.view(np.uint16).astype(np.uint32)[0::2] | h4.view(np.uint16).astype(np.uint32)[1::2]
+                   << 16),
+            "g4": ((g4.view(np.uint32) >> 16)[0::2] | (g4.view(np.uint32) >> 16)[1::2]
+                   << 16).astype(np.uint32),
             "q": q, "s": s, "s4": s4, "on": on.astype(np.uint32)}
 
 
@@ -203,7 +212,8 @@ def test_scaled_conversions() -> None:
     assert_uses(image, *{asm.split()[0] for _, asm, *_ in QUANT + DEQUANT}, "v_cvt_scalef32_pk_f32_fp4",
                 "v_cvt_scalef32_f32_bf8")
     data = inputs(np.random.default_rng(5))
-    out, = run(image, [np.full(LANES * COLUMNS, 0xD1D1D1D1, np.uint32), *(data[n] for n in ARGS)], grid=2, block=256)[:1]
+    out, = run(image, [np.full(LANES * COLUMNS, 0xD1D1D1D1, np.uint32), *(data[n] for n in ARGS)], grid=2,
+               block=256)[:1]
     got = out.reshape(LANES, COLUMNS)
     for i in range(LANES):
         if not data["on"][i]:  # registers of lanes off in EXEC keep their values
@@ -224,7 +234,8 @@ def test_scaled_conversions() -> None:
             if col == 20:
                 values = [-values[0], abs(values[1])]
             codes = [encode(v / div, fmt) for v in values]
-            sel = [int(c) for c in asm.split("op_sel:[")[1].rstrip("]").split(",")] if "op_sel" in asm else [0] * 4
+            sel = [int(c)
+                   for c in asm.split("op_sel:[")[1].rstrip("]").split(",")] if "op_sel" in asm else [0] * 4
             width = 4 if fmt == "fp4" else 8
             if fmt == "fp4":  # op_sel:[.., c, d]: OPSEL[3:2] is the byte written
                 shift = 8 * (sel[-2] + 2 * sel[-1])
@@ -232,7 +243,8 @@ def test_scaled_conversions() -> None:
                 shift = 16 * sel[-1]
             mask = ((1 << 2 * width) - 1) << shift
             word = int(got[i, col])
-            assert word & ~mask & 0xFFFFFFFF == init & ~mask & 0xFFFFFFFF, f"lane {i} col {col}: other bits {word:#x}"
+            assert word & ~mask & 0xFFFFFFFF == init & ~mask & 0xFFFFFFFF, \
+                f"lane {i} col {col}: other bits {word:#x}"
             for k in range(2):
                 code = (word >> (shift + width * k)) & ((1 << width) - 1)
                 assert same(code, codes[k], fmt), \
@@ -241,7 +253,8 @@ def test_scaled_conversions() -> None:
         for col, asm, init in DEQUANT:
             mn = asm.split()[0]
             dst, src = mn.split("_")[-2:]
-            sel = [int(c) for c in asm.split("op_sel:[")[1].rstrip("]").split(",")] if "op_sel" in asm else [0, 0, 0]
+            sel = [int(c)
+                   for c in asm.split("op_sel:[")[1].rstrip("]").split(",")] if "op_sel" in asm else [0, 0, 0]
             if src == "fp4":
                 byte = (q >> 8 * (sel[0] + 2 * sel[1])) & 0xFF
                 vals = [decode(byte & 15, "fp4"), decode(byte >> 4, "fp4")]
@@ -263,7 +276,8 @@ def test_scaled_conversions() -> None:
                 assert same(h, w_, dst), f"lane {i} col {col} [{k}]: {vals[k]} * {sc} -> {h:#x}, want {w_:#x}"
         byte3 = q >> 24
         for k, nib in enumerate((byte3 & 15, byte3 >> 4)):
-            assert same(int(got[i, 16 + k]), encode(decode(nib, "fp4") * sc, "f32"), "f32"), f"lane {i} pk_f32_fp4 [{k}]"
+            assert same(int(got[i, 16 + k]), encode(decode(nib, "fp4") * sc, "f32"), "f32"), \
+                f"lane {i} pk_f32_fp4 [{k}]"
         assert same(int(got[i, 21]), encode(decode(q >> 24, "bf8") * sc, "f32"), "f32"), f"lane {i} f32_bf8"
 
 
@@ -297,7 +311,8 @@ SIX = """
 typedef unsigned v6 __attribute__((ext_vector_type(6)));
 typedef unsigned v16 __attribute__((ext_vector_type(16)));
 typedef unsigned v32 __attribute__((ext_vector_type(32)));
-KERNEL void six(unsigned *out, const v16 *x, const v16 *y, const v16 *h, const unsigned *c, const unsigned *s) {
+KERNEL void six(unsigned *out, const v16 *x, const v16 *y, const v16 *h,
+                const unsigned *c, const unsigned *s) {
   unsigned i = tid(), sc = s[i];
   v16 a = x[i], b = y[i], p = h[i];
   v6 q, r0, r1, r2, r3;  // a 6-vector takes 8 dwords in memory: its codes are loaded one by one
@@ -328,16 +343,18 @@ def unpack6(words: list[int]) -> list[int]:
 def test_fp6_conversions() -> None:
     """32 fp6/bf6 codes in six registers, to and from f32 (two sources of 16, interleaved), f16, bf16."""
     image = compile_hip(SIX)
-    assert_uses(image, "v_cvt_scalef32_2xpk16_fp6_f32", "v_cvt_scalef32_2xpk16_bf6_f32", "v_cvt_scalef32_pk32_fp6_f16",
-                "v_cvt_scalef32_pk32_bf6_bf16", "v_cvt_scalef32_pk32_f32_fp6", "v_cvt_scalef32_pk32_f16_bf6",
-                "v_cvt_scalef32_pk32_bf16_fp6")
+    assert_uses(image, "v_cvt_scalef32_2xpk16_fp6_f32", "v_cvt_scalef32_2xpk16_bf6_f32",
+                "v_cvt_scalef32_pk32_fp6_f16", "v_cvt_scalef32_pk32_bf6_bf16", "v_cvt_scalef32_pk32_f32_fp6",
+                "v_cvt_scalef32_pk32_f16_bf6", "v_cvt_scalef32_pk32_bf16_fp6")
     rng = np.random.default_rng(6)
     e = rng.integers(110, 145, 64)
     e[:6] = [0, 1, 127, 254, 253, 126]
     s = (e << 23 | rng.integers(0, 1 << 23, 64)).astype(np.uint32)
-    ties = np.array([0.0625, 0.1875, 7.75, 7.25, 26.0, 30.0, -0.03125, 3.75])  # on and between codes, past the top
+    # on and between codes, past the top
+    ties = np.array([0.0625, 0.1875, 7.75, 7.25, 26.0, 30.0, -0.03125, 3.75])
     with np.errstate(all="ignore"):
-        t = np.where(rng.random((64, 32)) < 0.5, rng.choice(ties, (64, 32)), rng.standard_normal((64, 32)) * 6)
+        t = np.where(rng.random((64, 32)) < 0.5, rng.choice(ties, (64, 32)),
+                     rng.standard_normal((64, 32)) * 6)
         x = np.ldexp(t, e[:, None] - 127).astype(np.float32)
         x[0, :4] = [np.inf, -np.inf, -0.0, 1e-45]
         t16 = np.ldexp(rng.choice(ties, (64, 32)) * rng.choice([1, -1, 1.01], (64, 32)), e[:, None] - 127)
@@ -357,16 +374,19 @@ def test_fp6_conversions() -> None:
         f16s = [decode(int(v), "f16") for v in p16[i]]
         bf16s = [decode(int(v), "bf16") for v in p16[i]]
         interleaved = [v for pair in zip(a, b) for v in pair]
-        for col, fmt, values in ((0, "fp6", interleaved), (6, "bf6", interleaved), (12, "fp6", f16s), (18, "bf6", bf16s)):
+        for col, fmt, values in ((0, "fp6", interleaved), (6, "bf6", interleaved), (12, "fp6", f16s),
+                                 (18, "bf6", bf16s)):
             have = unpack6([int(w) for w in got[i, col:col + 6]])
             want = [encode(v / sc, fmt) for v in values]
             assert have == want, f"lane {i} col {col}: {[hex(v) for v in have]} != {[hex(v) for v in want]}"
         codes = unpack6([int(w) for w in c[i]])
-        assert all(same(int(got[i, 24 + k]), encode(decode(q, "fp6") * sc, "f32"), "f32") for k, q in enumerate(codes)), i
+        assert all(same(int(got[i, 24 + k]), encode(decode(q, "fp6") * sc, "f32"), "f32")
+                   for k, q in enumerate(codes)), i
         for col, dst, src in ((56, "f16", "bf6"), (72, "bf16", "fp6")):
             halves16 = [int(got[i, col + k // 2]) >> (16 * (k % 2)) & 0xFFFF for k in range(32)]
             want = [encode(decode(q, src) * sc, dst) for q in codes]
-            assert halves16 == want, f"lane {i} col {col}: {[hex(v) for v in halves16]} != {[hex(v) for v in want]}"
+            assert halves16 == want, (f"lane {i} col {col}: {[hex(v) for v in halves16]} != "
+                                      f"{[hex(v) for v in want]}")
 
 
 STOCHASTIC = """

@@ -29,11 +29,13 @@ from wgrad_cli.emu.loader import load_image
 from wgrad_cli.emu.program import Program, decode
 from wgrad_cli.errors import DriverError
 
-SOURCES = [test_emu_valu.SOURCE, test_emu_scalar_exec.SALU, test_emu_scalar_exec.DIVERGE, test_emu_memory.GLOBAL,
-           test_emu_memory.LDS, test_emu_memory.BUFFER, test_emu_divide.DIVIDE, test_emu_divide.MISC]
+SOURCES = [test_emu_valu.SOURCE, test_emu_scalar_exec.SALU, test_emu_scalar_exec.DIVERGE,
+           test_emu_memory.GLOBAL, test_emu_memory.LDS, test_emu_memory.BUFFER, test_emu_divide.DIVIDE,
+           test_emu_divide.MISC]
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=["valu", "salu", "diverge", "global", "lds", "buffer", "divide", "misc"])
+@pytest.mark.parametrize("source", SOURCES,
+                         ids=["valu", "salu", "diverge", "global", "lds", "buffer", "divide", "misc"])
 def test_decoder_agrees_with_llvm(source: str) -> None:
     assert_decodes_as_llvm(compile_hip(source))
 
@@ -52,7 +54,8 @@ def test_decoder_agrees_with_llvm_on_the_shipped_kernels(kernel: str, tmp_path: 
     shapes = load_config(CONFIGS_DIR / "smoke.yaml", specs).shapes
     jobs = list(dict.fromkeys(BuildJob(specs[kernel], "gfx950", shape.dims) for shape in shapes))
     cache = Cache(tmp_path)
-    for result in run_builds(jobs, Toolchains(cache.root / "zig-shim", BACKENDS), cache, {}, os.cpu_count() or 1):
+    for result in run_builds(jobs, Toolchains(cache.root / "zig-shim", BACKENDS), cache, {},
+                             os.cpu_count() or 1):
         assert result.ok and result.code_object is not None, result.errors
         assert_decodes_as_llvm(result.code_object.read_bytes())
 
@@ -72,7 +75,8 @@ def test_an_unimplemented_instruction_is_listed_and_stops_the_run() -> None:
 def test_out_of_bounds_global_store_names_kernel_instruction_workgroup_lane_and_address() -> None:
     image = compile_hip("KERNEL void oob(unsigned *out) { out[gid() * 256 + tid()] = 1u; }")
     with pytest.raises(DriverError) as info:
-        run(image, [np.zeros(300, np.uint32)], grid=2, block=256)  # lanes 300.. of workgroup 1 run off the end
+        # lanes 300.. of workgroup 1 run off the end
+        run(image, [np.zeros(300, np.uint32)], grid=2, block=256)
     line = str(info.value)
     assert "\n" not in line and line.startswith("oob: global_store_dword")
     assert "workgroup (1, 0, 0)" in line and "lane 44" in line and "outside every allocation" in line
@@ -100,7 +104,7 @@ KERNEL void lds_oob(unsigned *out, unsigned k) {
     # not silent: the counters say how many bytes fell outside (48 lanes x 4 bytes, written then read)
     assert rt.stats[-1].lds_out_of_range == 2 * 48 * 4
     # verify --strict-lds: the first such access stops the run, naming its address and lane
-    with pytest.raises(DriverError, match=r"^lds_oob: ds_write_b32 at offset 0x[0-9a-f]+: LDS access of 4 bytes at "
-                                          r"0x100, beyond the workgroup's 256 bytes of LDS \(workgroup \(0, 0, 0\), "
-                                          r"wave 0, lane 16\)"):
+    with pytest.raises(DriverError, match=r"^lds_oob: ds_write_b32 at offset 0x[0-9a-f]+: LDS access of 4 "
+                                          r"bytes at 0x100, beyond the workgroup's 256 bytes of LDS "
+                                          r"\(workgroup \(0, 0, 0\), wave 0, lane 16\)"):
         run(image, [np.zeros(128, np.uint32), k], rt=EmuRuntime(workers=1, strict_lds=True))

@@ -14,9 +14,9 @@ typedef unsigned u2 __attribute__((ext_vector_type(2)));
 typedef unsigned u3 __attribute__((ext_vector_type(3)));
 typedef unsigned u4 __attribute__((ext_vector_type(4)));
 typedef _Float16 h2 __attribute__((ext_vector_type(2)));
-KERNEL void mem(unsigned *out, const signed char *sb, const unsigned char *ub, const short *ss, const unsigned short *us,
-                const u2 *w2, const u3 *w3, const u4 *w4, const _Float16 *h, h2 *oh, unsigned char *ob, unsigned short *os,
-                u2 *o2, u3 *o3, u4 *o4) {
+KERNEL void mem(unsigned *out, const signed char *sb, const unsigned char *ub, const short *ss,
+                const unsigned short *us, const u2 *w2, const u3 *w3, const u4 *w4, const _Float16 *h, h2 *oh,
+                unsigned char *ob, unsigned short *os, u2 *o2, u3 *o3, u4 *o4) {
   unsigned i = gid() * 256 + tid();
   out[i * 4 + 0] = (int)sb[i] + (unsigned)ub[i];
   out[i * 4 + 1] = (int)ss[i] ^ (unsigned)us[i];
@@ -29,7 +29,8 @@ KERNEL void mem(unsigned *out, const signed char *sb, const unsigned char *ub, c
 LDS = """
 typedef unsigned u2 __attribute__((ext_vector_type(2)));
 typedef unsigned u4 __attribute__((ext_vector_type(4)));
-#define SYNC() do { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); __builtin_amdgcn_s_barrier(); __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); } while (0)
+#define SYNC() do { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); __builtin_amdgcn_s_barrier(); \\
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); } while (0)
 KERNEL void lds(unsigned *out, const unsigned *in) {
   SHARED unsigned s1[256];
   SHARED u2 s2[256];
@@ -49,7 +50,8 @@ KERNEL void lds(unsigned *out, const unsigned *in) {
   SYNC();
   s1[t ^ 1] = a; 
   SYNC();
-  out[i * 4 + 0] = s1[t] ^ b.x; out[i * 4 + 1] = b.y; out[i * 4 + 2] = c.x + c.y; out[i * 4 + 3] = c.z * 1000u + c.w + e;
+  out[i * 4 + 0] = s1[t] ^ b.x; out[i * 4 + 1] = b.y; out[i * 4 + 2] = c.x + c.y;
+  out[i * 4 + 3] = c.z * 1000u + c.w + e;
 }
 """
 BUFFER = """
@@ -76,7 +78,8 @@ def test_global_loads_and_stores_of_every_width() -> None:
     rng = np.random.default_rng(7)
     ub = rng.integers(0, 256, N).astype(np.uint8)
     us = rng.integers(0, 65536, N).astype(np.uint16)
-    w = [rng.integers(0, 2**32, (N, k), dtype=np.uint64).astype(np.uint32) for k in (2, 4, 4)]  # a u3 is 16 bytes
+    # a u3 is 16 bytes
+    w = [rng.integers(0, 2**32, (N, k), dtype=np.uint64).astype(np.uint32) for k in (2, 4, 4)]
     h = rng.standard_normal(2 * N).astype(np.float16)
     oh0 = rng.standard_normal(2 * N).astype(np.float16)
     args = [np.zeros(4 * N, np.uint32), ub.view(np.int8), ub, us.view(np.int16), us, *w, h, oh0.copy(),
@@ -96,8 +99,8 @@ def test_global_loads_and_stores_of_every_width() -> None:
 
 def test_lds_reads_and_writes_across_the_waves_of_a_workgroup() -> None:
     image = compile_hip(LDS)
-    assert_uses(image, "ds_write_b32", "ds_write_b64", "ds_write_b128", "ds_read_b32", "ds_read_b64", "ds_read_b128",
-                "ds_read2st64_b32", "ds_write2st64_b32", "s_barrier")
+    assert_uses(image, "ds_write_b32", "ds_write_b64", "ds_write_b128", "ds_read_b32", "ds_read_b64",
+                "ds_read_b128", "ds_read2st64_b32", "ds_write2st64_b32", "s_barrier")
     x = np.random.default_rng(11).integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)
     got = run(image, [np.zeros(4 * N, np.uint32), x], grid=2, block=256)[0].reshape(N, 4)
     for g in range(2):
@@ -128,7 +131,8 @@ def test_buffer_lanes_past_num_records_read_zero_and_write_nothing() -> None:
     assert (got[:, 0] == load(t * 4, 4)).all()
     assert (got[:, 1] == load(t * 2 + 1, 2)).all()
     assert (got[:, 2] == load(t * 3 + 16, 1)).all()
-    quads = [load(t * 16 + 4 * k, 4) for k in range(4)]  # dwordx4 is range-checked per dword: lane 6 keeps one
+    # dwordx4 is range-checked per dword: lane 6 keeps one
+    quads = [load(t * 16 + 4 * k, 4) for k in range(4)]
     assert (got[:, 3] == (sum(quads) & 0xFFFFFFFF)).all()
     stored = np.where(t * 4 + 4 <= records, load(t * 4, 4) + 1, src[:64])
     assert (after[:64] == stored.astype(np.uint32)).all() and (after[64:] == src[64:]).all()

@@ -11,7 +11,8 @@ from emukernels import assert_uses, compile_hip, run
 M32, M64 = 0xFFFFFFFF, (1 << 64) - 1
 
 SALU = """
-KERNEL void salu(unsigned *out, unsigned a, unsigned b, unsigned long long c, const unsigned *__restrict__ tab) {
+KERNEL void salu(unsigned *out, unsigned a, unsigned b, unsigned long long c,
+                 const unsigned *__restrict__ tab) {
   unsigned long long d = c * b + (c >> (a & 63)) - (c << 3);
   unsigned acc = a;
   for (unsigned j = 0; j < (b & 7) + 2; ++j) acc = acc * 3u + tab[j];
@@ -54,9 +55,10 @@ def salu_expected(a: int, b: int, c: int, tab: list[int]) -> list[int]:
 
 def test_salu_and_smem_match_the_isa() -> None:
     image = compile_hip(SALU)
-    assert_uses(image, r"s_load_dwordx2", r"s_load_dword", r"s_add_u32", r"s_addc_u32", r"s_sub_u32", r"s_subb_u32",
-                r"s_mul_hi_u32", r"s_lshl_b64", r"s_lshr_b64", r"s_bcnt1_i32_b64", r"s_ff1_i32_b32", r"s_bfe_u32",
-                r"s_sext_i32_i16", r"s_cmp_lt_i32", r"s_cselect_b32", r"s_cbranch_scc0", r"s_and_saveexec_b64")
+    assert_uses(image, r"s_load_dwordx2", r"s_load_dword", r"s_add_u32", r"s_addc_u32", r"s_sub_u32",
+                r"s_subb_u32", r"s_mul_hi_u32", r"s_lshl_b64", r"s_lshr_b64", r"s_bcnt1_i32_b64",
+                r"s_ff1_i32_b32", r"s_bfe_u32", r"s_sext_i32_i16", r"s_cmp_lt_i32", r"s_cselect_b32",
+                r"s_cbranch_scc0", r"s_and_saveexec_b64")
     tab = [0x9E3779B9, 17, 0xFFFFFFFF, 5, 0x80000000, 12345, 7, 99, 0xDEADBEEF, 3]
     for a, b, c in [(0x89ABCDEF, 0x1234567F, 0xFEDCBA9876543210), (5, 0xFFFF8001, 0x8000000000000001),
                     (0x7FFFFFFF, 0x80000000, 0xFFFFFFFFFFFFFFFF), (40, 40, 1 << 40)]:
@@ -78,8 +80,8 @@ def diverge_expected(n: np.ndarray) -> list[int]:
 
 def test_divergent_lanes_and_waves_follow_their_own_paths() -> None:
     image = compile_hip(DIVERGE)
-    assert_uses(image, r"s_and_saveexec_b64", r"s_andn2_saveexec_b64", r"s_cbranch_execz", r"s_cbranch_execnz",
-                r"s_branch", r"v_cmp_ne_u32_e32")
+    assert_uses(image, r"s_and_saveexec_b64", r"s_andn2_saveexec_b64", r"s_cbranch_execz",
+                r"s_cbranch_execnz", r"s_branch", r"v_cmp_ne_u32_e32")
     rng = np.random.default_rng(3)
     n = rng.integers(0, 40, 512).astype(np.uint32)
     n[64:128] = 0  # a wave that skips the loop

@@ -52,15 +52,17 @@ def expected(x: np.ndarray, y: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.n
         f16 = p.astype(np.float16)
         cols = [
             x + y, x - y, x * y, (x64 * y64) >> u64(32), wide & u64(0xFFFFFFFF), wide >> u64(32),
-            np.where(x < y, x ^ y, x | y), (x.view(np.int32) >> sh.astype(np.int32)).view(np.uint32), x << sh, x >> sh,
-            bits((p.astype(np.float64) * q + 1).astype(np.float32)),  # contracted to one fma
+            np.where(x < y, x ^ y, x | y), (x.view(np.int32) >> sh.astype(np.int32)).view(np.uint32), x << sh,
+            x >> sh, bits((p.astype(np.float64) * q + 1).astype(np.float32)),  # contracted to one fma
             bits((p.astype(np.float64) * q - p).astype(np.float32)),  # one rounding: exact in float64 first
-            bits((p.astype(np.float64) - q.astype(np.float64) * 0.25).astype(np.float32)), p.astype(np.int32).view(np.uint32), bits(x.view(np.int32).astype(np.float32)),
-            bits(x.astype(np.float32)),
-            np.array([bin(v).count("1") + 32 - int(v | 1).bit_length() for v in x]),
-            (x & 0xFF) * (y >> 24) + ((x >> 16).astype(np.uint16).view(np.int16).astype(np.int32)).view(np.uint32),
-            bits(np.minimum(p, q) + np.maximum(p, q) * np.float32(0.5)),
-            f16.view(np.uint16), bits(q.astype(np.float16).astype(np.float32)), bits(np.sqrt(np.abs(p))),
+            bits((p.astype(np.float64) - q.astype(np.float64) * 0.25).astype(np.float32)),
+            p.astype(np.int32).view(np.uint32), bits(x.view(np.int32).astype(np.float32)),
+            bits(x.astype(np.float32)), np.array([bin(v).count("1") + 32 - int(v | 1).bit_length()
+                                                  for v in x]),
+            (x & 0xFF) * (y >> 24)
+            + ((x >> 16).astype(np.uint16).view(np.int16).astype(np.int32)).view(np.uint32),
+            bits(np.minimum(p, q) + np.maximum(p, q) * np.float32(0.5)), f16.view(np.uint16),
+            bits(q.astype(np.float16).astype(np.float32)), bits(np.sqrt(np.abs(p))),
             np.where(p < q, 1, np.where(p == q, 2, 3)), ((x >> 8) & 0xFF) | ((y & 0xFF) << 16),
         ]
     return np.stack([np.asarray(c).astype(np.uint64).astype(np.uint32) for c in cols], axis=1)
@@ -68,8 +70,8 @@ def expected(x: np.ndarray, y: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.n
 
 def test_valu_matches_the_isa() -> None:
     image = compile_hip(SOURCE)
-    assert_uses(image, r"v_add_u32_e32", r"v_sub_co_u32_e(32|64)", r"v_mul_hi_u32", r"v_mad_u64_u32", r"v_lshl_add_u64",
-                r"v_cmp_lt_f32_e64", r"v_cndmask_b32_e(32|64)", r"v_fma_f32",
+    assert_uses(image, r"v_add_u32_e32", r"v_sub_co_u32_e(32|64)", r"v_mul_hi_u32", r"v_mad_u64_u32",
+                r"v_lshl_add_u64", r"v_cmp_lt_f32_e64", r"v_cndmask_b32_e(32|64)", r"v_fma_f32",
                 r"v_cvt_f16_f32_e32", r"v_cvt_f32_f16_e32", r"v_cvt_i32_f32_e32",
                 r"v_cvt_f32_u32_e32", r"v_ffbh_u32_e32", r"v_bcnt_u32_b32", r"v_mad_u32_u24", r"v_perm_b32",
                 r"v_sqrt_f32_e32", r"v_ashrrev_i32_e32")
@@ -92,7 +94,8 @@ def test_valu_matches_the_isa() -> None:
 def test_min_max_follow_the_pseudo_code_on_zeros_and_nans() -> None:
     """V_MIN/V_MAX_F16/F32/F64: -0 below +0 in either operand order; a quiet NaN gives the other
     operand; a signalling NaN gives that NaN quieted (IEEE mode)."""
-    for dtype, bits, snan, qbit in ((np.float16, np.uint16, 0x7C01, 0x200), (np.float32, np.uint32, 0x7F800001, 1 << 22),
+    for dtype, bits, snan, qbit in ((np.float16, np.uint16, 0x7C01, 0x200),
+                                    (np.float32, np.uint32, 0x7F800001, 1 << 22),
                                     (np.float64, np.uint64, 0x7FF0000000000001, 1 << 51)):
         z, nz = dtype(0.0), dtype(-0.0)
         a = np.array([z, nz, z, nz, np.nan, 1, 2], dtype)

@@ -41,7 +41,8 @@ def run_all(seeds: range, cfg: Config) -> list[Verdict]:
 def assert_all_ok(verdicts: list[Verdict], cfg: Config) -> None:
     bad = [v for v in verdicts if v.status != "ok"]
     assert not bad, "\n".join(f"seed {v.seed} {cfg.describe()}: {v.status}: {v.detail.strip()} "
-                              f"(python tests/emu/fuzzrun.py --seed {v.seed} --opt {cfg.opt} --show)" for v in bad)
+                              f"(python tests/emu/fuzzrun.py --seed {v.seed} --opt {cfg.opt} --show)"
+                              for v in bad)
 
 
 # Seeds clang-22 (22.1.8) miscompiles: the IR is right, the backend's optimised machine code is
@@ -67,18 +68,19 @@ def test_ci_programs_cover_every_feature() -> None:
     need_clang()
     ps = programs(SEEDS[1])
     text = source(ps)
-    for construct in ("for (u32", "switch (", "[[fallthrough]]", "break;", "continue;", ") return mix(", "NOINL u64",
-                      "u32 arr", "double arr", "u8 arr", "i16 arr", "BARRIER();", "LDS_ATOMIC(", "ds_bpermute", "readlane", "ATOMIC(add",
-                      "ATOMIC(min", "ATOMIC(xor", "live[lane] = false", "(u8)(", "(i16)(", "__builtin_fma(",
-                      "__builtin_sqrtf(", "/ (", "div_i64(", "rem_u64(", "cvt_u64(", "__builtin_ldexp(",
-                      "static CVAR const", "static GVAR const", " x; u8 pad; ", "[gid] = ", "_rec(lane, wg, in, p0 - 1u"):
+    for construct in ("for (u32", "switch (", "[[fallthrough]]", "break;", "continue;", ") return mix(",
+                      "NOINL u64", "u32 arr", "double arr", "u8 arr", "i16 arr", "BARRIER();", "LDS_ATOMIC(",
+                      "ds_bpermute", "readlane", "ATOMIC(add", "ATOMIC(min", "ATOMIC(xor",
+                      "live[lane] = false", "(u8)(", "(i16)(", "__builtin_fma(", "__builtin_sqrtf(", "/ (",
+                      "div_i64(", "rem_u64(", "cvt_u64(", "__builtin_ldexp(", "static CVAR const",
+                      "static GVAR const", " x; u8 pad; ", "[gid] = ", "_rec(lane, wg, in, p0 - 1u"):
         assert construct in text, construct
     assert {p.block for p in ps} == {64, 128, 256} and {p.grid for p in ps} == {1, 2, 3}
     for opt, expected in ((0, ("flat_store_dword", "scratch_store_dword", "s_swappc_b64")),
                           (1, ("s_swappc_b64", "scratch_store_dword")),
-                          (3, ("s_swappc_b64", "scratch_load_dword", "v_div_fixup_f64", "v_div_scale_f32", "s_barrier",
-                               "ds_bpermute_b32", "v_readlane_b32", "ds_add_u32", "global_atomic_umax_x2",
-                               "v_fma_f64", "v_cvt_f32_f64", "v_bfe_i32"))):
+                          (3, ("s_swappc_b64", "scratch_load_dword", "v_div_fixup_f64", "v_div_scale_f32",
+                               "s_barrier", "ds_bpermute_b32", "v_readlane_b32", "ds_add_u32",
+                               "global_atomic_umax_x2", "v_fma_f64", "v_cvt_f32_f64", "v_bfe_i32"))):
         names = mnemonics(build_device(source(programs(SEEDS[opt])), config(opt)))
         for mnemonic in expected:
             assert any(re.fullmatch(mnemonic + r"(_e32|_e64|_sdwa)?", n) for n in names), (opt, mnemonic)

@@ -94,7 +94,8 @@ def test_scalar_bitset() -> None:
 def test_scalar_count_of_sign_bits() -> None:
     """A wave-uniform i64 -> f32 conversion normalises with s_flbit_i32 (the number of leading bits
     equal to the sign bit, CDNA4 pseudo-code); the emulator returned one less."""
-    body = """float f = (float)((i64)((u64)in[0] << 32 | in[1])), g = (float)((i64)((u64)in[2] << 32 | in[3]));
+    body = """float f = (float)((i64)((u64)in[0] << 32 | in[1])),
+        g = (float)((i64)((u64)in[2] << 32 | in[3]));
   return mix(mix(hf32(f), hf32(g)), (u64)lane);"""
     assert_matches_host("flbit", body, 1, pattern=r"s_flbit_i32 s\d+, s\d+\s")
 

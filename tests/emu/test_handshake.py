@@ -74,8 +74,8 @@ def test_a_handshake_through_acquire_and_release_atomics_completes(groups: int, 
 
 def handshake(image: bytes, groups: int, workers: int, waiter_first: bool) -> None:
     waiter, setter = (0, groups - 1) if waiter_first else (groups - 1, 0)
-    _, out = run(image, [np.zeros(1, np.int32), np.zeros(groups * 256, np.int32), waiter, setter], grid=groups,
-                 block=256, rt=EmuRuntime(workers=workers, timeout=60))
+    _, out = run(image, [np.zeros(1, np.int32), np.zeros(groups * 256, np.int32), waiter, setter],
+                 grid=groups, block=256, rt=EmuRuntime(workers=workers, timeout=60))
     want = np.full((groups, 256), -1, np.int32)
     want[waiter] = 7
     assert (out.reshape(groups, 256) == want).all()

@@ -52,14 +52,17 @@ def test_a_bug_in_an_op_is_an_emulator_bug_in_process(monkeypatch: pytest.Monkey
     assert "ZeroDivisionError: injected" in caught.value.lines
 
 
-@pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
-def test_verify_reports_a_bug_in_a_worker_with_its_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+@pytest.mark.skipif(shutil.which("clang-22") is None,
+                    reason="clang-22 (Debian's, for gfx950) is not installed")
+def test_verify_reports_a_bug_in_a_worker_with_its_traceback(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
     """The tiny shape's 2048 waves run in forked workers, which inherit the broken op."""
     monkeypatch.setattr(vector_ops, "write_dest", broken)
     result = CliRunner().invoke(cli, ["verify", "--config", str(tiny_config(tmp_path)), "--device", "emu",
                                       "--cache-dir", str(tmp_path / "cache"), "--no-save"])
     assert result.exit_code == EmulatorBug.exit_code == 5, result.output
     lines = result.stderr.splitlines()
-    assert any(re.match(r"reference on tiny: launch of \S+, in a worker process: internal error of the emulator", line)
+    assert any(re.match(r"reference on tiny: launch of \S+, in a worker process: internal error of the "
+                        r"emulator", line)
                for line in lines), result.stderr
     assert "Traceback (most recent call last):" in lines and "ZeroDivisionError: injected" in lines

@@ -17,7 +17,8 @@ KERNEL void dma(const int *src, int *out, int n) {
   __builtin_amdgcn_s_waitcnt(0);
   __builtin_amdgcn_s_barrier();
   if ((l & 7) != 3) {
-    __builtin_amdgcn_global_load_lds((__attribute__((address_space(1))) void *)(src + 4 * l), LDS(lds + 8), 16, 32, 0);
+    __builtin_amdgcn_global_load_lds((__attribute__((address_space(1))) void *)(src + 4 * l),
+                                     LDS(lds + 8), 16, 32, 0);
     __amdgpu_buffer_rsrc_t r = __builtin_amdgcn_make_buffer_rsrc((void *)src, (short)0, n, 0x00020000);
     __builtin_amdgcn_raw_ptr_buffer_load_lds(r, LDS(lds + 512), 4, 4 * l, 0, 12, 0);
   }

@@ -12,7 +12,8 @@ from emukernels import assert_uses, compile_hip, run
 pytestmark = pytest.mark.usefixtures("amd_compiler")  # wgrad's own gfx950 compiler, else skipped
 
 # (form, element bytes, element stride of its offsets)
-FORMS = [("ds_read2_b32", 4, 1), ("ds_read2_b64", 8, 1), ("ds_read2st64_b32", 4, 64), ("ds_read2st64_b64", 8, 64)]
+FORMS = [("ds_read2_b32", 4, 1), ("ds_read2_b64", 8, 1), ("ds_read2st64_b32", 4, 64),
+         ("ds_read2st64_b64", 8, 64)]
 WORDS = 2048  # of LDS: beyond the farthest element any form reaches here (3 x 8 x 64 + 16 + 8 bytes)
 BASE = 16  # bytes
 
@@ -48,8 +49,8 @@ KERNEL void pairs(unsigned *out) {{
   __builtin_amdgcn_s_barrier();
   if (tid() == 0) {{
     {kind} a = ({kind})0xA2A2A2A2A1A1A1A1ull, b = ({kind})0xB2B2B2B2B1B1B1B1ull;
-    asm volatile("{form} %0, %1, %2 offset0:1 offset1:3\n s_waitcnt lgkmcnt(0)" :: "v"({BASE}u), "v"(a), "v"(b),
-                 "v"(lds) : "memory");
+    asm volatile("{form} %0, %1, %2 offset0:1 offset1:3\n s_waitcnt lgkmcnt(0)" :: "v"({BASE}u), "v"(a),
+                 "v"(b), "v"(lds) : "memory");
   }}
   __builtin_amdgcn_s_barrier();
   for (int i = tid(); i < {WORDS}; i += 64) out[i] = lds[i];

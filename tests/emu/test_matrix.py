@@ -27,8 +27,8 @@ typedef int v8i __attribute__((ext_vector_type(8)));
 typedef float vf __attribute__((ext_vector_type({regs})));
 KERNEL void mfma_scaled(const v8i *a, const v8i *b, const int *sa, const int *sb, vf *d) {{
   int l = tid();
-  d[l] = __builtin_amdgcn_mfma_scale_f32_{m}x{m}x{k}_f8f6f4(a[l], b[l], d[l], {cbsz}, {blgp}, {opa}, sa[l], {opb},
-                                                            sb[l]);
+  d[l] = __builtin_amdgcn_mfma_scale_f32_{m}x{m}x{k}_f8f6f4(a[l], b[l], d[l], {cbsz}, {blgp}, {opa}, sa[l],
+                                                            {opb}, sb[l]);
 }}
 """
 
@@ -45,9 +45,10 @@ def lane_and_byte(m: int, k: int, row: int, kk: int) -> tuple[int, int]:
     return row + m * group, 16 * half + j
 
 
-def model_scaled(m: int, a: np.ndarray, b: np.ndarray, sa: np.ndarray, sb: np.ndarray, c: np.ndarray, cbsz: int,
-                 blgp: int, opa: int, opb: int) -> np.ndarray:
-    """D as (64 lanes, registers) float32 from per-lane operand bytes (64, 32), scale words (64,) and C (64, regs)."""
+def model_scaled(m: int, a: np.ndarray, b: np.ndarray, sa: np.ndarray, sb: np.ndarray, c: np.ndarray,
+                 cbsz: int, blgp: int, opa: int, opb: int) -> np.ndarray:
+    """D as (64 lanes, registers) float32 from per-lane operand bytes (64, 32), scale words
+    (64,) and C (64, regs)."""
     k = 32 * 64 // m
     amat, bmat = np.zeros((m, k)), np.zeros((m, k))
     for r in range(m):
@@ -57,7 +58,8 @@ def model_scaled(m: int, a: np.ndarray, b: np.ndarray, sa: np.ndarray, sb: np.nd
             bmat[r, kk] = float(b[lane, byte:byte + 1].view(FORMATS[blgp])[0])
 
     def scale(words: np.ndarray, opsel: int, r: int, block: int) -> float:
-        code = (int(words[r + m * block]) >> (8 * opsel)) & 0xFF  # opsel = {op_sel_hi, op_sel} as a 2-bit number
+        # opsel = {op_sel_hi, op_sel} as a 2-bit number
+        code = (int(words[r + m * block]) >> (8 * opsel)) & 0xFF
         return float("nan") if code == 0xFF else 2.0 ** (code - 127)
 
     regs = m * m // 64
@@ -72,7 +74,8 @@ def model_scaled(m: int, a: np.ndarray, b: np.ndarray, sa: np.ndarray, sb: np.nd
             fa = np.array([scale(sa, opa, r, blk) for r in range(m)])
             fb = np.array([scale(sb, opb, col, blk) for col in range(m)])
             d += part * fa[:, None] * fb[None, :]
-    rows = [[d[4 * (64 // m) * (i // 4) + 4 * (lane // m) + i % 4, lane % m] for i in range(regs)] for lane in range(64)]
+    rows = [[d[4 * (64 // m) * (i // 4) + 4 * (lane // m) + i % 4, lane % m] for i in range(regs)]
+            for lane in range(64)]
     with np.errstate(over="ignore"):
         return np.array(rows).astype(np.float32)
 
@@ -221,5 +224,6 @@ def test_mfma_with_lanes_off_in_exec_stops_the_run(off: int | None) -> None:
     with pytest.raises(DriverError) as caught:
         run(image, [*operands, on], grid=2)
     assert len(caught.value.lines) == 1
-    assert re.search(r"v_mfma_f32_16x16x32_bf16 at offset 0x[0-9a-f]+: v_mfma_f32_16x16x32_bf16 with lanes off in "
+    assert re.search(r"v_mfma_f32_16x16x32_bf16 at offset 0x[0-9a-f]+: v_mfma_f32_16x16x32_bf16 with lanes "
+                     r"off in "
                      "EXEC is not implemented", caught.value.lines[0]), caught.value.lines

@@ -33,7 +33,8 @@ KERNEL void pk(unsigned *out, const unsigned *a, const unsigned *b, const unsign
   unsigned r;
   asm volatile("v_pk_add_u16 %0, %1, %2 clamp" : "=v"(r) : "v"(x), "v"(y)); o[10] = r;
   asm volatile("v_pk_sub_i16 %0, %1, %2 clamp" : "=v"(r) : "v"(x), "v"(y)); o[11] = r;
-  asm volatile("v_pk_add_f16 %0, %1, %2 op_sel:[1,0] op_sel_hi:[0,1] neg_lo:[0,1]" : "=v"(r) : "v"(x), "v"(y)); o[12] = r;
+  asm volatile("v_pk_add_f16 %0, %1, %2 op_sel:[1,0] op_sel_hi:[0,1] neg_lo:[0,1]"
+               : "=v"(r) : "v"(x), "v"(y)); o[12] = r;
   asm volatile("v_mad_legacy_u16 %0, %1, %2, %3" : "=v"(r) : "v"(x), "v"(y), "v"(z)); o[13] = r;
   asm volatile("v_mad_u16 %0, %1, %2, %3" : "=v"(r) : "v"(x), "v"(y), "v"(z)); o[14] = r;
   o[15] = (unsigned short)((unsigned short)x * (unsigned short)y + (unsigned short)z);
@@ -90,13 +91,15 @@ def test_packed_16bit_math_and_mad_u16() -> None:
         assert not len(bad), f"o[{col}] lane {bad[0]}: {got[bad[0], col]:#x} != {int(w[bad[0]]):#x}"
     with np.errstate(all="ignore"):  # the integer lanes hold NaN and infinite halves
         want_f = {
-            8: pack(hx[0] * hy[0] + hz[0], hx[1] * hy[1] + hz[1], "f"),  # fma: one rounding, exact in float64 here
+            # fma: one rounding, exact in float64 here
+            8: pack(hx[0] * hy[0] + hz[0], hx[1] * hy[1] + hz[1], "f"),
             9: pack(np.minimum(hx[0], hy[0]), np.minimum(hx[1], hy[1]), "f"),
             12: pack(hx[1] - hy[0], hx[0] + hy[1], "f"),  # op_sel:[1,0] op_sel_hi:[0,1] neg_lo:[0,1]
         }
     for col, w in want_f.items():
         bad = np.flatnonzero(got[f16, col] != w[f16])
-        assert not len(bad), f"o[{col}] lane {32 + bad[0]}: {got[32 + bad[0], col]:#x} != {int(w[f16][bad[0]]):#x}"
+        assert not len(bad), (f"o[{col}] lane {32 + bad[0]}: {got[32 + bad[0], col]:#x} != "
+                              f"{int(w[f16][bad[0]]):#x}")
 
 
 def test_pk_mov_b32_takes_each_half_from_the_operand_op_sel_picks() -> None:

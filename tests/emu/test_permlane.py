@@ -81,5 +81,6 @@ KERNEL void partial(unsigned *out, const unsigned *a) {
 def test_partial_exec_stops_the_run() -> None:
     image = compile_hip(PARTIAL)
     a = np.arange(64, dtype=np.uint32)
-    with pytest.raises(DriverError, match="v_permlane32_swap_b32_e32 with lanes off in EXEC is not implemented"):
+    with pytest.raises(DriverError, match="v_permlane32_swap_b32_e32 with lanes off in EXEC is not "
+                                          "implemented"):
         run(image, [np.zeros(64, np.uint32), a])

@@ -43,8 +43,8 @@ def test_a_register_beyond_the_allocation_stops_the_run_naming_it(case: str) -> 
         run(image, [np.zeros(64, U32), 5])
     line = str(info.value)
     assert "\n" not in line and re.fullmatch(
-        rf"regs: {mnemonic} at offset 0x[0-9a-f]+: it names {re.escape(register)}, beyond the {limit} {file} the "
-        r"descriptor of regs allocates", line), line
+        rf"regs: {mnemonic} at offset 0x[0-9a-f]+: it names {re.escape(register)}, beyond the {limit} "
+        rf"{file} the descriptor of regs allocates", line), line
 
 
 def test_registers_the_launch_leaves_undefined_hold_the_runtime_fill() -> None:

@@ -68,8 +68,8 @@ KERNEL void mfma(float *out, const v8h *in) {
     float r;
     asm volatile(ZERO "s_nop 1\\n\\t"
                  "v_mfma_f32_32x32x16_f16 v[32:47], %1, %1, v[32:47]\\n\\t" NOPS "v_mov_b32 %0, v35"
-                 : "=v"(r) : "v"(x) : "v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41", "v42",
-                   "v43", "v44", "v45", "v46", "v47");
+                 : "=v"(r) : "v"(x) : "v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41",
+                   "v42", "v43", "v44", "v45", "v46", "v47");
     out[tid()] = r;
 }
 """
@@ -94,8 +94,10 @@ def test_a_weakened_wait_is_caught(amd_compiler: Compiler) -> None:
     add = offset_of(image, "v_add_u32_e32")
     load = offset_of(image, "global_load_dword", 1)
     # the add reads the second load's register, and so does the store of its result after it
-    assert found[0].startswith("waits: workgroup 0, wave 0: v_add_u32") and f"at {add:#x}: v" in found[0], found
-    assert all("global_load_dword" in f and f"at {load:#x} that writes it" in f and "vmcnt was 1, needed <= 0" in f
+    assert found[0].startswith("waits: workgroup 0, wave 0: v_add_u32") and f"at {add:#x}: v" in found[0], \
+        found
+    assert all("global_load_dword" in f and f"at {load:#x} that writes it" in f
+               and "vmcnt was 1, needed <= 0" in f
                for f in found), found
 
 
@@ -106,7 +108,8 @@ def test_a_scalar_load_needs_lgkmcnt_0(amd_compiler: Compiler) -> None:
     image = compile_hip(SCALAR.replace("WAIT", '"1"'))
     found = sanitized(image, args)
     add, load = offset_of(image, "s_add_u32"), offset_of(image, "s_load_dword")
-    assert found[0].startswith("waits: workgroup 0, wave 0: s_add_u32") and f"at {add:#x}: s" in found[0], found
+    assert found[0].startswith("waits: workgroup 0, wave 0: s_add_u32") and f"at {add:#x}: s" in found[0], \
+        found
     assert "s_load_dword" in found[0] and f"at {load:#x} that writes it" in found[0], found
     assert "lgkmcnt was 1, needed 0 (scalar memory returns out of order)" in found[0], found
 
@@ -118,7 +121,8 @@ def test_a_missing_barrier_is_caught(amd_compiler: Compiler) -> None:
     found = sanitized(image, [np.zeros(128, np.uint32)], block=128)
     read, write = offset_of(image, "ds_read_b32"), offset_of(image, "ds_write_b32")
     assert found and all(f.startswith("race: ") for f in found), found
-    assert any("ds_read_b32" in f and f"at {read:#x}:" in f and "ds_write_b32" in f and f"at {write:#x} of wave" in f
+    assert any("ds_read_b32" in f and f"at {read:#x}:" in f and "ds_write_b32" in f
+               and f"at {write:#x} of wave" in f
                for f in found), found
 
 
@@ -145,7 +149,8 @@ def test_a_valu_write_read_by_an_mfma_too_soon_is_caught(amd_compiler: Compiler)
                         .replace("NOPS", '"s_nop 7\\n\\ts_nop 2\\n\\t"'))
     found = sanitized(image, args)
     mfma = offset_of(image, "v_mfma_f32_32x32x16_f16")
-    assert len(found) == 1 and "v_mfma_f32_32x32x16_f16 v[32:47]" in found[0] and f"at {mfma:#x}: v46 " in found[0]
+    assert len(found) == 1 and "v_mfma_f32_32x32x16_f16 v[32:47]" in found[0] \
+        and f"at {mfma:#x}: v46 " in found[0]
     assert "read by it (an MFMA operand) after it was written by the v_mov_b32_e32 v46" in found[0], found
     assert "1 wait states before; the ISA requires 2" in found[0], found
 
@@ -156,7 +161,8 @@ def test_an_unzeroed_accumulator_is_caught(amd_compiler: Compiler) -> None:
     image = compile_hip(MFMA.replace("ZERO", '""').replace("NOPS", '"s_nop 7\\n\\ts_nop 2\\n\\t"'))
     found = sanitized(image, args)
     mfma = offset_of(image, "v_mfma_f32_32x32x16_f16")
-    assert len(found) == 1 and found[0].startswith("initcheck: workgroup 0, wave 0: v_mfma_f32_32x32x16_f16"), found
+    assert len(found) == 1 and found[0].startswith("initcheck: workgroup 0, wave 0: "
+                                                   "v_mfma_f32_32x32x16_f16"), found
     assert f"at {mfma:#x}: v32 read by it in lane 0 before anything in this launch wrote it" in found[0]
 
 
@@ -164,12 +170,12 @@ def test_the_shipped_kernels_are_clean(amd_compiler: Compiler, tmp_path: Path) -
     """cdna4 over the emu config's shapes, and as a launch file long enough to run its main loop;
     the reference kernel as a launch file (smoke and emu over both: docs/emulator.md)."""
     out = tmp_path / "verify.json"
-    result = CliRunner().invoke(cli, ["verify", "--config", "emu", "--kernel", "cdna4", "--device", "emu", "--sanitize",
-                                      "--json", str(out), "--cache-dir", str(tmp_path / "c")])
+    result = CliRunner().invoke(cli, ["verify", "--config", "emu", "--kernel", "cdna4", "--device", "emu",
+                                      "--sanitize", "--json", str(out), "--cache-dir", str(tmp_path / "c")])
     assert result.exit_code == 0 and "SANITIZER" not in result.output, result.output
     for name in ("cdna4", "reference"):
-        result = CliRunner().invoke(cli, ["verify", "--launch", str(LAUNCH / f"{name}.yaml"), "--device", "emu",
-                                          "--sanitize", "--cache-dir", str(tmp_path / "c")])
+        result = CliRunner().invoke(cli, ["verify", "--launch", str(LAUNCH / f"{name}.yaml"), "--device",
+                                          "emu", "--sanitize", "--cache-dir", str(tmp_path / "c")])
         assert result.exit_code == 0 and "SANITIZER" not in result.output, result.output
 
 
@@ -190,7 +196,8 @@ def weakened(image: bytes) -> list[tuple[int, str, bytes]]:
         was = f"vmcnt({vm}) lgkmcnt({lgkm})"
         changes = [(f"{was} to none", simm | 0xC00F | 0x0F00)]
         if vm < NO_VM:
-            changes.append((f"{was} to vmcnt({vm + 1})", (simm & ~0xC00F) | ((vm + 1) & 0xF) | ((vm + 1) >> 4 << 14)))
+            changes.append((f"{was} to vmcnt({vm + 1})",
+                            (simm & ~0xC00F) | ((vm + 1) & 0xF) | ((vm + 1) >> 4 << 14)))
         if lgkm < NO_LGKM:
             changes.append((f"{was} to lgkmcnt({lgkm + 1})", (simm & ~0x0F00) | ((lgkm + 1) << 8)))
         for change, value in changes:
@@ -227,5 +234,6 @@ def test_weakening_each_of_cdna4s_waits(amd_compiler: Compiler, tmp_path: Path) 
 
 
 def test_a_gpu_refuses_the_sanitizer(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--sanitize", "--cache-dir", str(tmp_path / "c")])
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--sanitize", "--cache-dir",
+                                      str(tmp_path / "c")])
     assert result.exit_code == 2 and "--sanitize: only the emulated device" in result.output, result.output

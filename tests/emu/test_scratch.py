@@ -205,7 +205,8 @@ def test_an_access_outside_the_lanes_private_segment_stops_the_run() -> None:
         run(image, [idx, np.zeros(128, U32)], grid=2)
     line = str(info.value)
     size = load_image(image).kernels["unset"].private_segment_size
-    assert "\n" not in line and re.match(r"unset: (flat|scratch)_load_dword at offset 0x", line)  # clang: flat
+    # clang: flat
+    assert "\n" not in line and re.match(r"unset: (flat|scratch)_load_dword at offset 0x", line)
     assert "workgroup (1, 0, 0)" in line and "lane 37" in line and "private offset 0xfa0" in line
     assert f"the lane's {size}-byte private segment" in line
 
@@ -241,6 +242,7 @@ def test_a_dynamic_stack_gets_the_hip_runtimes_default_size() -> None:
 def test_the_stack_size_is_the_users_setting() -> None:
     image = compile_hip(ALLOCA)
     n = 1000
-    assert (run(image, [np.zeros(64, U32), n], rt=EmuRuntime(workers=1, stack_bytes=4096))[0] == _alloca_model(n)).all()
+    assert (run(image, [np.zeros(64, U32), n], rt=EmuRuntime(workers=1, stack_bytes=4096))[0]
+            == _alloca_model(n)).all()
     with pytest.raises(DriverError, match="outside the lane's 512-byte stack"):
         run(image, [np.zeros(64, U32), 200], rt=EmuRuntime(workers=1, stack_bytes=512))

@@ -32,13 +32,17 @@ KERNEL void sdwa_asm(unsigned *out, const unsigned *a, const unsigned *b) {
   unsigned long long m;
   asm volatile("v_add_u32_sdwa %0, %1, %2 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_1 src1_sel:WORD_0"
                : "=v"(r0) : "s"(s), "v"(x));
-  asm volatile("v_sub_u32_sdwa %0, %1, %2 dst_sel:WORD_1 dst_unused:UNUSED_PAD src0_sel:WORD_1 src1_sel:BYTE_3"
+  asm volatile("v_sub_u32_sdwa %0, %1, %2 dst_sel:WORD_1 dst_unused:UNUSED_PAD "
+               "src0_sel:WORD_1 src1_sel:BYTE_3"
                : "=v"(r1) : "v"(x), "s"(s));
   asm volatile("v_add_u32_sdwa %0, 3, %1 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_0 src1_sel:BYTE_2"
                : "=v"(r2) : "v"(x));
-  asm volatile("v_mov_b32_sdwa %0, %1 dst_sel:BYTE_1 dst_unused:UNUSED_PRESERVE src0_sel:BYTE_2" : "+v"(r3) : "s"(s));
-  asm volatile("v_cmp_gt_i32_sdwa %0, sext(%1), %2 src0_sel:BYTE_3 src1_sel:WORD_0" : "=s"(m) : "s"(s), "v"(x));
-  asm volatile("v_max_i32_sdwa %0, sext(%1), %2 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_0 src1_sel:DWORD"
+  asm volatile("v_mov_b32_sdwa %0, %1 dst_sel:BYTE_1 dst_unused:UNUSED_PRESERVE src0_sel:BYTE_2"
+               : "+v"(r3) : "s"(s));
+  asm volatile("v_cmp_gt_i32_sdwa %0, sext(%1), %2 src0_sel:BYTE_3 src1_sel:WORD_0"
+               : "=s"(m) : "s"(s), "v"(x));
+  asm volatile("v_max_i32_sdwa %0, sext(%1), %2 dst_sel:DWORD dst_unused:UNUSED_PAD "
+               "src0_sel:WORD_0 src1_sel:DWORD"
                : "=v"(r4) : "s"(s), "v"(x));
   unsigned *o = out + i * 6;
   o[0] = r0; o[1] = r1; o[2] = r2; o[3] = r3; o[4] = (unsigned)(m >> tid()) & 1; o[5] = r4;
@@ -49,7 +53,8 @@ KERNEL void sdwa_asm(unsigned *out, const unsigned *a, const unsigned *b) {
 def sdwa_with_scalar(image: bytes) -> list[str]:
     """The image's SDWA instructions that read an SGPR or a constant."""
     return [line for line in listing(image).splitlines()
-            if re.search(r"_sdwa\s", line) and re.search(r"_sdwa\s+[^,]+(,\s*\S+)*?,\s*(sext\()?(s\d+|\d+)\b", line)]
+            if re.search(r"_sdwa\s", line)
+            and re.search(r"_sdwa\s+[^,]+(,\s*\S+)*?,\s*(sext\()?(s\d+|\d+)\b", line)]
 
 
 def inputs(seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,8 @@ from wgrad_cli.emu.watchdog import DONE_GROUPS, FINISHED, QUIET, STATE, Watch, b
 
 
 def _batch() -> Batch:
-    return Batch(waves=2, waves_per_group=1, vgprs=4, agprs=1, lds_bytes=64, heap=Heap(1 << 16), private_bytes=16)
+    return Batch(waves=2, waves_per_group=1, vgprs=4, agprs=1, lds_bytes=64, heap=Heap(1 << 16),
+                 private_bytes=16)
 
 
 def test_one_worker_is_stuck_once_its_batch_repeats_twice() -> None:
@@ -45,7 +46,8 @@ def test_room_to_start_workgroups_or_a_batch_ending_is_not_quiet() -> None:
         w.stalled(other, [b, other], can_start=False)
     w.finished(other)  # what it wrote may wake b: b must stall again before its repeat counts
     assert w.board[0, DONE_GROUPS] == 2 and w.board[0, STATE] != QUIET
-    assert not w.stalled(b, [b], can_start=False)  # the same state, after the change: quiet, noting the others
+    # the same state, after the change: quiet, noting the others
+    assert not w.stalled(b, [b], can_start=False)
     assert w.stalled(b, [b], can_start=False)
 
 

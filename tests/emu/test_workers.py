@@ -29,7 +29,8 @@ def test_no_fork_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> N
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        out, = run(compile_hip(SQUARE), [np.zeros(256 * 64, np.uint32)], grid=64, block=256, rt=EmuRuntime(workers=2))
+        out, = run(compile_hip(SQUARE), [np.zeros(256 * 64, np.uint32)], grid=64, block=256,
+                   rt=EmuRuntime(workers=2))
     finally:
         stop.set()
         other.join()
@@ -37,8 +38,10 @@ def test_no_fork_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> N
     assert (out == i * i).all()
 
 
-@pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
-def test_verify_forks_its_workers_with_no_other_thread(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+@pytest.mark.skipif(shutil.which("clang-22") is None,
+                    reason="clang-22 (Debian's, for gfx950) is not installed")
+def test_verify_forks_its_workers_with_no_other_thread(monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one core: the emulator forks no worker")
     forked: list[int] = []

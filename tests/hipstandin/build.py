@@ -33,11 +33,13 @@ def compile_standin(root: Path, needs: str | None = None) -> Path:
         deps = root / "deps"
         deps.mkdir(exist_ok=True)
         stub = deps / needs
-        subprocess.run([cc, "-shared", "-fPIC", f"-Wl,-soname,{needs}", "-o", str(stub), "-x", "c", "/dev/null"],
+        subprocess.run([cc, "-shared", "-fPIC", f"-Wl,-soname,{needs}", "-o", str(stub), "-x", "c",
+                        "/dev/null"],
                        check=True, capture_output=True)
         link = ["-Wl,--no-as-needed", str(stub)]  # no symbol of it is used: keep the dependency regardless
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", str(root / "lib" / "libamdhip64.so"),
-                    str(SOURCE), *link], check=True, capture_output=True, text=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o",
+                    str(root / "lib" / "libamdhip64.so"), str(SOURCE), *link], check=True,
+                   capture_output=True, text=True)
     return root
 
 
@@ -69,11 +71,13 @@ def python_with_hip_python(series: str, venvs: Path) -> tuple[Path, str]:
         if pip.returncode != 0:
             raise Unavailable(f"pip install hip-python=={series}.* failed (no package index?): "
                               f"{(pip.stderr.strip().splitlines() or ['no output'])[-1]}")
-        purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        purelib = subprocess.run([str(python), "-c",
+                                  "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                  check=True, capture_output=True, text=True).stdout.strip()
         sites = "; ".join(f"site.addsitedir({d!r})" for d in site.getsitepackages())
         (Path(purelib) / "wgrad-tests-parent.pth").write_text(f"import site; {sites}\n")
         (venv / "ready").touch()
-    version = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('hip-python'))"],
+    version = subprocess.run([str(python), "-c",
+                              "import importlib.metadata as m; print(m.version('hip-python'))"],
                              check=True, capture_output=True, text=True).stdout.strip()
     return python, version

@@ -23,8 +23,8 @@ def test_baselines_without_torch(repo: Path, tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["bench", "--config", str(CONFIGS_DIR / "smoke.yaml"), "--baselines",
                                  "--cache-dir", str(tmp_path / "cache"), "--no-save"])
     assert r.exit_code == 2
-    assert r.stderr.splitlines() == ["--baselines: torch is not importable (No module named 'torch'); install torch "
-                                     "with GPU support, or leave --baselines out"]
+    assert r.stderr.splitlines() == ["--baselines: torch is not importable (No module named 'torch'); "
+                                     "install torch with GPU support, or leave --baselines out"]
     assert not (tmp_path / "cache").exists()
 
 
@@ -35,12 +35,14 @@ def test_guarded_turns_a_torch_failure_into_one_line() -> None:
     assert calls == [1]
 
     def oom() -> None:
-        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB.\nGPU 0 has a total capacity of 8 GiB")
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+                           "GPU 0 has a total capacity of 8 GiB")
 
     with pytest.raises(WgradError) as exc:
         guarded("bf16-ceiling", oom)()
-    assert exc.value.lines == ["--baselines: bf16-ceiling failed in torch (CUDA out of memory. Tried to allocate "
-                               "2.00 GiB.); leave --baselines out, or use a torch build and GPU that run it"]
+    assert exc.value.lines == ["--baselines: bf16-ceiling failed in torch (CUDA out of memory. Tried to "
+                               "allocate 2.00 GiB.); leave --baselines out, or use a torch build and GPU "
+                               "that run it"]
 
 
 @pytest.mark.gpu

@@ -83,7 +83,8 @@ def test_edge_case(case: str, kernel: str, gpu: Runtime, gpu_target: Target, spe
     ref = grad_w(p)
     dev = upload(gpu, p)
     try:
-        launch = prepare(gpu, gpu_build(kernel, DIMS), gpu_target, backend(gpu_target), specs[kernel], DIMS, dev.args())
+        launch = prepare(gpu, gpu_build(kernel, DIMS), gpu_target, backend(gpu_target), specs[kernel], DIMS,
+                         dev.args())
         gpu.fill(dev.pointers["C"], 0xFF, dev.output_bytes)
         launch()
         settle(gpu, gpu.event(), KERNEL_TIMEOUT_S, "the test's launches")

@@ -50,7 +50,8 @@ class FakeClock:
 def run(clock: FakeClock, paths: list[Path], kernels: int, criterion: Criterion = CRITERION,
         flush: Flush | None = None) -> list[list[float]]:
     events = (clock.event(), clock.event())
-    return [m.times_ms for m in interleave(clock, events, paths, kernels, criterion, flush, 0, 1.0)]  # type: ignore[arg-type]
+    return [m.times_ms for m in interleave(clock, events, paths, kernels, criterion,  # type: ignore[arg-type]
+                                           flush, 0, 1.0)]
 
 
 def test_rounds_alternate_the_kernel_and_its_baselines() -> None:
@@ -58,7 +59,8 @@ def test_rounds_alternate_the_kernel_and_its_baselines() -> None:
     times = run(clock, [clock.path("k", 1.0), clock.path("a", 2.0), clock.path("b", 3.0)], 1)
     rounds = len(times[0])
     assert clock.log == ["k", "a", "b"] * rounds
-    assert [len(t) for t in times] == [rounds] * 3 and rounds == CRITERION.min_samples  # no spread: converged at once
+    # no spread: converged at once
+    assert [len(t) for t in times] == [rounds] * 3 and rounds == CRITERION.min_samples
     assert times == [[1.0] * rounds, [2.0] * rounds, [3.0] * rounds]
 
 
@@ -89,7 +91,8 @@ def test_the_ratio_per_round_holds_through_a_drift_that_moves_both_paths() -> No
     blocked = FakeClock(drift=lambda n: 1.0 + 0.2 * min(n, 200) / 200)
     events = (blocked.event(), blocked.event())
     stop = replace(CRITERION, min_samples=50, max_samples=50)
-    alone = [measure(blocked, events, p.launch, stop, None, 0, 1, 1.0, p.what).times_ms  # type: ignore[arg-type]
+    alone = [measure(blocked, events, p.launch, stop, None, 0, 1, 1.0,  # type: ignore[arg-type]
+                     p.what).times_ms
              for p in (blocked.path("k", 1.0), blocked.path("b", 1.5))]
     medians = [sorted(t)[len(t) // 2] for t in alone]
     assert abs(medians[1] / medians[0] - 1.5) > 0.05
@@ -97,9 +100,10 @@ def test_the_ratio_per_round_holds_through_a_drift_that_moves_both_paths() -> No
 
 def test_rounds_stop_on_the_ratio_not_on_each_path() -> None:
     """A noisy ratio keeps the rounds going to max-samples though each path alone is steady in turn."""
-    clock = FakeClock(drift=lambda n: 1.0 + 0.1 * ((n // 2) % 2) * (n % 2))  # every other baseline sample slower
-    times = run(clock, [clock.path("k", 1.0), clock.path("b", 1.0)], 1, replace(CRITERION, max_samples=64,
-                                                                                   stable_noise=0.0))
+    # every other baseline sample slower
+    clock = FakeClock(drift=lambda n: 1.0 + 0.1 * ((n // 2) % 2) * (n % 2))
+    times = run(clock, [clock.path("k", 1.0), clock.path("b", 1.0)], 1,
+                replace(CRITERION, max_samples=64, stable_noise=0.0))
     assert len(times[0]) == 64
 
 

@@ -22,7 +22,8 @@ def test_random_data_against_numpy(seed: int) -> None:
     t = np.random.default_rng(seed).gamma(4.0, 0.05, size=101)
     assert to_json(summarize(t.tolist())) == pytest.approx({
         "samples": 101, "median_ms": np.median(t), "min_ms": t.min(), "p20_ms": np.percentile(t, 20),
-        "p80_ms": np.percentile(t, 80), "mean_ms": t.mean(), "rel_stdev": t.std(ddof=1) / t.mean()}, rel=1e-12)
+        "p80_ms": np.percentile(t, 80), "mean_ms": t.mean(), "rel_stdev": t.std(ddof=1) / t.mean()},
+                                                           rel=1e-12)
 
 
 def test_single_sample() -> None:
@@ -38,7 +39,8 @@ def test_fields_are_plain_floats() -> None:
 
 
 def test_round_ratios_are_the_baselines_time_over_the_kernels_per_round() -> None:
-    assert round_ratios([1.0, 2.0, 0.0], [2.0, 3.0, 5.0]) == [2.0, 1.5]  # a round without a kernel time has none
+    # a round without a kernel time has none
+    assert round_ratios([1.0, 2.0, 0.0], [2.0, 3.0, 5.0]) == [2.0, 1.5]
     with pytest.raises(ValueError, match="not paired"):
         round_ratios([1.0], [1.0, 2.0])
 

@@ -64,7 +64,8 @@ def test_rel_stdev_matches_numpy(seed: int) -> None:
 def test_rel_stdev_welford_keeps_precision_on_a_large_offset() -> None:
     """A naive sum-of-squares loses every digit here; Welford's update does not."""
     samples = 1e6 + np.random.default_rng(0).normal(0.0, 1e-3, size=1000)
-    assert running(samples.tolist()).rel_stdev() == pytest.approx(samples.std(ddof=1) / samples.mean(), rel=1e-4)
+    assert running(samples.tolist()).rel_stdev() == \
+        pytest.approx(samples.std(ddof=1) / samples.mean(), rel=1e-4)
 
 
 @pytest.mark.parametrize("samples", [[], [3.0]])
@@ -113,7 +114,8 @@ def test_stability_waits_for_min_time_and_can_be_switched_off() -> None:
     samples = np.random.default_rng(3).lognormal(0.0, 0.05, size=1000).tolist()
     assert first_stop(Criterion(min_samples=10, min_seconds=2000.0, max_noise=0.01, max_samples=1000),
                       samples) == ("max-samples", 1000)
-    assert first_stop(Criterion(min_samples=10, min_seconds=0.5, max_noise=0.01, max_samples=1000, stable_noise=0.0),
+    assert first_stop(Criterion(min_samples=10, min_seconds=0.5, max_noise=0.01, max_samples=1000,
+                                stable_noise=0.0),
                       samples) == ("max-samples", 1000)
 
 

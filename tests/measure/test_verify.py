@@ -14,7 +14,8 @@ from wgrad_cli.problem.reference import grad_w, row_norms
 from wgrad_cli.problem.routing import Routing
 
 
-@pytest.mark.parametrize("block", [1, 3 * 256 + 5, 2**20])  # one element (one row per block), rows split unevenly, one block
+# one element (one row per block), rows split unevenly, one block
+@pytest.mark.parametrize("block", [1, 3 * 256 + 5, 2**20])
 def test_blocks_join_to_the_whole_expert(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     p = generate(Dims(512, 256, 256, 3), Routing("explicit", offsets=(0, 128, 128, 512)), 5)
     ref = grad_w(p)
@@ -28,7 +29,9 @@ def test_blocks_join_to_the_whole_expert(block: int, monkeypatch: pytest.MonkeyP
     got = verify.per_expert(out, ref, (na, nb), tokens, "float64")
     want = [compare(out[e:e + 1], ref[e:e + 1], na[e:e + 1], nb[e:e + 1], tokens[e:e + 1]) for e in range(3)]
     for g, w in zip(got, want, strict=True):
-        assert (g.elements, g.mismatches, g.nans, g.unwritten, g.ok) == (w.elements, w.mismatches, w.nans, w.unwritten, w.ok)
+        assert (g.elements, g.mismatches, g.nans, g.unwritten, g.ok) == (w.elements, w.mismatches, w.nans,
+                                                                         w.unwritten, w.ok)
         assert (g.max_abs_error, g.max_rel_row_error) == (w.max_abs_error, w.max_rel_row_error)
-        assert g.diff_norm == pytest.approx(w.diff_norm, rel=1e-12) and g.ref_norm == pytest.approx(w.ref_norm, rel=1e-12)
+        assert g.diff_norm == pytest.approx(w.diff_norm, rel=1e-12) \
+            and g.ref_norm == pytest.approx(w.ref_norm, rel=1e-12)
     assert [g.ok for g in got] == [False, True, False] and got[1].elements == 256 * 256

@@ -70,8 +70,9 @@ def test_an_instruction_class_the_model_does_not_know_is_an_error() -> None:
 
 # LDS forms as the model sees them: (emulator op name, LLVM mnemonic, bytes per access, accesses per lane)
 LDS_FORMS = [
-    ("DS_READ_B32", "ds_read_b32", 4, 1), ("DS_READ_B128", "ds_read_b128", 16, 1), ("DS_READ_U8", "ds_read_u8", 1, 1),
-    ("DS_READ_I16", "ds_read_i16", 2, 1), ("DS_WRITE_B64", "ds_write_b64", 8, 1), ("DS_WRITE_B96", "ds_write_b96", 12, 1),
+    ("DS_READ_B32", "ds_read_b32", 4, 1), ("DS_READ_B128", "ds_read_b128", 16, 1),
+    ("DS_READ_U8", "ds_read_u8", 1, 1), ("DS_READ_I16", "ds_read_i16", 2, 1),
+    ("DS_WRITE_B64", "ds_write_b64", 8, 1), ("DS_WRITE_B96", "ds_write_b96", 12, 1),
     ("DS_READ2_B32", "ds_read2_b32", 4, 2), ("DS_READ2_B64", "ds_read2_b64", 8, 2),
     ("DS_READ2ST64_B64", "ds_read2st64_b64", 8, 2), ("DS_WRITE2_B32", "ds_write2_b32", 4, 2),
     ("DS_WRITE2ST64_B64", "ds_write2st64_b64", 8, 2), ("DS_READ_B64_TR_B8", "ds_read_b64_tr_b8", 8, 1),
@@ -88,9 +89,10 @@ def test_each_lds_form_costs_its_bytes_and_accesses(op: str, mnemonic: str, size
 
 
 @pytest.mark.parametrize("mnemonic, size, kind", [
-    ("global_load_dwordx4", 16, Kind.LOAD), ("buffer_load_ubyte", 1, Kind.LOAD), ("global_store_short", 2, Kind.STORE),
-    ("global_atomic_add_f32", 4, Kind.LOAD), ("buffer_atomic_add_f64", 8, Kind.LOAD),
-    ("global_atomic_swap_x2", 8, Kind.LOAD), ("global_store_dwordx3", 12, Kind.STORE),
+    ("global_load_dwordx4", 16, Kind.LOAD), ("buffer_load_ubyte", 1, Kind.LOAD),
+    ("global_store_short", 2, Kind.STORE), ("global_atomic_add_f32", 4, Kind.LOAD),
+    ("buffer_atomic_add_f64", 8, Kind.LOAD), ("global_atomic_swap_x2", 8, Kind.LOAD),
+    ("global_store_dwordx3", 12, Kind.STORE),
 ])
 def test_each_vector_memory_form_moves_its_bytes(mnemonic: str, size: int, kind: Kind) -> None:
     s = classify(Decoded(0, 8, "GLOBAL", mnemonic, None), "vmem", M)

@@ -71,7 +71,8 @@ def random_codes(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray
     return q
 
 
-def make(d: Dims, offsets: list[int], A: np.ndarray, B: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> Problem:
+def make(d: Dims, offsets: list[int], A: np.ndarray, B: np.ndarray, sa: np.ndarray,
+         sb: np.ndarray) -> Problem:
     return Problem(d, np.array(offsets, dtype=np.int32), A, B, sa, sb, seed=0, quantization="ocp")
 
 

@@ -17,7 +17,8 @@ ROUTINGS = {
     "single-given": Routing("single", expert=5),
 }
 SEEDED = ["zipf", "zipf-steep", "empty", "single"]  # kinds whose offsets depend on the seed
-SIZES = [(128, 1), (1024, 8), (8192, 8), (4096, 32), (65536, 16), (256, 8), (1280, 64)]  # (M, E); some E > M/128
+# (M, E); some E > M/128
+SIZES = [(128, 1), (1024, 8), (8192, 8), (4096, 32), (65536, 16), (256, 8), (1280, 64)]
 
 
 def offsets(routing: Routing, M: int, E: int, seed: int = 0) -> list[int]:

@@ -24,7 +24,8 @@ E = 4
 
 def loaded(tmp_path: Path, routing: str) -> Routing:
     path = tmp_path / "c.yaml"
-    path.write_text(f"kernels: [reference]\nshapes:\n  - {{name: s, M: 1024, N: 256, K: 256, E: {E}, routing: {routing}}}\n")
+    path.write_text(f"kernels: [reference]\nshapes:\n  - {{name: s, M: 1024, N: 256, K: 256, E: {E}, "
+                    f"routing: {routing}}}\n")
     (shape,) = load_config(path, load_specs()).shapes
     return shape.routing
 
@@ -71,17 +72,21 @@ def test_every_shipped_shape_and_edge_case_keeps_its_promise() -> None:
             for routing in (shape.routing, *(r for _, r in edge_routings(d.E))):
                 offsets = routing.offsets_for(d.M, d.E, np.random.default_rng(1))
                 promised = routing.empty_experts(d.M, d.E)
-                assert promised is None or int((np.diff(offsets) == 0).sum()) == promised, (path.name, shape.name)
+                assert promised is None or int((np.diff(offsets) == 0).sum()) == promised, \
+                    (path.name, shape.name)
 
 
 @pytest.mark.usefixtures("amd_compiler")
-@pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
-def test_verify_fails_a_row_whose_problem_routed_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+@pytest.mark.skipif(shutil.which("clang-22") is None,
+                    reason="clang-22 (Debian's, for gfx950) is not installed")
+def test_verify_fails_a_row_whose_problem_routed_nothing(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
     # a routing bug planted: every token before the first expert, none routed
     monkeypatch.setattr(Routing, "offsets_for", lambda self, M, E, rng: [M] * (E + 1))
-    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--shape", "one-expert", "--device", "emu",
-                                      "--json", str(tmp_path / "v.json")])
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--shape", "one-expert", "--device",
+                                      "emu", "--json", str(tmp_path / "v.json")])
     assert result.exit_code == 1, result.output
-    assert ("FAILED reference on one-expert: 0 mismatches, 0 unwritten (numpy float64, every element); uniform "
-            "routing leaves 0 of 1 experts without tokens, but the problem's offsets leave 1 ([128, 128])"
+    assert ("FAILED reference on one-expert: 0 mismatches, 0 unwritten (numpy float64, every element); "
+            "uniform routing leaves 0 of 1 experts without tokens, but the problem's offsets leave 1 ([128, "
+            "128])"
             in result.stderr)

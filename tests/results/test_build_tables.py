@@ -11,8 +11,9 @@ from wgrad_cli.results.records import BuildRecord
 
 
 def record(target: str, resources: Resources) -> BuildRecord:
-    return BuildRecord(shape=shape("one"), kernel="k", target=target, ok=True, code_object=None, compile_seconds=0.1,
-                       cache_hit=False, compiler="clang 22", resources=resources, errors=[])
+    return BuildRecord(shape=shape("one"), kernel="k", target=target, ok=True, code_object=None,
+                       compile_seconds=0.1, cache_hit=False, compiler="clang 22", resources=resources,
+                       errors=[])
 
 
 def cells(target: str, resources: Resources) -> dict[str, str]:
@@ -24,11 +25,11 @@ def cells(target: str, resources: Resources) -> dict[str, str]:
 
 def test_each_target_in_its_own_terms() -> None:
     amd = Resources("k", 40, 8, 30, 0, 0, 0, 64, gfx950(40, 8, 0, 256))
-    assert (cells("gfx950", amd)["registers"], cells("gfx950", amd)["occupancy"]) == ("40v 8a 30s",
-                                                                                      "8 WGs/CU, 8 waves/SIMD")
+    assert (cells("gfx950", amd)["registers"], cells("gfx950", amd)["occupancy"]) == \
+        ("40v 8a 30s", "8 WGs/CU, 8 waves/SIMD")
     nvidia = Resources("k", 128, None, None, 1024, 0, 0, 32, sm90(128, 1024, 128))
-    assert (cells("sm_90a", nvidia)["registers"], cells("sm_90a", nvidia)["occupancy"]) == ("128",
-                                                                                            "4 blocks/SM, 16 warps/SM")
+    assert (cells("sm_90a", nvidia)["registers"], cells("sm_90a", nvidia)["occupancy"]) == \
+        ("128", "4 blocks/SM, 16 warps/SM")
 
 
 def test_a_target_this_wgrad_does_not_know_leaves_its_words_blank() -> None:

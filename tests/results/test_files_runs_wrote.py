@@ -21,7 +21,8 @@ SHAPES = ["--shape", "one-expert", "--shape", "gaps"]
 
 def model(tmp_path: Path, name: str, *args: str) -> Path:
     path = tmp_path / f"{name}.json"
-    result = CliRunner().invoke(cli, ["model", *args, "--json", str(path), "--cache-dir", str(tmp_path / "cache")])
+    result = CliRunner().invoke(cli, ["model", *args, "--json", str(path), "--cache-dir",
+                                      str(tmp_path / "cache")])
     assert result.exit_code == 0, result.output
     return path
 
@@ -32,7 +33,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"whole": model(tmp, "whole", "--config", "smoke", *SHAPES),
             "1": model(tmp, "1", "--config", "smoke", *SHAPES, "--shard", "1/2"),
             "2": model(tmp, "2", "--config", "smoke", *SHAPES, "--shard", "2/2"),
-            "other": model(tmp, "other", "--config", "emu", "--kernel", "reference", "--shape", "e64-single-first")}
+            "other": model(tmp, "other", "--config", "emu", "--kernel", "reference", "--shape",
+                           "e64-single-first")}
 
 
 def records(path: Path) -> list[dict[str, object]]:
@@ -62,5 +64,6 @@ def test_a_run_reads_back_as_the_run_it_was(runs: dict[str, Path]) -> None:
 def test_a_run_of_another_config_is_refused_unless_allowed(runs: dict[str, Path]) -> None:
     result = CliRunner().invoke(cli, ["compare", str(runs["whole"]), str(runs["other"])])
     assert result.exit_code == 2 and "--allow-different config" in result.stderr, result.output
-    result = CliRunner().invoke(cli, ["compare", str(runs["whole"]), str(runs["other"]), "--allow-different", "config"])
+    result = CliRunner().invoke(cli, ["compare", str(runs["whole"]), str(runs["other"]), "--allow-different",
+                                      "config"])
     assert "--allow-different config" not in result.stderr, result.output

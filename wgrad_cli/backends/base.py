@@ -41,13 +41,14 @@ class Backend(ABC):
         """Every compiler looked for, in the order they are preferred (lazily)."""
 
     @abstractmethod
-    def compile_argv(self, compiler: Compiler, source: Path, output: Path, depfile: Path, defines: dict[str, int],
-                     includes: tuple[Path, ...], flags: tuple[str, ...], isa: bool = False) -> list[str]:
+    def compile_argv(self, compiler: Compiler, source: Path, output: Path, depfile: Path,
+                     defines: dict[str, int], includes: tuple[Path, ...], flags: tuple[str, ...],
+                     isa: bool = False) -> list[str]:
         """The full command that builds `source` into `output` (assembly text when `isa`)."""
 
     def disassemble_argv(self, compiler: Compiler, code_object: Path) -> list[str] | None:
-        """A command printing a code object's machine code, where one is installed and `compile_argv(isa=True)`
-        is not exact; None: the ISA comes from compile_argv(isa=True)."""
+        """A command printing a code object's machine code, where one is installed and
+        `compile_argv(isa=True)` is not exact; None: the ISA comes from compile_argv(isa=True)."""
         return None
 
     @abstractmethod
@@ -58,7 +59,8 @@ class Backend(ABC):
     def resources(self, data: bytes, build_log: str, base: str, block: int, dynamic_shared: int) -> Resources:
         """The kernel's registers, LDS/shared memory, scratch, spills and occupancy."""
 
-    def launch_problems(self, image: bytes, symbol: str, name: str, block: int, dynamic_shared: int) -> list[str]:
+    def launch_problems(self, image: bytes, symbol: str, name: str, block: int,
+                        dynamic_shared: int) -> list[str]:
         """What the code object's own records say a launch of `block` threads and `dynamic_shared` bytes
         breaks, before the driver refuses it with a code that does not say why; one line each."""
         return []
@@ -70,10 +72,12 @@ class Backend(ABC):
     def open_runtime(self, device: Device) -> Runtime:
         """A Runtime on GPU `device` of this vendor; DriverError (one line) if there is none."""
         if isinstance(device, Emulated):
-            raise DriverError(f"--device {EMULATED} emulates a gfx950 (MI355X); it cannot run {self.vendor} code")
+            raise DriverError(f"--device {EMULATED} emulates a gfx950 (MI355X); it cannot run {self.vendor} "
+                              "code")
         try:
             shim = importlib.import_module(self.runtime_module)
         except ImportError as exc:
-            raise DriverError(f"no {self.vendor} runtime: {exc}; pip install {self.runtime_packages}") from None
+            raise DriverError(f"no {self.vendor} runtime: {exc}; pip install "
+                              f"{self.runtime_packages}") from None
         runtime: Runtime = shim.open_device(device)
         return runtime

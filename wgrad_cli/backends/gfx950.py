@@ -81,7 +81,8 @@ def candidates(hip_cc: str | None, rocm_path: str | None, shim_dir: Path) -> Ite
         path = shutil.which(explicit)
         kind = "hipcc" if Path(explicit).name.startswith("hipcc") else "clang"
         where = "--hip-cc" if hip_cc else "$WGRAD_HIP_CC"
-        yield _clang(f"{where} {explicit}", path, kind, rocm_path) if path else Candidate(where, None, f"{explicit} not found")
+        yield _clang(f"{where} {explicit}", path, kind,
+                     rocm_path) if path else Candidate(where, None, f"{explicit} not found")
     rocm = rocm_path or os.environ.get("ROCM_PATH")
     if rocm:
         yield _clang("$ROCM_PATH/bin/hipcc", shutil.which(f"{rocm}/bin/hipcc"), "hipcc")
@@ -90,8 +91,8 @@ def candidates(hip_cc: str | None, rocm_path: str | None, shim_dir: Path) -> Ite
         yield _clang("$ROCM_PATH/llvm/bin/clang", shutil.which(f"{rocm}/llvm/bin/clang"), "clang", rocm)
     else:  # a stock ROCm install, neither named nor on PATH
         yield _clang(f"{DEFAULT_ROCM}/bin/hipcc", shutil.which(f"{DEFAULT_ROCM}/bin/hipcc"), "hipcc")
-        yield _clang(f"{DEFAULT_ROCM}/llvm/bin/clang", shutil.which(f"{DEFAULT_ROCM}/llvm/bin/clang"), "clang",
-                     DEFAULT_ROCM)
+        yield _clang(f"{DEFAULT_ROCM}/llvm/bin/clang", shutil.which(f"{DEFAULT_ROCM}/llvm/bin/clang"),
+                     "clang", DEFAULT_ROCM)
     names = [f"clang-{v}" for v in range(30, MIN_CLANG - 1, -1)] + ["clang"]
     for name in [n for n in names if shutil.which(n)] or ["clang"]:
         yield _clang(f"{name} on PATH", shutil.which(name), "clang", rocm_path)
@@ -112,8 +113,9 @@ class Gfx950(Backend):
     def candidates(self, named: str | None, rocm_path: str | None, shim_dir: Path) -> Iterator[Candidate]:
         return candidates(named, rocm_path, shim_dir)
 
-    def compile_argv(self, compiler: Compiler, source: Path, output: Path, depfile: Path, defines: dict[str, int],
-                     includes: tuple[Path, ...], flags: tuple[str, ...], isa: bool = False) -> list[str]:
+    def compile_argv(self, compiler: Compiler, source: Path, output: Path, depfile: Path,
+                     defines: dict[str, int], includes: tuple[Path, ...], flags: tuple[str, ...],
+                     isa: bool = False) -> list[str]:
         common = [*flags, *(f"-D{k}={v}" for k, v in defines.items()), *(f"-I{d}" for d in includes)]
         hip = ["-x", "hip", "--offload-arch=gfx950", "--offload-device-only", "--no-gpu-bundle-output"]
         if compiler.kind != "hipcc":
@@ -128,7 +130,8 @@ class Gfx950(Backend):
     def resources(self, data: bytes, build_log: str, base: str, block: int, dynamic_shared: int) -> Resources:
         return hsaco.resources(data, base, block, dynamic_shared)
 
-    def launch_problems(self, image: bytes, symbol: str, name: str, block: int, dynamic_shared: int) -> list[str]:
+    def launch_problems(self, image: bytes, symbol: str, name: str, block: int,
+                        dynamic_shared: int) -> list[str]:
         """The block and LDS against the code object's metadata: HIP refuses such launches with codes
         that do not say why (hipErrorLaunchFailure, hipErrorInvalidValue)."""
         kernel = next(k for k in hsaco.metadata(image)["amdhsa.kernels"] if k[".name"] == symbol)
@@ -136,13 +139,13 @@ class Gfx950(Backend):
         bound = kernel.get(".max_flat_workgroup_size")
         if bound is not None and block > bound:
             problems.append(f"{name}: launch.block {block} is above the kernel's .max_flat_workgroup_size "
-                            f"{bound} (its launch bounds); lower launch.block, or raise the bound in the source "
-                            "(__launch_bounds__, or amdgpu_flat_work_group_size without HIP headers)")
+                            f"{bound} (its launch bounds); lower launch.block, or raise the bound in the "
+                            "source (__launch_bounds__, or amdgpu_flat_work_group_size without HIP headers)")
         static = kernel[".group_segment_fixed_size"]
         if static + dynamic_shared > self.shared_limit:
-            problems.append(f"{name}: {static} bytes of static LDS plus {dynamic_shared} dynamic is above the "
-                            f"{self.shared_limit} a gfx950 workgroup can have; lower launch.dynamic_shared or the "
-                            "kernel's LDS")
+            problems.append(f"{name}: {static} bytes of static LDS plus {dynamic_shared} dynamic is above "
+                            f"the {self.shared_limit} a gfx950 workgroup can have; lower "
+                            "launch.dynamic_shared or the kernel's LDS")
         return problems
 
     def peak(self, device: DeviceInfo) -> Peak:

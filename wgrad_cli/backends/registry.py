@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from wgrad_cli.backends.base import Backend
 from wgrad_cli.backends.gfx950 import Gfx950
 from wgrad_cli.backends.sm90a import Sm90a
-from wgrad_cli.config.options import EMU_CPU_SECONDS, EMULATED, HIP_STACK_BYTES, Device, Emulated, EmulatorOptions
+from wgrad_cli.config.options import (EMU_CPU_SECONDS, EMULATED, HIP_STACK_BYTES, Device, Emulated,
+                                      EmulatorOptions)
 from wgrad_cli.config.targets import Target, Vendor
 from wgrad_cli.device.runtime import DeviceInfo, Runtime
 from wgrad_cli.errors import WgradError
@@ -41,24 +42,27 @@ def emulated_device(device: Device, options: EmulatorOptions, kernel_timeout: fl
     if not isinstance(device, Emulated):
         given = [why for chosen, why in (
             (options.strict_lds, "--strict-lds: only the emulated device checks LDS accesses"),
-            (options.stack_bytes is not None, "--emu-stack-bytes: only the emulated device takes its stack size "
-                                              "from wgrad"),
-            (options.register_fill is not None, "--emu-register-fill: only the emulated device's registers start "
-                                                "with a value wgrad chooses"),
-            (options.sanitize, "--sanitize: only the emulated device watches each wave's waits and LDS accesses"))
+            (options.stack_bytes is not None,
+             "--emu-stack-bytes: only the emulated device takes its stack size from wgrad"),
+            (options.register_fill is not None,
+             "--emu-register-fill: only the emulated device's registers start with a value wgrad chooses"),
+            (options.sanitize, "--sanitize: only the emulated device watches each wave's waits and LDS "
+                               "accesses"))
             if chosen]
         if given:
             raise WgradError(f"{given[0]}; add --device emu")
         return device
     return Emulated(options.strict_lds,
-                    -(-(options.stack_bytes or HIP_STACK_BYTES) // 16) * 16,  # rounded up as hipDeviceSetLimit does
+                    # rounded up as hipDeviceSetLimit does
+                    -(-(options.stack_bytes or HIP_STACK_BYTES) // 16) * 16,
                     kernel_timeout or EMU_CPU_SECONDS, options.register_fill or 0, options.sanitize)
 
 
 def emulated_only(device: Device, what: str) -> Emulated:
     """The device, which must be the emulated one for `what`; WgradError otherwise."""
     if not isinstance(device, Emulated):
-        raise WgradError(f"{what} run on the emulated {EMULATED_TARGET}; add --device emu (not --device {device})")
+        raise WgradError(f"{what} run on the emulated {EMULATED_TARGET}; add --device emu (not --device "
+                         f"{device})")
     return device
 
 
@@ -67,13 +71,14 @@ def without_gpu(device: Device, targets: Sequence[str], config: str) -> str | No
     user gave it; None where the emulator runs none of `targets`."""
     if isinstance(device, Emulated) or EMULATED_TARGET not in targets:
         return None
-    return (f"without a GPU: wgrad verify --config {config} --device {EMULATED} checks the {EMULATED_TARGET} kernels "
-            f"on the emulated MI355X; wgrad model --config {config} models their time")
+    return (f"without a GPU: wgrad verify --config {config} --device {EMULATED} checks the "
+            f"{EMULATED_TARGET} kernels on the emulated MI355X; wgrad model --config {config} models their "
+            "time")
 
 
 def check_timed(device: Device) -> None:
     """bench: the device must have a clock to time kernels by (the emulator has none)."""
     if isinstance(device, Emulated):
         raise WgradError(f"bench: --device {EMULATED} runs kernels functionally, with no clock to time them; "
-                         f"wgrad verify --device {EMULATED} records what each kernel executed, and wgrad model "
-                         "models its time on an MI355X (docs/model.md)")
+                         f"wgrad verify --device {EMULATED} records what each kernel executed, and wgrad "
+                         "model models its time on an MI355X (docs/model.md)")

@@ -48,8 +48,8 @@ def candidates(nvcc: str | None) -> Iterator[Candidate]:
         elif int(m.group(1).split(".")[0]) < 12:
             yield Candidate(name, None, f"nvcc {m.group(2)} is older than 12.0 (no sm_90a)")
         else:
-            yield Candidate(name, Compiler("nvcc", (path,), m.group(2), f"{os.path.realpath(path)}\n{text.strip()}",
-                                           found_by=name))
+            yield Candidate(name, Compiler("nvcc", (path,), m.group(2),
+                                           f"{os.path.realpath(path)}\n{text.strip()}", found_by=name))
 
 
 class Sm90a(Backend):
@@ -65,8 +65,9 @@ class Sm90a(Backend):
     def candidates(self, named: str | None, rocm_path: str | None, shim_dir: Path) -> Iterator[Candidate]:
         return candidates(named)
 
-    def compile_argv(self, compiler: Compiler, source: Path, output: Path, depfile: Path, defines: dict[str, int],
-                     includes: tuple[Path, ...], flags: tuple[str, ...], isa: bool = False) -> list[str]:
+    def compile_argv(self, compiler: Compiler, source: Path, output: Path, depfile: Path,
+                     defines: dict[str, int], includes: tuple[Path, ...], flags: tuple[str, ...],
+                     isa: bool = False) -> list[str]:
         common = [*flags, *(f"-D{k}={v}" for k, v in defines.items()), *(f"-I{d}" for d in includes)]
         mode = ["-ptx"] if isa else ["-cubin", "--resource-usage", "-MD", "-MF", str(depfile)]
         return [*compiler.argv0, "-arch=sm_90a", *mode, "-x", "cu", *common, str(source), "-o", str(output)]
@@ -84,7 +85,8 @@ class Sm90a(Backend):
         return cubin.resources(data, build_log, base, block, dynamic_shared)
 
     def peak(self, device: DeviceInfo) -> Peak | None:
-        """From NVIDIA's datasheet for the part: its boost clock is not the clock the datasheet figures use."""
+        """From NVIDIA's datasheet for the part: its boost clock is not the clock the
+        datasheet figures use."""
         for fragment, (fp8, bf16, hbm) in DATASHEET.items():
             if fragment in device.name:
                 return Peak(fp8, "FP8", bf16, hbm, device.l2_bytes, f"NVIDIA {fragment} datasheet")

@@ -47,21 +47,23 @@ def coverage(image: bytes, kernel: str) -> Coverage:
     allocation bounds the registers; code the kernel never reaches counts too)."""
     program = Program(load_image(image))
     descriptor = program.image.kernels[match_symbol(list(program.image.kernels), kernel)]
-    overruns = tuple(f"{program.ops[pc].name} at offset {pc:#x}: {why}" for pc, found in program.registers.items()
+    overruns = tuple(f"{program.ops[pc].name} at offset {pc:#x}: {why}"
+                     for pc, found in program.registers.items()
                      if (why := beyond(found, descriptor)) is not None)
-    return Coverage(len(program.decoded), dict(sorted(Counter(op.name for op in program.unsupported()).items())),
-                    overruns)
+    return Coverage(len(program.decoded),
+                    dict(sorted(Counter(op.name for op in program.unsupported()).items())), overruns)
 
 
 def table_opcodes() -> list[str]:
     """The opcodes held in the emulator's tables by name, lower case: most of what it implements. The
     rest (compares, the scaled conversions' families, exec ops, branches, MFMA families, buffer and
     LDS-DMA forms) are cases in code; `wgrad emu-check` names what a code object lacks."""
-    names = [*vector_ops.VOPS, *vector_special.SPECIAL, *scalar_ops.SOP2, *scalar_ops.SOP1_32, *scalar_ops.SOP1_64, *scalar_ops.SAVEEXEC,
-             *scalar_ops.WREXEC, *lds_ops.READS, *lds_ops.WRITES, *lds_ops.READ2, *lds_ops.WRITE2, *lds_ops.TRANSPOSE,
-             *matrix_ops.PK_F32, *matrix_ops.PK_16, *(f"GLOBAL_LOAD_{k}" for k in memory_ops.LOADS),
-             *(f"GLOBAL_STORE_{k}" for k in memory_ops.STORES), *(f"GLOBAL_ATOMIC_{k}" for k in atomic_ops.ATOMICS),
-             *lds_atomic_ops.LDS_ATOMICS]
+    names = [*vector_ops.VOPS, *vector_special.SPECIAL, *scalar_ops.SOP2, *scalar_ops.SOP1_32,
+             *scalar_ops.SOP1_64, *scalar_ops.SAVEEXEC, *scalar_ops.WREXEC, *lds_ops.READS, *lds_ops.WRITES,
+             *lds_ops.READ2, *lds_ops.WRITE2, *lds_ops.TRANSPOSE, *matrix_ops.PK_F32, *matrix_ops.PK_16,
+             *(f"GLOBAL_LOAD_{k}" for k in memory_ops.LOADS),
+             *(f"GLOBAL_STORE_{k}" for k in memory_ops.STORES),
+             *(f"GLOBAL_ATOMIC_{k}" for k in atomic_ops.ATOMICS), *lds_atomic_ops.LDS_ATOMICS]
     return sorted({n.lower() for n in names})
 
 
@@ -71,7 +73,8 @@ def emu_check_command(selection: Selection, compilers: CompilerOptions) -> None:
     specs = load_specs()
     config, records = select(specs, selection)
     if TARGET not in config.targets:
-        raise WgradError(f"{selection.config_path}: no {TARGET} target; the emulator runs gfx950 code objects only")
+        raise WgradError(f"{selection.config_path}: no {TARGET} target; the emulator runs gfx950 code "
+                         "objects only")
     records = [(job, shape) for job, shape in records if job.target == TARGET]
     jobs = list(dict.fromkeys(job for job, _ in records))
     cache = Cache.writable(compilers.cache_dir)

@@ -24,10 +24,12 @@ SOURCE_WIDTH = 100  # the lines naming each file's device, date and baselines wr
 def compare_command(base: Path, new: Path, threshold: float, allow: tuple[str, ...]) -> None:
     """The per-shape deltas and their verdicts; CheckFailed (exit 1) on any regression."""
     command, deltas = compare_docs(base, new, threshold, allow)
-    out.print(compare_table(command, deltas, f"wgrad compare: {base} -> {new} (threshold {100 * threshold:g}%)"))
+    out.print(compare_table(command, deltas,
+                            f"wgrad compare: {base} -> {new} (threshold {100 * threshold:g}%)"))
     for d in deltas:
         if d.regression:
-            err.print(f"[red]regression[/] {escape(d.label)}: {escape(d.regression)}", highlight=False, soft_wrap=True)
+            err.print(f"[red]regression[/] {escape(d.label)}: {escape(d.regression)}", highlight=False,
+                      soft_wrap=True)
     out.print(summary(deltas, threshold), highlight=False)
     if any(d.regression for d in deltas):
         raise CheckFailed()

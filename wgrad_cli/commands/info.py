@@ -23,8 +23,9 @@ def info_command(compilers: CompilerOptions, json_path: Path | None) -> None:
         first = next((c for c in candidates if c.compiler), None)
         for c in candidates:
             comp = c.compiler
-            rows.append(CompilerRecord(target, c.name, comp is not None, c is first, comp.kind if comp else None,
-                                       comp.version if comp else None, list(comp.argv0) if comp else None, c.reason))
+            rows.append(CompilerRecord(target, c.name, comp is not None, c is first,
+                                       comp.kind if comp else None, comp.version if comp else None,
+                                       list(comp.argv0) if comp else None, c.reason))
     out.print(toolchain_table(rows))
     if json_path:
         write_json(json_path, "info", [to_json(r) for r in rows])

@@ -47,7 +47,8 @@ def code_object(launch: LaunchFile, compilers: CompilerOptions) -> Built:
     assert launch.source is not None
     cache = Cache.writable(compilers.cache_dir)
     compiler = Toolchains.chosen(compilers, cache.root, BACKENDS).select(TARGET, False)
-    entry = build_source(TARGET, backend(TARGET), compiler, launch.source, launch.include, launch.flags, cache)
+    entry = build_source(TARGET, backend(TARGET), compiler, launch.source, launch.include, launch.flags,
+                         cache)
     if isinstance(entry, list):
         raise WgradError([f"{launch.path}: source {launch.source} does not build:", *entry])
     return Built(entry.code_object, entry.code_object.read_bytes(), f"{compiler.kind} {compiler.version}",
@@ -89,7 +90,8 @@ def kernel_of(launch: LaunchFile, image: bytes) -> tuple[str, dict[str, object]]
         kernels = {k[".name"]: k for k in metadata(image)["amdhsa.kernels"]}
         symbol = launch.symbol if launch.symbol in kernels else match_symbol(list(kernels), launch.symbol)
     except CodeObjectError as exc:
-        raise WgradError(f"{launch.path}: symbol: {exc}; give the kernel's symbol as the code object names it") from None
+        raise WgradError(f"{launch.path}: symbol: {exc}; give the kernel's symbol as the code object names "
+                         "it") from None
     return symbol, kernels[symbol]
 
 
@@ -98,17 +100,19 @@ def _layout_problems(launch: LaunchFile, params: list[Param], lds: int) -> list[
     problems = []
     for i, (arg, at) in enumerate(zip(launch.args, launch.layout())):
         if not any(p.offset <= at and at + arg.width <= p.offset + p.size for p in params):
-            problems.append(f"{launch.path}: args[{i}]: bytes {at} to {at + arg.width} of the argument segment are not "
-                            f"within one of the kernel's arguments ({_spans(params)}); give offset: or fewer arguments")
+            problems.append(f"{launch.path}: args[{i}]: bytes {at} to {at + arg.width} of the argument "
+                            f"segment are not within one of the kernel's arguments ({_spans(params)}); give "
+                            "offset: or fewer arguments")
     held = [(at, at + a.width) for a, at in zip(launch.args, launch.layout())]
     for p in params:
         if p.kind == "pointer" and not any(s <= p.offset and p.offset + p.size <= e for s, e in held):
             problems.append(f"{launch.path}: args: the kernel's pointer argument at bytes {p.offset} to "
-                            f"{p.offset + p.size} has no buffer or scalar; add one (a u64 scalar 0 for a null pointer)")
+                            f"{p.offset + p.size} has no buffer or scalar; add one (a u64 scalar 0 for a "
+                            "null pointer)")
     limit = backend(TARGET).shared_limit
     if lds + launch.dynamic_lds > limit:
-        problems.append(f"{launch.path}: dynamic_lds: {lds} bytes of static LDS plus {launch.dynamic_lds} dynamic is "
-                        f"above the {limit} a {TARGET} workgroup can have; lower dynamic_lds")
+        problems.append(f"{launch.path}: dynamic_lds: {lds} bytes of static LDS plus {launch.dynamic_lds} "
+                        f"dynamic is above the {limit} a {TARGET} workgroup can have; lower dynamic_lds")
     return problems
 
 
@@ -132,7 +136,8 @@ def place(rt: EmuRuntime, launch: LaunchFile, image: bytes, seed: int) -> Placed
         for arg, at in zip(launch.args, launch.layout()):
             if isinstance(arg, Buffer):
                 pointers.append(rt.alloc(arg.size))
-                data = np.frombuffer(arg.initial(rng.bytes(arg.size) if arg.fill == "random" else b""), dtype=np.uint8)
+                data = np.frombuffer(arg.initial(rng.bytes(arg.size) if arg.fill == "random" else b""),
+                                     dtype=np.uint8)
                 rt.copy_in(pointers[-1] or 0, data.ctypes.data, arg.size)
                 segment[at: at + arg.width] = (pointers[-1] or 0).to_bytes(arg.width, "little")
             else:

@@ -47,7 +47,8 @@ def verify_launch(path: Path, compilers: CompilerOptions, device: Emulated, seed
     out.print(table)
     stats = rt.stats[-1]
     err.print(f"ran to completion: {stats.waves:,} waves, {stats.instructions:,} wave-instructions, "
-              f"{stats.bytes_loaded:,} bytes loaded, {stats.bytes_stored:,} stored; code object {built.sha256[:16]}",
+              f"{stats.bytes_loaded:,} bytes loaded, {stats.bytes_stored:,} stored; code object "
+              f"{built.sha256[:16]}",
               highlight=False)
     if stats.lds_out_of_range:
         err.print(f"{stats.lds_out_of_range:,} LDS bytes read or written beyond the workgroup's allocation "
@@ -58,5 +59,6 @@ def verify_launch(path: Path, compilers: CompilerOptions, device: Emulated, seed
     if found:
         raise SanitizerFindings(f"{len(found)} sanitizer finding{'s' * (len(found) != 1)} (docs/emulator.md)")
     if failed:
-        raise CheckFailed(f"{launch.path}: {failed} buffer{'s' * (failed != 1)} after the run differ from expect_sha256")
+        raise CheckFailed(f"{launch.path}: {failed} buffer{'s' * (failed != 1)} after the run differ from "
+                          "expect_sha256")
 

@@ -43,7 +43,8 @@ void mfma_step(const v4i *a, const v4i *b, const int *sa, const int *sb, v4f *d)
     v8i fb = (v8i){lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
     for (int i = 0; i < 2; i++)
-      d[((2 * w + i) * 16 + j) * 64 + l] = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(fa[i], fb, (v4f){0, 0, 0, 0}, 0, 0, 0, scale_a, 0, scale_b);
+      d[((2 * w + i) * 16 + j) * 64 + l] = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(fa[i], fb,
+          (v4f){0, 0, 0, 0}, 0, 0, 0, scale_a, 0, scale_b);
   }
 }
 '''
@@ -54,7 +55,8 @@ def build(compiler: Compiler) -> bytes:
     with tempfile.TemporaryDirectory(prefix="wgrad-mfma-step-") as tmp:
         source, image = Path(tmp) / "step.hip", Path(tmp) / "step.hsaco"
         source.write_text(SOURCE)
-        argv = backend(EMULATED_TARGET).compile_argv(compiler, source, image, Path(tmp) / "step.d", {}, (), ("-O3",))
+        argv = backend(EMULATED_TARGET).compile_argv(compiler, source, image, Path(tmp) / "step.d", {}, (),
+                                                     ("-O3",))
         subprocess.run(argv, check=True, capture_output=True)
         return image.read_bytes()
 
@@ -63,9 +65,11 @@ def step_seconds(image: bytes, repeats: int = 3) -> float:
     """The best wall time of one launch of the step on one worker, decoding excluded."""
     rt = EmuRuntime(workers=1)
     rng = np.random.default_rng(0)
-    arrays: list[np.ndarray] = [rng.integers(0, 0x7E, size=256 * 128, dtype=np.uint8), rng.integers(0, 0x7E, size=256 * 128, dtype=np.uint8),
-              rng.integers(120, 134, size=(512, 4), dtype=np.uint8), rng.integers(120, 134, size=(512, 4), dtype=np.uint8),
-              np.zeros(256 * 256, dtype=np.float32)]
+    arrays: list[np.ndarray] = [rng.integers(0, 0x7E, size=256 * 128, dtype=np.uint8),
+                                rng.integers(0, 0x7E, size=256 * 128, dtype=np.uint8),
+                                rng.integers(120, 134, size=(512, 4), dtype=np.uint8),
+                                rng.integers(120, 134, size=(512, 4), dtype=np.uint8),
+                                np.zeros(256 * 256, dtype=np.float32)]
     pointers = []
     for a in arrays:
         ptr = rt.alloc(a.nbytes)

@@ -36,8 +36,9 @@ class BuildBackend(Protocol):
     def candidates(self, named: str | None, rocm_path: str | None, shim_dir: Path) -> Iterator[Candidate]:
         """Every compiler looked for, in the order they are preferred (lazily)."""
 
-    def compile_argv(self, compiler: Compiler, source: Path, output: Path, depfile: Path, defines: dict[str, int],
-                     includes: tuple[Path, ...], flags: tuple[str, ...], isa: bool = False) -> list[str]:
+    def compile_argv(self, compiler: Compiler, source: Path, output: Path, depfile: Path,
+                     defines: dict[str, int], includes: tuple[Path, ...], flags: tuple[str, ...],
+                     isa: bool = False) -> list[str]:
         """The full command that builds `source` into `output` (assembly text when `isa`)."""
 
     def disassemble_argv(self, compiler: Compiler, code_object: Path) -> list[str] | None:

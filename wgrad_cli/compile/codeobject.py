@@ -86,7 +86,8 @@ def check_params(symbol: str, params: list[Param]) -> None:
     if len(params) != len(ARGS):
         problems.append(f"{len(params)} arguments, the ABI has {len(ARGS)}")
     for i, (p, want) in enumerate(zip(params, ARGS)):
-        if p.kind not in ("pointer", "unrecorded") or p.size != POINTER_BYTES or p.offset != i * POINTER_BYTES:
+        if p.kind not in ("pointer", "unrecorded") or p.size != POINTER_BYTES \
+                or p.offset != i * POINTER_BYTES:
             problems.append(f"argument {i} ({want.name}) is {p.kind} of {p.size} bytes at offset {p.offset}, "
                             f"the ABI wants a {POINTER_BYTES}-byte pointer at offset {i * POINTER_BYTES}")
     if problems:

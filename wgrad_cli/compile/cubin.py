@@ -55,8 +55,8 @@ def kernel_params(data: bytes, base: str) -> tuple[str, list[Param]]:
     return symbol, params
 
 
-_PTXAS_FUNC = re.compile(r"Function properties for (\S+)\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, "
-                         r"(\d+) bytes spill loads\n.*?Used (\d+) registers(.*)")
+_PTXAS_FUNC = re.compile(r"Function properties for (\S+)\n\s*(\d+) bytes stack frame, (\d+) bytes spill "
+                         r"stores, (\d+) bytes spill loads\n.*?Used (\d+) registers(.*)")
 
 
 def resources(data: bytes, ptxas_report: str, base: str, block: int, dynamic_shared: int = 0) -> Resources:

@@ -34,7 +34,8 @@ def metadata(data: bytes) -> dict[str, Any]:
 
 def arguments(kernel: dict[str, Any]) -> list[Param]:
     """Explicit arguments of one kernel's metadata (the hidden ones the runtime fills follow them)."""
-    return [Param(a[".offset"], a[".size"], "pointer" if a[".value_kind"] == "global_buffer" else a[".value_kind"])
+    return [Param(a[".offset"], a[".size"],
+                  "pointer" if a[".value_kind"] == "global_buffer" else a[".value_kind"])
             for a in kernel[".args"] if not a[".value_kind"].startswith("hidden_")]
 
 

@@ -25,7 +25,8 @@ class Toolchains:
     rocm_path: str | None = None
 
     @classmethod
-    def chosen(cls, options: CompilerOptions, cache_root: Path, backends: Mapping[str, BuildBackend]) -> Toolchains:
+    def chosen(cls, options: CompilerOptions, cache_root: Path,
+               backends: Mapping[str, BuildBackend]) -> Toolchains:
         """The command line's compilers; zig's lld shim lives in the cache."""
         return cls(cache_root / "zig-shim", backends, options.hip_cc, options.nvcc, options.rocm_path)
 
@@ -55,11 +56,12 @@ class Toolchains:
             where = f"{named[0]} {named[1]}"
             found = next(self.candidates(target))
             if found.compiler is None:
-                raise CompilerUnusable(f"{where}: {found.reason.removeprefix(named[1] + ' ')}; give a working "
-                                       f"compiler, or drop {named[0]} to let wgrad find one (`wgrad info`)")
+                raise CompilerUnusable(f"{where}: {found.reason.removeprefix(named[1] + ' ')}; give a "
+                                       f"working compiler, or drop {named[0]} to let wgrad find one (`wgrad "
+                                       "info`)")
             if needs_hip_headers and not found.compiler.hip_headers:
-                raise CompilerUnusable(f"{where}: this kernel includes the ROCm 7 HIP headers and this compiler "
-                                       "has none; give hipcc, or add --rocm-path DIR")
+                raise CompilerUnusable(f"{where}: this kernel includes the ROCm 7 HIP headers and this "
+                                       "compiler has none; give hipcc, or add --rocm-path DIR")
             return found.compiler
         tried = []
         for c in self.candidates(target):
@@ -73,4 +75,5 @@ class Toolchains:
                 f"({', '.join(c.found_by for c in usable)}) have none: install ROCm 7 (hipcc), or pass "
                 "--rocm-path DIR (or set ROCM_PATH) to a ROCm install for clang to use")
         how = self.backends[target].install_hint
-        raise ToolchainError(f"{target}: no usable compiler ({'; '.join(f'{c.name}: {c.reason}' for c in tried)}); {how}")
+        raise ToolchainError(f"{target}: no usable compiler "
+                             f"({'; '.join(f'{c.name}: {c.reason}' for c in tried)}); {how}")

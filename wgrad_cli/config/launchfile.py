@@ -19,8 +19,8 @@ from typing import Any
 
 from wgrad_cli.config.yamlsource import Key, Problems, load
 
-KEYS = {"name", "description", "code_object", "source", "flags", "include", "symbol", "grid", "block", "dynamic_lds",
-        "args", "shape", "classes", "class_tolerance", "published"}
+KEYS = {"name", "description", "code_object", "source", "flags", "include", "symbol", "grid", "block",
+        "dynamic_lds", "args", "shape", "classes", "class_tolerance", "published"}
 BUFFER_KEYS = {"buffer", "fill", "type", "values", "output", "expect_sha256", "offset"}
 SCALAR_KEYS = {"scalar", "value", "offset"}
 # a scalar's type: its struct format (little-endian) and whether it holds a float
@@ -101,7 +101,8 @@ class LaunchFile:
     shape: tuple[int, int, int] | None  # M, N, K of a GEMM: FLOPs = 2 M N K
     classes: str  # the model: "one" (every workgroup runs one instruction stream) or "each"
     published: Published | None
-    class_tolerance: float = 0.0  # with classes: one, the share of wave-instructions the checking workgroup may differ by
+    # with classes: one, the share of wave-instructions the checking workgroup may differ by
+    class_tolerance: float = 0.0
 
     @property
     def threads(self) -> int:
@@ -125,13 +126,14 @@ class LaunchFile:
         return out
 
 
-def _int(data: dict[str, Any], key: str, path: Key, problems: Problems, least: int, default: int | None = None,
-         most: int | None = None) -> int | None:
+def _int(data: dict[str, Any], key: str, path: Key, problems: Problems, least: int,
+         default: int | None = None, most: int | None = None) -> int | None:
     value = data.get(key, default)
     if value is None:
         problems.add(path + (key,), "missing", f"an integer >= {least}")
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < least or (most is not None and value > most):
+    if isinstance(value, bool) or not isinstance(value, int) or value < least \
+            or (most is not None and value > most):
         bound = f"an integer from {least} to {most}" if most is not None else f"an integer >= {least}"
         problems.add(path + (key,), f"{value!r} is not allowed", bound)
         return None
@@ -183,7 +185,8 @@ def _buffer(a: dict[str, Any], path: Key, problems: Problems) -> Buffer | None:
         problems.add(path + ("type",), f"{kind!r} is not a type", f"one of {', '.join(SCALARS)}")
         kind = "u8"
     values = a.get("values", [])
-    numbers = isinstance(values, list) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    numbers = isinstance(values, list) \
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
     if not numbers:
         problems.add(path + ("values",), f"{values!r} is not allowed", "a list of numbers")
         values = []
@@ -191,7 +194,8 @@ def _buffer(a: dict[str, Any], path: Key, problems: Problems) -> Buffer | None:
         problems.add(path + ("values",), "given without fill: values" if values else "missing or empty",
                      "a list of numbers with fill: values, and only then")
     elif size is not None and len(values) * struct.calcsize(SCALARS[kind]) > size:
-        problems.add(path + ("values",), f"{len(values)} values of {kind} need more than the buffer's {size} bytes",
+        problems.add(path + ("values",),
+                     f"{len(values)} values of {kind} need more than the buffer's {size} bytes",
                      "fewer values or a larger buffer")
     else:
         for v in values:
@@ -227,7 +231,8 @@ def _scalar(a: dict[str, Any], path: Key, problems: Problems) -> Scalar | None:
         problems.add(path + ("scalar",), f"{kind!r} is not a type", f"one of {', '.join(SCALARS)}")
         return None
     value = a.get("value")
-    if value is None or isinstance(value, bool) or not isinstance(value, int | float) or _encodes(kind, value):
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float) \
+            or _encodes(kind, value):
         why = "missing" if value is None else f"{value!r} {_encodes(kind, value) or 'is not a number'}"
         problems.add(path + ("value",), why, f"a number a {kind} holds")
         return None
@@ -238,17 +243,20 @@ def _scalar(a: dict[str, Any], path: Key, problems: Problems) -> Scalar | None:
 def _args(data: dict[str, Any], problems: Problems) -> tuple[Argument, ...]:
     items = data.get("args", [])
     if not isinstance(items, list):
-        problems.add(("args",), "is not a list", "a list of arguments in order, each {buffer: ...} or {scalar: ...}")
+        problems.add(("args",), "is not a list",
+                     "a list of arguments in order, each {buffer: ...} or {scalar: ...}")
         return ()
     out: list[Argument] = []
     for i, a in enumerate(items):
         path: Key = ("args", i)
         if not isinstance(a, dict) or ("buffer" in a) == ("scalar" in a):
-            problems.add(path, "is neither a buffer nor a scalar", "a mapping with buffer: BYTES or scalar: TYPE")
+            problems.add(path, "is neither a buffer nor a scalar",
+                         "a mapping with buffer: BYTES or scalar: TYPE")
             continue
         keys = BUFFER_KEYS if "buffer" in a else SCALAR_KEYS
         for key in sorted(set(a) - keys, key=str):
-            problems.add(path + (key,), "is not a field of this argument", f"one of {', '.join(sorted(keys))}")
+            problems.add(path + (key,), "is not a field of this argument",
+                         f"one of {', '.join(sorted(keys))}")
         arg = _buffer(a, path, problems) if "buffer" in a else _scalar(a, path, problems)
         if arg is not None:
             out.append(arg)
@@ -260,7 +268,8 @@ def _published(data: dict[str, Any], problems: Problems) -> Published | None:
     if value is None:
         return None
     us, source = (value.get("us"), value.get("source")) if isinstance(value, dict) else (None, None)
-    if isinstance(us, bool) or not isinstance(us, int | float) or us <= 0 or not isinstance(source, str) or not source:
+    if isinstance(us, bool) or not isinstance(us, int | float) or us <= 0 or not isinstance(source, str) \
+            or not source:
         problems.add(("published",), f"{value!r} is not allowed",
                      "us: the published time in microseconds (> 0) and source: where it is published")
         return None
@@ -299,22 +308,27 @@ def load_launch(file: Path) -> LaunchFile:
     lds = _int(data, "dynamic_lds", (), problems, 0, 0)
     shape = data.get("shape")
     if shape is not None and not (isinstance(shape, list) and len(shape) == 3
-                                  and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in shape)):
-        problems.add(("shape",), f"{shape!r} is not allowed", "[M, N, K] of the GEMM, each >= 1 (FLOPs = 2 M N K)")
+                                  and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                          for v in shape)):
+        problems.add(("shape",), f"{shape!r} is not allowed",
+                     "[M, N, K] of the GEMM, each >= 1 (FLOPs = 2 M N K)")
         shape = None
     classes = data.get("classes", "one")
     if classes not in CLASSES:
         problems.add(("classes",), f"{classes!r} is not allowed",
-                     "one (every workgroup runs one instruction stream; the model checks it on a second) or each")
+                     "one (every workgroup runs one instruction stream; the model checks it on a second) or "
+                     "each")
     tolerance = data.get("class_tolerance", 0.0)
-    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or not 0 <= tolerance <= MAX_TOLERANCE:
+    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) \
+            or not 0 <= tolerance <= MAX_TOLERANCE:
         problems.add(("class_tolerance",), f"{tolerance!r} is not allowed",
                      f"a share of wave-instructions from 0 to {MAX_TOLERANCE} (e.g. 0.01 for 1%)")
         tolerance = 0.0
-    launch = LaunchFile(file, str(name), str(description), code_object, source, _strings(data, "flags", problems),
+    launch = LaunchFile(file, str(name), str(description), code_object, source,
+                        _strings(data, "flags", problems),
                         tuple((base / p).resolve() for p in _strings(data, "include", problems)), str(symbol),
-                        grid, block, lds or 0, _args(data, problems), tuple(shape) if shape else None, str(classes),
-                        _published(data, problems), float(tolerance))
+                        grid, block, lds or 0, _args(data, problems), tuple(shape) if shape else None,
+                        str(classes), _published(data, problems), float(tolerance))
     if not problems.found:  # the layout of arguments that are each well formed
         _check_layout(launch, problems)
     problems.raise_if_any()

@@ -53,7 +53,8 @@ def not_text(data: bytes) -> tuple[int, str] | None:
     try:
         data.decode()
     except UnicodeDecodeError as exc:
-        return data[:exc.start].count(b"\n") + 1, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        return data[:exc.start].count(b"\n") + 1, \
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
     return None
 
 
@@ -90,8 +91,10 @@ def _convert(node: yaml.Node, path: Key, problems: Problems) -> Any:
             line = key_node.start_mark.line + 1
             key = _scalar(key_node, path, problems) if isinstance(key_node, yaml.ScalarNode) else None
             if not isinstance(key, str | int):
-                problems.add(path, f"key {key_node.value if isinstance(key_node, yaml.ScalarNode) else '(a collection)'}"
-                             " is not a name", "keys are plain names", line)
+                problems.add(
+                    path,
+                    f"key {key_node.value if isinstance(key_node, yaml.ScalarNode) else '(a collection)'}"
+                    " is not a name", "keys are plain names", line)
             elif key in out:
                 problems.add(path + (key,), "appears twice", "each key may appear once", line)
             else:
@@ -104,7 +107,8 @@ def _convert(node: yaml.Node, path: Key, problems: Problems) -> Any:
 
 
 def _scalar(node: yaml.Node, path: Key, problems: Problems) -> Any:
-    """A scalar's value; one that YAML cannot construct (a bad or unsafe tag) stops loading, like a syntax error."""
+    """A scalar's value; one that YAML cannot construct (a bad or unsafe tag) stops
+    loading, like a syntax error."""
     try:
         return yaml.SafeLoader("").construct_object(node)
     except (yaml.YAMLError, ValueError, TypeError) as exc:

@@ -37,7 +37,8 @@ class TargetBackend(Protocol):
     def kernel_params(self, data: bytes, base: str) -> tuple[str, list[Param]]:
         """(symbol, arguments) of kernel `base` in one of this target's code objects."""
 
-    def launch_problems(self, image: bytes, symbol: str, name: str, block: int, dynamic_shared: int) -> list[str]:
+    def launch_problems(self, image: bytes, symbol: str, name: str, block: int,
+                        dynamic_shared: int) -> list[str]:
         """What the code object's own records say a launch breaks, one line each."""
 
 

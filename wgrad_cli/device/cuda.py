@@ -86,10 +86,12 @@ class CudaRuntime(DriverRuntime):
         def attr(a: Any) -> int:
             return int(_ok("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(a, self._dev)))
 
-        major, minor = attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+        major, minor = attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), \
+            attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         driver = int(_ok("cuDriverGetVersion", cu.cuDriverGetVersion()))
         name = _ok("cuDeviceGetName", cu.cuDeviceGetName(256, self._dev))
-        super().__init__(_nvml_sensors(c_text(_ok("cuDeviceGetPCIBusId", cu.cuDeviceGetPCIBusId(64, self._dev)))))
+        super().__init__(_nvml_sensors(c_text(_ok("cuDeviceGetPCIBusId",
+                                                  cu.cuDeviceGetPCIBusId(64, self._dev)))))
         self.device = DeviceInfo(
             vendor="nvidia", index=index, name=c_text(name), arch=f"sm_{major}{minor}",
             units=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
@@ -118,11 +120,13 @@ class CudaRuntime(DriverRuntime):
         module = _ok("cuModuleLoadData", cu.cuModuleLoadData(image))
         self._modules.append(module)
         function = _ok("cuModuleGetFunction", cu.cuModuleGetFunction(module, symbol.encode()))
-        attribute = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES  # beyond 48 KiB: opt in
+        # beyond 48 KiB: opt in
+        attribute = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         _ok("cuFuncSetAttribute", cu.cuFuncSetAttribute(function, attribute, dynamic_shared))
         return function
 
-    def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
+    def launch(self, function: object, grid: int, block: int, dynamic_shared: int,
+               kernel_params: int) -> None:
         _ok("cuLaunchKernel",
             cu.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, dynamic_shared, 0, kernel_params, 0))
 
@@ -131,11 +135,14 @@ class CudaRuntime(DriverRuntime):
             per_unit = _ok("cuOccupancyMaxActiveBlocksPerMultiprocessor",
                            cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, block, dynamic_shared))
             return int(per_unit) * self.device.units
-        config = cu.CUlaunchConfig()  # the cluster size is compiled in (__cluster_dims__); the grid a multiple of it
-        config.gridDimX, config.gridDimY, config.gridDimZ = max(self.device.units // cluster, 1) * cluster, 1, 1
+        # the cluster size is compiled in (__cluster_dims__); the grid a multiple of it
+        config = cu.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = max(self.device.units // cluster, 1) * cluster, \
+            1, 1
         config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
         config.sharedMemBytes, config.numAttrs = dynamic_shared, 0
-        return int(_ok("cuOccupancyMaxActiveClusters", cu.cuOccupancyMaxActiveClusters(function, config))) * cluster
+        return int(_ok("cuOccupancyMaxActiveClusters",
+                       cu.cuOccupancyMaxActiveClusters(function, config))) * cluster
 
     def event(self) -> object:
         return _ok("cuEventCreate", cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DEFAULT))

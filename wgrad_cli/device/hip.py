@@ -37,10 +37,10 @@ HINTS = {
 # hipErrorInvalidValue (launch.prepare checks both first, from the code object's metadata).
 LAUNCH_HINTS = {
     **HINTS,
-    "hipErrorLaunchFailure": "the block may exceed the kernel's launch bounds (.max_flat_workgroup_size), or the "
-                             "kernel faulted: run it with AMD_LOG_LEVEL=1",
-    "hipErrorInvalidValue": "the runtime refused the launch's geometry: dynamic LDS beyond the CU's 160 KiB, or a "
-                            "grid or block it cannot run",
+    "hipErrorLaunchFailure": "the block may exceed the kernel's launch bounds (.max_flat_workgroup_size), "
+                             "or the kernel faulted: run it with AMD_LOG_LEVEL=1",
+    "hipErrorInvalidValue": "the runtime refused the launch's geometry: dynamic LDS beyond the CU's 160 "
+                            "KiB, or a grid or block it cannot run",
 }
 
 
@@ -55,8 +55,8 @@ def no_device_hint() -> str:
             return (f"${variable}={os.environ[variable]!r} may hide every GPU: unset it, or list the devices "
                     "(amd-smi list shows them)")
     if not os.path.exists("/dev/kfd"):
-        return ("/dev/kfd does not exist: the amdgpu driver is not loaded (modprobe amdgpu), or this container was "
-                "started without --device=/dev/kfd --device=/dev/dri")
+        return ("/dev/kfd does not exist: the amdgpu driver is not loaded (modprobe amdgpu), or this "
+                "container was started without --device=/dev/kfd --device=/dev/dri")
     if not os.access("/dev/kfd", os.R_OK | os.W_OK):
         return ("this user may not open /dev/kfd: add it to the render and video groups (sudo usermod -aG "
                 "render,video $USER, then log in again)")
@@ -68,16 +68,18 @@ def library_hint(message: str) -> str:
     b'REASON'" (the loader's reason names the file it did not find)."""
     found = re.fullmatch(r"failed to dlopen '(?:b')?(.*?)'?': (?:b')?(.*?)'?", message)
     reason = found.group(2) if found else message
-    where = (f"put ROCm's lib directory on the loader path (LD_LIBRARY_PATH=/opt/rocm/lib: hip-python {HIP_PYTHON} "
-             "opens the bare name only)" if not RETURNS_PROPS else
-             f"set ROCM_PATH to the ROCm install (hip-python {HIP_PYTHON} looks in $ROCM_PATH/lib, $ROCM_HOME/lib and "
-             "/opt/rocm/lib, then the loader path)")
+    where = ("put ROCm's lib directory on the loader path (LD_LIBRARY_PATH=/opt/rocm/lib: hip-python "
+             f"{HIP_PYTHON} opens the bare name only)" if not RETURNS_PROPS else
+             f"set ROCM_PATH to the ROCm install (hip-python {HIP_PYTHON} looks in $ROCM_PATH/lib, "
+             "$ROCM_HOME/lib and /opt/rocm/lib, then the loader path)")
     missing = re.search(r"([\w.+-]+\.so[\w.]*): cannot open shared object file", reason)
     if missing and missing.group(1).startswith("libamdhip64"):
-        return f"hip-python found no libamdhip64.so; install ROCm 7 (7.0 or later for gfx950), or {where} ({reason})"
+        return (f"hip-python found no libamdhip64.so; install ROCm 7 (7.0 or later for gfx950), or {where} "
+                f"({reason})")
     if missing:
-        return (f"hip-python could not load libamdhip64.so: {missing.group(1)}, which it needs, is not found; the ROCm "
-                f"install is incomplete, or its lib directory is not on LD_LIBRARY_PATH ({reason})")
+        return (f"hip-python could not load libamdhip64.so: {missing.group(1)}, which it needs, is not "
+                "found; the ROCm install is incomplete, or its lib directory is not on LD_LIBRARY_PATH "
+                f"({reason})")
     return f"hip-python could not load libamdhip64.so ({reason}); repair the ROCm install, or {where}"
 
 
@@ -89,7 +91,8 @@ def amdsmi_version() -> str | None:
         return None
 
 
-POWER_THROTTLERS = 0xFFFF  # bits 0-15 of gpu_metrics' ASIC-independent throttle status (amdgpu's SMU_THROTTLER_*)
+# bits 0-15 of gpu_metrics' ASIC-independent throttle status (amdgpu's SMU_THROTTLER_*)
+POWER_THROTTLERS = 0xFFFF
 
 
 def _amdsmi_sensors(bus_id: str) -> Callable[[], Reading]:
@@ -109,12 +112,14 @@ def _amdsmi_sensors(bus_id: str) -> Callable[[], Reading]:
     def read(get: Callable[[], object]) -> object:
         try:
             return get()
-        except Exception:  # AmdSmiException where the driver cannot read a sensor, KeyError where a field is absent
+        # AmdSmiException where the driver cannot read a sensor, KeyError where a field is absent
+        except Exception:
             return None
 
     def power() -> float | None:
         watts = read(lambda: amdsmi.amdsmi_get_power_info(handle)["current_socket_power"])
-        return float(watts) if isinstance(watts, int | float) else None  # "N/A" where the card has no such sensor
+        # "N/A" where the card has no such sensor
+        return float(watts) if isinstance(watts, int | float) else None
 
     def capped() -> bool | None:
         violation = read(lambda: amdsmi.amdsmi_get_violation_status(handle)["active_ppt_pwr"])
@@ -147,7 +152,8 @@ def _device_props(index: int) -> Any:
     if RETURNS_PROPS:
         return _ok("hipGetDeviceProperties", hip.hipGetDeviceProperties(index))
     props = hip.hipDeviceProp_t()
-    _ok("hipGetDeviceProperties", hip.hipGetDeviceProperties(props, index))  # type: ignore[call-arg]  # 7.x form
+    _ok("hipGetDeviceProperties",
+        hip.hipGetDeviceProperties(props, index))  # type: ignore[call-arg]  # 7.x form
     return props
 
 
@@ -163,7 +169,8 @@ class HipRuntime(DriverRuntime):
         driver = int(_ok("hipDriverGetVersion", hip.hipDriverGetVersion()))
         runtime = int(_ok("hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
         smi = amdsmi_version()
-        super().__init__(_amdsmi_sensors(c_text(_ok("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(64, index)))))
+        super().__init__(_amdsmi_sensors(c_text(_ok("hipDeviceGetPCIBusId",
+                                                    hip.hipDeviceGetPCIBusId(64, index)))))
         self.device = DeviceInfo(
             vendor="amd", index=index, name=c_text(props.name), arch=c_text(props.gcnArchName).split(":")[0],
             units=int(props.multiProcessorCount), max_clock_mhz=int(props.clockRate) // 1000,
@@ -189,20 +196,25 @@ class HipRuntime(DriverRuntime):
         _ok("hipMemsetD8Async", hip.hipMemsetD8Async(ptr, byte, nbytes, None))
 
     def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object:
-        """HIP needs no opt-in for large dynamic LDS (CUDA's cuFuncSetAttribute): the launch's size is checked."""
+        """HIP needs no opt-in for large dynamic LDS (CUDA's cuFuncSetAttribute): the
+        launch's size is checked."""
         module = _ok("hipModuleLoadData", hip.hipModuleLoadData(image))
         self._modules.append(module)
         return _ok("hipModuleGetFunction", hip.hipModuleGetFunction(module, symbol.encode()))
 
-    def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
+    def launch(self, function: object, grid: int, block: int, dynamic_shared: int,
+               kernel_params: int) -> None:
         _ok("hipModuleLaunchKernel",
-            hip.hipModuleLaunchKernel(function, grid, 1, 1, block, 1, 1, dynamic_shared, None, kernel_params, None),
+            hip.hipModuleLaunchKernel(function, grid, 1, 1, block, 1, 1, dynamic_shared, None, kernel_params,
+                                      None),
             LAUNCH_HINTS)
 
     def resident(self, function: object, block: int, dynamic_shared: int, cluster: int) -> int:
         per_unit = _ok("hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
-                       hip.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(function, block, dynamic_shared))
-        return int(per_unit) * self.device.units  # AMD GPUs have no clusters: any `cluster` workgroups run apart
+                       hip.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(function, block,
+                                                                              dynamic_shared))
+        # AMD GPUs have no clusters: any `cluster` workgroups run apart
+        return int(per_unit) * self.device.units
 
     def event(self) -> object:
         return _ok("hipEventCreate", hip.hipEventCreate())

@@ -4,9 +4,9 @@ A kernel under development can take its whole process down: HIP's runtime calls 
 memory fault ("Memory access fault by GPU node-N ... Aborted"), never returning
 hipErrorIllegalAddress, and a CUDA fault leaves the context unusable for the rest of the process.
 So where the runtime is a GPU driver's, each piece of work runs in a fresh child interpreter
-(`python -P -m wgrad_cli.device.isolation`, the parent's wgrad) that opens the device itself; a child that dies by a signal
-becomes one Crash line, and the parent goes on with the next piece. A forked child would inherit a
-driver that the parent has initialized, which neither HIP nor CUDA allows.
+(`python -P -m wgrad_cli.device.isolation`, the parent's wgrad) that opens the device itself; a child that
+dies by a signal becomes one Crash line, and the parent goes on with the next piece. A forked child would
+inherit a driver that the parent has initialized, which neither HIP nor CUDA allows.
 
 The child gets the session's fields (the config, records, builds and seed: everything but the
 runtime) and a module-level function, pickled on its stdin; it answers on its stdout. A
@@ -42,9 +42,9 @@ class Crash:
 
     @property
     def line(self) -> str:
-        return (f"{self.what} crashed the process running it ({self.how}): most likely the kernel faulted (HIP "
-                "aborts on a GPU memory fault; its message is above); its row is missing, the others are kept. "
-                "Run it alone with AMD_LOG_LEVEL=1 (AMD) or under compute-sanitizer (NVIDIA)")
+        return (f"{self.what} crashed the process running it ({self.how}): most likely the kernel faulted "
+                "(HIP aborts on a GPU memory fault; its message is above); its row is missing, the others "
+                "are kept. Run it alone with AMD_LOG_LEVEL=1 (AMD) or under compute-sanitizer (NVIDIA)")
 
 
 def child_environment() -> dict[str, str]:
@@ -58,8 +58,9 @@ def child_environment() -> dict[str, str]:
 
 
 def run(s: Session, what: str, work: Callable[[Session, A], R], arg: A) -> R | Crash:
-    """work(s, arg), in a child process of its own where a fault could end this one (the runtime is crash_prone:
-    a GPU driver's, which the child opens again through the session's backend); here otherwise."""
+    """work(s, arg), in a child process of its own where a fault could end this one (the runtime is
+    crash_prone: a GPU driver's, which the child opens again through the session's backend); here
+    otherwise."""
     if not s.rt.crash_prone:
         return work(s, arg)
     parts = {f.name: getattr(s, f.name) for f in fields(s) if f.name != "rt"}
@@ -85,7 +86,8 @@ def _answer(out: int, ok: bool, answer: Any) -> None:
 
 
 def main() -> None:
-    """The child: open the device, run the work, answer on the original stdout (anything printed goes to stderr)."""
+    """The child: open the device, run the work, answer on the original stdout (anything
+    printed goes to stderr)."""
     out = os.dup(1)
     os.dup2(2, 1)
     index, parts, work, arg = pickle.load(sys.stdin.buffer)
@@ -93,7 +95,8 @@ def main() -> None:
         rt = parts["backend"].open_runtime(index)
         try:
             answer = work(Session(rt=rt, **parts), arg)
-        except KernelHang as exc:  # the kernel still runs: answer, then end without the clean-up that would wait
+        # the kernel still runs: answer, then end without the clean-up that would wait
+        except KernelHang as exc:
             _answer(out, False, (type(exc), exc.lines))
             os._exit(exc.exit_code)
         finally:
@@ -103,7 +106,8 @@ def main() -> None:
         return
     except Exception as exc:  # wgrad's own failure (a MemoryError, a bug): the traceback says where
         lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
-        _answer(out, False, (ToolError, [f"wgrad failed in the child process running this work: {exc!r}", *lines]))
+        _answer(out, False, (ToolError, [f"wgrad failed in the child process running this work: {exc!r}",
+                                         *lines]))
         return
     _answer(out, True, answer)
 

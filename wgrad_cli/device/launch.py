@@ -82,8 +82,8 @@ class Kernel:
         self.rt.launch(self.function, self.grid, self.block, self.dynamic_shared, self.kernargs.address)
 
 
-def prepare(rt: Runtime, code_object: Path, target: Target, backend: TargetBackend, spec: KernelSpec, dims: Dims,
-            args: list[int]) -> Kernel:
+def prepare(rt: Runtime, code_object: Path, target: Target, backend: TargetBackend, spec: KernelSpec,
+            dims: Dims, args: list[int]) -> Kernel:
     """Load a built kernel of `target` (whose backend is `backend`) for launching with `args`; WgradError
     before any launch if it cannot run."""
     device = rt.device
@@ -101,15 +101,17 @@ def prepare(rt: Runtime, code_object: Path, target: Target, backend: TargetBacke
     grid = spec.grid(dims, device.units)
     limit = backend.grid
     if limit.exceeded(grid, spec.block):
-        raise WgradError(f"{spec.name}: M={dims.M} N={dims.N} K={dims.K} E={dims.E} needs {grid} workgroups of "
-                         f"{spec.block} threads, beyond the driver's {limit.limit} {limit.unit} per dimension; use fewer experts "
-                         "or a smaller N x K")
+        raise WgradError(f"{spec.name}: M={dims.M} N={dims.N} K={dims.K} E={dims.E} needs {grid} workgroups "
+                         f"of {spec.block} threads, beyond the driver's {limit.limit} {limit.unit} per "
+                         "dimension; use fewer experts or a smaller N x K")
     function = rt.load(image, symbol, spec.dynamic_shared)
     if spec.persistent:  # one workgroup per unit, but only as many as run at once: no second wave
         resident = rt.resident(function, spec.block, spec.dynamic_shared, spec.cluster)
         if resident < spec.cluster:
-            raise WgradError(f"{spec.name}: {device.name} cannot run one {'cluster' if spec.cluster > 1 else 'workgroup'}"
-                             f" of it at a time ({spec.cluster} x {spec.block} threads, {spec.dynamic_shared} bytes of "
-                             "dynamic shared memory each); lower launch.block or launch.dynamic_shared in its spec")
+            raise WgradError(f"{spec.name}: {device.name} cannot run one "
+                             f"{'cluster' if spec.cluster > 1 else 'workgroup'} of it at a time "
+                             f"({spec.cluster} x {spec.block} threads, {spec.dynamic_shared} bytes of "
+                             "dynamic shared memory each); lower launch.block or launch.dynamic_shared in "
+                             "its spec")
         grid = spec.grid(dims, min(device.units, resident))
     return Kernel(rt, function, grid, spec.block, pack(params, args), spec.dynamic_shared)

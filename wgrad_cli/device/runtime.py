@@ -40,7 +40,8 @@ def checked(call: str, result: tuple[Any, ...], success: object, describe: Calla
         except RuntimeError:  # the library that would describe the code is gone
             text = None
         what = c_text(text) or "no description from the driver"
-        raise DriverError(f"{call} failed: {name} ({what}); {hints.get(name, f'see the {api} documentation for this code')}")
+        raise DriverError(f"{call} failed: {name} ({what}); "
+                          f"{hints.get(name, f'see the {api} documentation for this code')}")
     return values[0] if len(values) == 1 else tuple(values)
 
 
@@ -98,7 +99,8 @@ class Runtime(Protocol):
     def copy_out(self, address: int, ptr: int, nbytes: int) -> None: ...
     def fill(self, ptr: int, byte: int, nbytes: int) -> None: ...
     def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object: ...
-    def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None: ...
+    def launch(self, function: object, grid: int, block: int, dynamic_shared: int,
+               kernel_params: int) -> None: ...
     def resident(self, function: object, block: int, dynamic_shared: int, cluster: int) -> int:
         """Workgroups of `function` the device runs at once, in whole clusters of `cluster`: more, and
         a persistent grid's last ones wait for a second wave."""
@@ -133,7 +135,8 @@ class Runtime(Protocol):
     def close(self) -> None: ...
 
 
-def ready(call: str, result: tuple[Any, ...], not_ready: object, ok: Callable[[str, tuple[Any, ...]], Any]) -> bool:
+def ready(call: str, result: tuple[Any, ...], not_ready: object,
+          ok: Callable[[str, tuple[Any, ...]], Any]) -> bool:
     """An event query's answer: False while the work before the event runs, True once it is done;
     any other status is the driver's error (`ok` raises it)."""
     if result[0] == not_ready:

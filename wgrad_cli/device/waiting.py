@@ -17,7 +17,8 @@ from wgrad_cli.errors import KernelHang
 if TYPE_CHECKING:
     from wgrad_cli.device.runtime import Runtime
 
-FIRST_PAUSE_S, LONGEST_PAUSE_S = 1e-5, 2e-4  # polling backs off between these: a sample ends at most 0.2 ms late
+# polling backs off between these: a sample ends at most 0.2 ms late
+FIRST_PAUSE_S, LONGEST_PAUSE_S = 1e-5, 2e-4
 
 
 def wait(rt: Runtime, event: object, timeout: float, what: str) -> None:
@@ -27,9 +28,10 @@ def wait(rt: Runtime, event: object, timeout: float, what: str) -> None:
     while not rt.done(event):
         if time.monotonic() > deadline:
             rt.abandon()
-            raise KernelHang(f"{what} did not finish within {timeout:g} s: the kernel looks deadlocked (or is slower "
-                             "than --kernel-timeout allows); wgrad exits now, which ends it (bench keeps the rows "
-                             "it finished, marked incomplete; verify writes no results)")
+            raise KernelHang(f"{what} did not finish within {timeout:g} s: the kernel looks deadlocked (or "
+                             "is slower than --kernel-timeout allows); wgrad exits now, which ends it "
+                             "(bench keeps the rows it finished, marked incomplete; verify writes no "
+                             "results)")
         time.sleep(pause)
         pause = min(2 * pause, LONGEST_PAUSE_S)
 

@@ -36,9 +36,9 @@ from wgrad_cli.compile.codeobject import CodeObjectError
 EF_AMDGPU_MACH_MASK, EF_AMDGPU_MACH_GFX950 = 0xFF, 0x4F
 R_AMDGPU_NONE, R_AMDGPU_RELATIVE64 = 0, 13
 RELOCATION_NAMES = {1: "R_AMDGPU_ABS32_LO", 2: "R_AMDGPU_ABS32_HI", 3: "R_AMDGPU_ABS64", 4: "R_AMDGPU_REL32",
-                    5: "R_AMDGPU_REL64", 6: "R_AMDGPU_ABS32", 7: "R_AMDGPU_GOTPCREL", 8: "R_AMDGPU_GOTPCREL32_LO",
-                    9: "R_AMDGPU_GOTPCREL32_HI", 10: "R_AMDGPU_REL32_LO", 11: "R_AMDGPU_REL32_HI",
-                    14: "R_AMDGPU_REL16"}
+                    5: "R_AMDGPU_REL64", 6: "R_AMDGPU_ABS32", 7: "R_AMDGPU_GOTPCREL",
+                    8: "R_AMDGPU_GOTPCREL32_LO", 9: "R_AMDGPU_GOTPCREL32_HI", 10: "R_AMDGPU_REL32_LO",
+                    11: "R_AMDGPU_REL32_HI", 14: "R_AMDGPU_REL16"}
 PF_X, PF_W, PF_R = 1, 2, 4
 
 
@@ -127,7 +127,8 @@ class Image:
     text_end: int
     segments: tuple[Segment, ...]
     align: int  # the load base's alignment: the largest PT_LOAD p_align
-    relative: tuple[tuple[int, int], ...]  # R_AMDGPU_RELATIVE64 (offset, addend): the base + addend goes there
+    # R_AMDGPU_RELATIVE64 (offset, addend): the base + addend goes there
+    relative: tuple[tuple[int, int], ...]
     symbols: dict[str, Symbol]  # the dynamic symbol table's objects
     objects: tuple[Symbol, ...]  # every object symbol, file-local ones too (.symtab), for fault lines
 
@@ -151,8 +152,9 @@ def parse_descriptor(name: str, kd: bytes, address: int, meta: dict[str, Any]) -
         name=name, entry=address + entry_offset, group_segment_size=group, private_segment_size=private,
         # the HIP runtime sizes the segment from the metadata; hand-written code objects leave the
         # descriptor's field 0
-        kernarg_size=max(kernarg, int(meta.get(".kernarg_segment_size", 0))), vgprs=min(accum_offset, unified), agprs=max(unified - accum_offset, 0),
-        accum_offset=accum_offset, sgprs=(_bits(rsrc1, 6, 4) + 1) * 8, user_sgprs=_bits(rsrc2, 1, 5),
+        kernarg_size=max(kernarg, int(meta.get(".kernarg_segment_size", 0))),
+        vgprs=min(accum_offset, unified), agprs=max(unified - accum_offset, 0), accum_offset=accum_offset,
+        sgprs=(_bits(rsrc1, 6, 4) + 1) * 8, user_sgprs=_bits(rsrc2, 1, 5),
         private_segment_buffer=bool(props & 1), dispatch_ptr=bool(props & 2), queue_ptr=bool(props & 4),
         kernarg_segment_ptr=bool(props & 8), dispatch_id=bool(props & 16), flat_scratch_init=bool(props & 32),
         private_segment_size_sgpr=bool(props & 64), kernarg_preload_dwords=_bits(preload, 0, 7),
@@ -161,7 +163,8 @@ def parse_descriptor(name: str, kd: bytes, address: int, meta: dict[str, Any]) -
         workgroup_info=bool(_bits(rsrc2, 10, 1)), enable_private_segment=bool(_bits(rsrc2, 0, 1)),
         workitem_id_dims=_bits(rsrc2, 11, 2) + 1, wave64=int(meta.get(".wavefront_size", 64)) == 64,
         max_flat_workgroup_size=int(meta.get(".max_flat_workgroup_size", 1024)),
-        args=tuple(Arg(str(a[".value_kind"]), int(a[".offset"]), int(a[".size"])) for a in meta.get(".args", [])),
+        args=tuple(Arg(str(a[".value_kind"]), int(a[".offset"]), int(a[".size"]))
+                   for a in meta.get(".args", [])),
         uses_dynamic_stack=bool(props & (1 << 11)) or bool(meta.get(".uses_dynamic_stack", False)))
 
 
@@ -171,12 +174,14 @@ def load_image(data: bytes) -> Image:
     if elf["e_machine"] != "EM_AMDGPU":
         raise CodeObjectError(f"not an AMDGPU code object (machine {elf['e_machine']})")
     if elf["e_flags"] & EF_AMDGPU_MACH_MASK != EF_AMDGPU_MACH_GFX950:
-        raise CodeObjectError(f"built for another AMDGPU (e_flags {elf['e_flags']:#x}); the emulator runs gfx950")
+        raise CodeObjectError(f"built for another AMDGPU (e_flags {elf['e_flags']:#x}); the emulator runs "
+                              "gfx950")
     sections = [Section(sec.name, sec["sh_addr"], sec["sh_size"]) for sec in elf.iter_sections()
                 if sec["sh_flags"] & 2 and sec["sh_size"]]  # SHF_ALLOC
     loads = [seg for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
     segments = tuple(Segment(seg["p_vaddr"], seg["p_memsz"], seg.data(), seg["p_flags"],
-                             tuple(x for x in sections if seg["p_vaddr"] <= x.offset < seg["p_vaddr"] + seg["p_memsz"]))
+                             tuple(x for x in sections if seg["p_vaddr"] <= x.offset < seg["p_vaddr"]
+                                   + seg["p_memsz"]))
                      for seg in loads)
     image = bytearray(max((s.offset + s.size for s in segments), default=0))
     for segment in segments:
@@ -188,7 +193,8 @@ def load_image(data: bytes) -> Image:
     kd_address: dict[str, int] = {}
     local: tuple[Symbol, ...] = ()
     if isinstance(symbols, SymbolTableSection):
-        kd_address = {sym.name[:-3]: sym["st_value"] for sym in symbols.iter_symbols() if sym.name.endswith(".kd")}
+        kd_address = {sym.name[:-3]: sym["st_value"]
+                      for sym in symbols.iter_symbols() if sym.name.endswith(".kd")}
         local = tuple(_objects(symbols).values())
     kernels = {}
     for k in hsaco.metadata(data).get("amdhsa.kernels", []):
@@ -202,9 +208,11 @@ def load_image(data: bytes) -> Image:
     relative = relative_relocations(elf)
     for offset, _ in relative:
         if not any(s.offset <= offset and offset + 8 <= s.offset + s.size for s in segments):
-            raise CodeObjectError(f"dynamic relocation at offset {offset:#x} lies outside every loadable segment")
+            raise CodeObjectError(f"dynamic relocation at offset {offset:#x} lies outside every loadable "
+                                  "segment")
     return Image(bytes(image), kernels, text["sh_addr"], text["sh_addr"] + text["sh_size"], segments,
-                 max((seg["p_align"] for seg in loads), default=1), relative, objects, local or tuple(objects.values()))
+                 max((seg["p_align"] for seg in loads), default=1), relative, objects,
+                 local or tuple(objects.values()))
 
 
 def _objects(table: SymbolTableSection) -> dict[str, Symbol]:
@@ -226,7 +234,8 @@ def relative_relocations(elf: ELFFile) -> tuple[tuple[int, int], ...]:
                     continue
                 if rtype != R_AMDGPU_RELATIVE64 or kind != "RELA":
                     name = RELOCATION_NAMES.get(rtype, f"type {rtype}")
-                    raise CodeObjectError(f"dynamic relocation {name} at offset {rel['r_offset']:#x} ({kind}): the "
-                                          "emulator's loader applies only R_AMDGPU_RELATIVE64 (RELA)")
+                    raise CodeObjectError(f"dynamic relocation {name} at offset {rel['r_offset']:#x} "
+                                          f"({kind}): the emulator's loader applies only "
+                                          "R_AMDGPU_RELATIVE64 (RELA)")
                 found.append((rel["r_offset"], rel["r_addend"]))
     return tuple(found)

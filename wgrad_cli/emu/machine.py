@@ -96,15 +96,16 @@ class Stats:
         return 64 * self.instructions
 
     def counters(self) -> Counters:
-        return Counters(self.waves, dict(sorted(self.by_class.items())), self.lane_instructions, self.bytes_loaded,
-                        self.bytes_stored, self.lds_out_of_range)
+        return Counters(self.waves, dict(sorted(self.by_class.items())), self.lane_instructions,
+                        self.bytes_loaded, self.bytes_stored, self.lds_out_of_range)
 
 
 class Batch:
     """The state of `waves` wave64s: whole workgroups of `waves_per_group` waves each."""
 
     def __init__(self, waves: int, waves_per_group: int, vgprs: int, agprs: int, lds_bytes: int,
-                 heap: Heap, private_bytes: int = 0, strict_lds: bool = False, register_fill: int = 0) -> None:
+                 heap: Heap, private_bytes: int = 0, strict_lds: bool = False,
+                 register_fill: int = 0) -> None:
         self.W = waves
         # VGPRs and AGPRs the launch does not initialise are undefined on the hardware: `register_fill`
         self.v = np.full((max(vgprs, 1), waves, 64), register_fill, dtype=np.uint32)
@@ -114,7 +115,8 @@ class Batch:
         self.pc = np.zeros(waves, dtype=np.int64)
         self.done = np.zeros(waves, dtype=bool)
         self.at_barrier = np.zeros(waves, dtype=bool)
-        self.parked = np.zeros(waves, dtype=bool)  # spinning while others wait: skipped until those cannot run
+        # spinning while others wait: skipped until those cannot run
+        self.parked = np.zeros(waves, dtype=bool)
         self.waves_per_group = waves_per_group
         self.group = np.arange(waves) // waves_per_group  # workgroup of each wave, within the batch
         self.groups = -(-waves // waves_per_group)
@@ -122,7 +124,8 @@ class Batch:
         self.lds_bytes = lds_bytes
         self.lds = np.zeros(self.groups * max(lds_bytes, 1), dtype=np.uint8)
         self.heap = heap
-        self.strict_lds = strict_lds  # LDS beyond the allocation stops the run instead of reading 0 / dropping writes
+        # LDS beyond the allocation stops the run instead of reading 0 / dropping writes
+        self.strict_lds = strict_lds
         # lane (wave * 64 + lane)'s private segment: bytes [row * private_bytes, (row + 1) * private_bytes)
         self.private_bytes = private_bytes  # a multiple of 4
         self.private = np.full(waves * 64 * private_bytes // 4, POISON, dtype="<u4").view(np.uint8)
@@ -173,7 +176,8 @@ class Batch:
         if self.all:
             self.s[reg] = value
         else:
-            np.copyto(self.s[reg], np.broadcast_to(np.asarray(value, dtype=np.uint32), (self.W,)), where=self.wm)
+            np.copyto(self.s[reg], np.broadcast_to(np.asarray(value, dtype=np.uint32), (self.W,)),
+                      where=self.wm)
         if reg in (EXEC, EXEC + 1):
             self._exec = None
 
@@ -224,7 +228,8 @@ LOOP_SEARCH_STEPS = 100_000  # past the deadline: steps to look for the backward
 def release_barriers(batch: Batch) -> bool:
     """Let go the workgroups whose every live wave waits at `s_barrier`; whether there was one."""
     shape = (batch.groups, batch.waves_per_group)
-    ready = (batch.at_barrier | batch.done).reshape(shape).all(axis=1) & batch.at_barrier.reshape(shape).any(axis=1)
+    ready = (batch.at_barrier
+             | batch.done).reshape(shape).all(axis=1) & batch.at_barrier.reshape(shape).any(axis=1)
     if not ready.any():
         return False
     batch.at_barrier &= ~np.repeat(ready, batch.waves_per_group)
@@ -235,8 +240,8 @@ def _looping(batch: Batch, op: Op, wm: np.ndarray) -> str:
     groups = sorted({int(g) for g in batch.group_ids[batch.group[wm], 0]})
     more = f" and {len(groups) - 3} more" if len(groups) > 3 else ""
     names = ", ".join(str(g) for g in groups[:3])
-    return (f"workgroup{'s' if len(groups) > 1 else ''} {names}{more} in the loop of {op.name} at offset {op.pc:#x} "
-            f"back to {int(batch.pc[wm].min()):#x}")
+    return (f"workgroup{'s' if len(groups) > 1 else ''} {names}{more} in the loop of {op.name} at offset "
+            f"{op.pc:#x} back to {int(batch.pc[wm].min()):#x}")
 
 
 def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str], deadline: float = math.inf,
@@ -275,7 +280,8 @@ def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]
             batch.all = bool(wm.all())
         op = ops.get(pc)
         if op is None:
-            raise EmuFault(describe(Op(pc, 4, "?", "other", lambda b: None), "jumped to an address that is not an "
+            raise EmuFault(describe(Op(pc, 4, "?", "other", lambda b: None),
+                                    "jumped to an address that is not an "
                                     "instruction of the kernel's code"))
         n = batch.W if batch.all else int(np.count_nonzero(wm))
         counts[op.klass] = counts.get(op.klass, 0) + n

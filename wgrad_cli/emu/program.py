@@ -30,8 +30,8 @@ from wgrad_cli.emu.registers import beyond, uses
 from wgrad_cli.errors import EmulatorBug
 
 SCALAR = {"SOP1", "SOP1_LIT", "SOP2", "SOP2_LIT", "SOPC", "SOPC_LIT", "SOPK", "SOPK_LIT", "SOPP", "SMEM"}
-VECTOR = {"VOP1", "VOP1_LIT", "VOP1_SDWA", "VOP1_DPP16", "VOP2", "VOP2_LIT", "VOP2_SDWA", "VOP2_DPP16", "VOP3",
-          "VOP3_SDST", "VOP3SD", "VOPC", "VOPC_SDWA_SDST"}
+VECTOR = {"VOP1", "VOP1_LIT", "VOP1_SDWA", "VOP1_DPP16", "VOP2", "VOP2_LIT", "VOP2_SDWA", "VOP2_DPP16",
+          "VOP3", "VOP3_SDST", "VOP3SD", "VOPC", "VOPC_SDWA_SDST"}
 MATRIX = {"VOP3P", "VOP3P_MFMA", "VOP3PX2"}
 
 VOP3_ONLY = 0x1C0  # gfx9 VOP3 opcodes from here have no VOPC/VOP2/VOP1 form

@@ -38,7 +38,8 @@ class Use:
     operand: str
 
     def __str__(self) -> str:
-        name = f"{self.file}{self.first}" if self.count == 1 else f"{self.file}[{self.first}:{self.first + self.count - 1}]"
+        name = (f"{self.file}{self.first}" if self.count == 1
+                else f"{self.file}[{self.first}:{self.first + self.count - 1}]")
         return f"{name} ({self.operand})"
 
 
@@ -47,7 +48,8 @@ def _agpr_operands(cls: str, mnemonic: str, inst: Any) -> set[str]:
         return MEMORY_DATA if getattr(inst, "acc", 0) else set()
     if cls in ("VOP3P_MFMA", "VOP3PX2"):
         acc = int(inst.acc)
-        return {n for n, on in (("src0", acc & 1), ("src1", acc & 2), ("src2", inst.acc_cd), ("vdst", inst.acc_cd)) if on}
+        return {n for n, on in (("src0", acc & 1), ("src1", acc & 2), ("src2", inst.acc_cd),
+                                ("vdst", inst.acc_cd)) if on}
     if mnemonic.startswith("v_accvgpr_read"):
         return {"src0"}
     if mnemonic.startswith("v_accvgpr_write"):
@@ -100,6 +102,6 @@ def beyond(found: tuple[Use, ...], k: Descriptor) -> str | None:
     limits = {"v": k.vgprs, "a": k.agprs, "s": k.sgprs}
     for use in found:
         if use.first + use.count > limits[use.file]:
-            return (f"it names {use}, beyond the {limits[use.file]} {FILES[use.file]} the descriptor of {k.name} "
-                    "allocates")
+            return (f"it names {use}, beyond the {limits[use.file]} {FILES[use.file]} the descriptor of "
+                    f"{k.name} allocates")
     return None

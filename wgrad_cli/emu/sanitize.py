@@ -11,7 +11,8 @@ LDS access (`Batch.lds_watch`). Four checks, each finding one line:
 - **waits**: per wave, the vector-memory, LDS and scalar-memory operations issued and the ones an
   `s_waitcnt` has made sure of (CDNA4 ISA, S_WAITCNT and "Data Dependency Resolution": vector
   memory returns in order, LDS in order, scalar memory out of order, so only lgkmcnt(0) makes sure
-  of an SMEM result; stores count on vmcnt). A read or overwrite of a register a load has not been made sure of, an
+  of an SMEM result; stores count on vmcnt). A read or overwrite of a register a load has not been made sure
+of, an
   LDS read of bytes an LDS-DMA load has not been made sure of by its own wave, or, for another
   wave, by the writer before the `s_barrier` between them.
 - **races**: per LDS byte, the last writing wave and barrier epoch and the waves that read it in
@@ -60,7 +61,8 @@ def _row_name(row: int, vgprs: int) -> str:
 
 
 def _sgpr_name(reg: int) -> str:
-    return {VCC: "vcc_lo", VCC + 1: "vcc_hi", EXEC: "exec_lo", EXEC + 1: "exec_hi", M0: "m0"}.get(reg, f"s{reg}")
+    return {VCC: "vcc_lo", VCC + 1: "vcc_hi", EXEC: "exec_lo", EXEC + 1: "exec_hi",
+            M0: "m0"}.get(reg, f"s{reg}")
 
 
 class State:
@@ -155,14 +157,16 @@ class Sanitizer:
         self._last = (b, st)
         return st
 
-    def _report(self, b: Batch, check: str, p: Plan, other: int, wave: int, where: str, what: str, times: int) -> None:
+    def _report(self, b: Batch, check: str, p: Plan, other: int, wave: int, where: str, what: str,
+                times: int) -> None:
         key = (check, p.pc, other)
         known = self._found.get(key)
         if known is not None:
             self._found[key] = replace(known, times=known.times + times)
             return
         group = int(b.group_ids[b.group[wave], 0])
-        self._found[key] = Finding(check, p.pc, p.text, other, group, wave % b.waves_per_group, where, what, times)
+        self._found[key] = Finding(check, p.pc, p.text, other, group, wave % b.waves_per_group, where, what,
+                                   times)
 
     def _text(self, pc: int) -> str:
         p = self.plans.get(pc)
@@ -216,9 +220,10 @@ class Sanitizer:
             st.smem_issued[m] += 1
             st.smem_outstanding = True
 
-    def _pending(self, b: Batch, st: State, p: Plan, m: np.ndarray, rows: np.ndarray, how: str, vm: bool = True,
-                 lds: bool = True) -> None:
-        if not ((vm and (st.pend_vm[rows] > st.vm_done).any()) or (lds and (st.pend_lds[rows] > st.lds_done).any())):
+    def _pending(self, b: Batch, st: State, p: Plan, m: np.ndarray, rows: np.ndarray, how: str,
+                 vm: bool = True, lds: bool = True) -> None:
+        if not ((vm and (st.pend_vm[rows] > st.vm_done).any())
+                or (lds and (st.pend_lds[rows] > st.lds_done).any())):
             return  # the usual case, in one test per counter
         for on, pend, issued, done, name in ((vm, st.pend_vm, st.vm_issued, st.vm_done, "vmcnt"),
                                              (lds, st.pend_lds, st.lds_issued, st.lds_done, "lgkmcnt")):
@@ -231,8 +236,8 @@ class Sanitizer:
                 row, s = int(rows[i]), int(seq[i, w])
                 other = int(st.pend_pc[row, w])
                 self._report(b, "waits", p, other, w, _row_name(row, self.vgprs),
-                             f"{how} it before the {self._text(other)} that writes it was waited for: {name} was "
-                             f"{int(issued[w] - done[w])}, needed <= {int(issued[w] - s)}", n)
+                             f"{how} it before the {self._text(other)} that writes it was waited for: "
+                             f"{name} was {int(issued[w] - done[w])}, needed <= {int(issued[w] - s)}", n)
 
     def _initcheck(self, b: Batch, st: State, p: Plan, m: np.ndarray, rows: np.ndarray) -> None:
         need = np.where(m, ALL_LANES if p.mfma else self._exec_bits(b), np.uint64(0))
@@ -254,8 +259,8 @@ class Sanitizer:
             other = int(pcs[i, w])
             where = _sgpr_name(int(rows[i])) if scalar else _row_name(int(rows[i]), self.vgprs)
             self._report(b, "hazard", p, other, w, where,
-                         f"{why} by the {self._text(other)} {int(gap[i, w])} wait states before; the ISA requires "
-                         f"{required}", n)
+                         f"{why} by the {self._text(other)} {int(gap[i, w])} wait states before; the ISA "
+                         f"requires {required}", n)
 
     def _hazards_read(self, b: Batch, st: State, p: Plan, m: np.ndarray, r: np.ndarray) -> None:
         clk = st.mfma_clk[r]
@@ -265,23 +270,27 @@ class Sanitizer:
                 srcc = np.isin(r, p.srcc_rows)[:, None]
                 full = st.mfma_first[r] == p.srcc[0]
                 need = np.where(srcc, np.where(full, np.where(passes == 2, 2, 0), passes + 1), passes + 3)
-                self._need(b, st, p, m, r, clk, need, st.mfma_pc[r], "read by it (an MFMA operand) after it was written")
+                self._need(b, st, p, m, r, clk, need, st.mfma_pc[r],
+                           "read by it (an MFMA operand) after it was written")
             elif p.valu or p.mem:
                 self._need(b, st, p, m, r, clk, passes + 3, st.mfma_pc[r], "read by it after it was written")
         if p.mfma and "valu" in st.seen:
-            self._need(b, st, p, m, r, st.valu_clk[r], 2, st.valu_pc[r], "read by it (an MFMA operand) after it was written")
+            self._need(b, st, p, m, r, st.valu_clk[r], 2, st.valu_pc[r],
+                       "read by it (an MFMA operand) after it was written")
         if p.dpp and "valu" in st.seen:
             self._need(b, st, p, m, r, np.maximum(st.valu_clk[r], st.mfma_clk[r]), 2, st.valu_pc[r],
                        "read through DPP after it was written")
         if p.valu and not p.trans and "trans" in st.seen:
             self._need(b, st, p, m, r, st.trans_clk[r], 1, st.trans_pc[r], "read by it after it was written")
-        if p.rwlane and "valu" in st.seen:  # v_readlane, v_readfirstlane: their VGPR source (v_writelane reads none)
+        # v_readlane, v_readfirstlane: their VGPR source (v_writelane reads none)
+        if p.rwlane and "valu" in st.seen:
             self._need(b, st, p, m, r, st.valu_clk[r], 1, st.valu_pc[r], "read by it after it was written")
 
     def _hazards_write(self, b: Batch, st: State, p: Plan, m: np.ndarray, w: np.ndarray) -> None:
         clk = st.mfma_clk[w]
         if "mfma" in st.seen and (clk > NEVER).any():
-            self._need(b, st, p, m, w, clk, st.mfma_pass[w] + 3, st.mfma_pc[w], "overwritten by it after it was written")
+            self._need(b, st, p, m, w, clk, st.mfma_pass[w] + 3, st.mfma_pc[w],
+                       "overwritten by it after it was written")
         clk = st.srcc_clk[w]
         if "srcc" in st.seen and (clk > NEVER).any():
             passes = st.srcc_pass[w]
@@ -299,12 +308,14 @@ class Sanitizer:
             i, w, n = self._first(bad)
             other = int(st.spend_pc[s[i], w])
             self._report(b, "waits", p, other, w, f"s{int(s[i])}",
-                         f"read by it before the {self._text(other)} that writes it was waited for: lgkmcnt was "
-                         f"{int(st.smem_issued[w] - st.smem_done[w] + st.lds_issued[w] - st.lds_done[w])}, needed 0 "
-                         "(scalar memory returns out of order)", n)
+                         f"read by it before the {self._text(other)} that writes it was waited for: "
+                         "lgkmcnt was "
+                         f"{int(st.smem_issued[w] - st.smem_done[w] + st.lds_issued[w] - st.lds_done[w])}, "
+                         "needed 0 (scalar memory returns out of order)", n)
         if (p.vmem or p.valu) and "s_valu" in st.seen:
             need = 5 if p.vmem else 2
-            self._need(b, st, p, m, s, st.s_valu_clk[s], need, st.s_valu_pc[s], "read by it after it was written", True)
+            self._need(b, st, p, m, s, st.s_valu_clk[s], need, st.s_valu_pc[s],
+                       "read by it after it was written", True)
         if p.lane_select >= 0:
             sel = np.asarray([p.lane_select])
             self._need(b, st, p, m, sel, st.s_valu_clk[sel], 4, st.s_valu_pc[sel],
@@ -315,13 +326,14 @@ class Sanitizer:
             if bad1.any():
                 w = int(np.flatnonzero(bad1)[0])
                 self._report(b, "hazard", p, int(st.m0_pc[w]), w, "m0",
-                             f"read by it after the {self._text(int(st.m0_pc[w]))} wrote it {int(gap[w])} wait states "
-                             "before; the ISA requires 1", int(np.count_nonzero(bad1)))
+                             f"read by it after the {self._text(int(st.m0_pc[w]))} wrote it {int(gap[w])} "
+                             "wait states before; the ISA requires 1", int(np.count_nonzero(bad1)))
 
     def _exec_hazard(self, b: Batch, st: State, p: Plan, m: np.ndarray) -> None:
         need = 5 if p.dpp else 4
         e = np.asarray([EXEC])
-        self._need(b, st, p, m, e, st.s_valu_clk[e], need, st.s_valu_pc[e], "read by it after it was written", True)
+        self._need(b, st, p, m, e, st.s_valu_clk[e], need, st.s_valu_pc[e], "read by it after it was written",
+                   True)
 
     def _after(self, b: Batch, st: State, p: Plan, m: np.ndarray) -> None:
         if p.wait is not None:
@@ -338,7 +350,8 @@ class Sanitizer:
             st.fence[slot], st.fence[slot + 1] = st.vm_done[arrived], st.lds_done[arrived]
         cols: np.ndarray | None = None if b.all else np.flatnonzero(m)
 
-        def at(rows: np.ndarray) -> tuple[np.ndarray | tuple[np.ndarray, ...], Callable[[np.ndarray], np.ndarray]]:
+        def at(rows: np.ndarray) -> tuple[np.ndarray | tuple[np.ndarray, ...],
+                                          Callable[[np.ndarray], np.ndarray]]:
             """Where rows of the waves at this PC are, and each wave's value for them."""
             if cols is None:
                 return rows, lambda per_wave: per_wave
@@ -419,7 +432,8 @@ class Sanitizer:
         r, c = np.argwhere(bad)[0]
         return int(idx[r, c]), int(wv[r, 0])
 
-    def _lds_read(self, b: Batch, st: State, p: Plan, idx: np.ndarray, wv: np.ndarray, ep: np.ndarray) -> None:
+    def _lds_read(self, b: Batch, st: State, p: Plan, idx: np.ndarray, wv: np.ndarray,
+                  ep: np.ndarray) -> None:
         tag = st.w_tag[idx]
         never = tag == 0
         if never.any():
@@ -434,7 +448,8 @@ class Sanitizer:
                 flat, w = self._first_lds(race, idx, wv)
                 self._report(b, "race", p, int(st.w_pc[flat]), w, self._lds_where(b, flat),
                              f"read by it (wave {w % b.waves_per_group}) with no s_barrier after the "
-                             f"{self._text(int(st.w_pc[flat]))} of wave {self._writer(b, st, flat)} wrote it", 1)
+                             f"{self._text(int(st.w_pc[flat]))} of wave {self._writer(b, st, flat)} wrote it",
+                             1)
             lds = 1 - (tag & 1)  # the counter the write counts on: vm (0) for LDS DMA, else lds (1)
             fenced = st.fence[4 * np.maximum(writer, 0) + 2 * (ep & 1) + lds]
             late = other & (w_ep < ep) & (st.w_seq[idx] > fenced)
@@ -442,27 +457,31 @@ class Sanitizer:
                 flat, w = self._first_lds(late, idx, wv)
                 counter = "vmcnt" if st.w_tag[flat] & 1 else "lgkmcnt"
                 self._report(b, "waits", p, int(st.w_pc[flat]), w, self._lds_where(b, flat),
-                             f"read by it after an s_barrier before which wave {self._writer(b, st, flat)} had not "
-                             f"waited for the {self._text(int(st.w_pc[flat]))} that writes it ({counter})", 1)
+                             f"read by it after an s_barrier before which wave {self._writer(b, st, flat)} "
+                             f"had not waited for the {self._text(int(st.w_pc[flat]))} that writes it "
+                             f"({counter})", 1)
         own = (writer == wv) & (tag & 1 == 1)
         if own.any() and (own := own & (st.w_seq[idx] > st.vm_done[wv])).any():
             flat, w = self._first_lds(own, idx, wv)
             seq = int(st.w_seq[flat])
             self._report(b, "waits", p, int(st.w_pc[flat]), w, self._lds_where(b, flat),
-                         f"read by it before the {self._text(int(st.w_pc[flat]))} that writes it was waited for: "
-                         f"vmcnt was {int(st.vm_issued[w] - st.vm_done[w])}, needed <= {int(st.vm_issued[w] - seq)}", 1)
+                         f"read by it before the {self._text(int(st.w_pc[flat]))} that writes it was waited "
+                         f"for: vmcnt was {int(st.vm_issued[w] - st.vm_done[w])}, needed <= "
+                         f"{int(st.vm_issued[w] - seq)}", 1)
         old = st.r_tag[idx]
         mine = (ep << EPOCH_SHIFT) | WRITTEN | ((wv + 1) << 1)  # WRITTEN here: read in that epoch
         again = _this_epoch(old, ep) & ((old & 1 == 1) | ((old >> 1) & WAVE_MASK != wv + 1))
         st.r_tag[idx] = mine | again
-        st.r_tag[idx[st.r_tag[idx] & ~1 != mine]] |= 1  # two waves reading one byte with this very instruction
+        # two waves reading one byte with this very instruction
+        st.r_tag[idx[st.r_tag[idx] & ~1 != mine]] |= 1
         st.r_pc[idx] = p.pc
 
     def _writer(self, b: Batch, st: State, flat: int) -> int:
         """The wave within its workgroup that last wrote LDS byte `flat`."""
         return int(((st.w_tag[flat] >> 1) & WAVE_MASK) - 1) % b.waves_per_group
 
-    def _lds_write(self, b: Batch, st: State, p: Plan, idx: np.ndarray, wv: np.ndarray, ep: np.ndarray) -> None:
+    def _lds_write(self, b: Batch, st: State, p: Plan, idx: np.ndarray, wv: np.ndarray,
+                   ep: np.ndarray) -> None:
         mine = (ep << EPOCH_SHIFT) | WRITTEN | (0 if p.atomic else (wv + 1) << 1) | int(p.lds_dma)
         if not p.atomic:
             tag = st.w_tag[idx]
@@ -472,7 +491,8 @@ class Sanitizer:
                 flat, w = self._first_lds(waw, idx, wv)
                 self._report(b, "race", p, int(st.w_pc[flat]), w, self._lds_where(b, flat),
                              f"written by it (wave {w % b.waves_per_group}) with no s_barrier after the "
-                             f"{self._text(int(st.w_pc[flat]))} of wave {self._writer(b, st, flat)} wrote it", 1)
+                             f"{self._text(int(st.w_pc[flat]))} of wave {self._writer(b, st, flat)} wrote it",
+                             1)
             read = st.r_tag[idx]
             war = _this_epoch(read, ep) & ((read & 1 == 1) | ((read >> 1) & WAVE_MASK != wv + 1))
             if war.any():
@@ -486,7 +506,8 @@ class Sanitizer:
             if clash.any():
                 flat, w = self._first_lds(clash, idx, wv)
                 self._report(b, "race", p, p.pc, w, self._lds_where(b, flat),
-                             f"written by it in waves {w % b.waves_per_group} and {self._writer(b, st, flat)} at once",
+                             f"written by it in waves {w % b.waves_per_group} and "
+                             f"{self._writer(b, st, flat)} at once",
                              1)
         st.w_pc[idx] = p.pc
         st.w_seq[idx] = (st.vm_issued if p.lds_dma else st.lds_issued)[wv]

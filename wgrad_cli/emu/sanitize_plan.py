@@ -30,12 +30,14 @@ TRANSCENDENTAL = re.compile(r"v_(exp|log|rcp|rsq|sqrt|sin|cos)_")
 # (pattern, passes, passes with an fp8/bf8 operand): LLVM SISchedule.td, SIDPGFX950FullSpeedModel
 PASSES = [(re.compile(p), n, f8) for p, n, f8 in (
     (r"v_mfma_(scale_)?f32_16x16x128_f8f6f4", 4, 8), (r"v_mfma_(scale_)?f32_32x32x64_f8f6f4", 8, 16),
-    (r"v_mfma_.32_4x4x", 2, 2), (r"v_mfma_.32_16x16x(8x|16|32|64)", 4, 4), (r"v_mfma_.32_16x16x[14]_?[fbi]", 8, 8),
-    (r"v_mfma_.32_32x32x(4xf|8|16|32_)", 8, 8), (r"v_mfma_.32_32x32x[124]_?[fbi]", 16, 16), (r"v_mfma_.64_4x4x", 4, 4),
-    (r"v_mfma_.64_16x16x", 16, 16), (r"v_smfmac_.32_16x16x", 4, 4), (r"v_smfmac_.32_32x32x", 8, 8))]
+    (r"v_mfma_.32_4x4x", 2, 2), (r"v_mfma_.32_16x16x(8x|16|32|64)", 4, 4),
+    (r"v_mfma_.32_16x16x[14]_?[fbi]", 8, 8), (r"v_mfma_.32_32x32x(4xf|8|16|32_)", 8, 8),
+    (r"v_mfma_.32_32x32x[124]_?[fbi]", 16, 16), (r"v_mfma_.64_4x4x", 4, 4), (r"v_mfma_.64_16x16x", 16, 16),
+    (r"v_smfmac_.32_16x16x", 4, 4), (r"v_smfmac_.32_32x32x", 8, 8))]
 FP8_FORMATS = 1  # cbsz/blgp 0 and 1 are fp8 and bf8
 IMPLICIT_VCC = re.compile(r"v_(cndmask|addc|subb|subbrev|add_co|sub_co|subrev_co)_")
-CROSS_LANE = ("_dpp", "ds_swizzle", "ds_permute", "ds_bpermute", "v_readlane", "v_readfirstlane", "v_permlane")
+CROSS_LANE = ("_dpp", "ds_swizzle", "ds_permute", "ds_bpermute", "v_readlane", "v_readfirstlane",
+              "v_permlane")
 
 
 def mfma_passes(mnemonic: str, inst: Any) -> int:
@@ -126,10 +128,10 @@ def plan(d: Decoded, klass: str, vgprs: int) -> Plan:
     ops = _operands(d)
     load = klass in ("vmem", "lds") and not name.startswith(("buffer_store", "global_store", "flat_store",
                                                             "scratch_store", "ds_write"))
-    atomic = "atomic" in name or (klass == "lds" and any(x in name for x in ("_add_", "_sub_", "_min_", "_max_",
-                                                                              "_and_", "_or_", "_xor_", "_inc_",
-                                                                              "_dec_", "_cmpst", "_mskor", "_wrxchg",
-                                                                              "_rsub_")))
+    atomic = "atomic" in name or (klass == "lds"
+                                  and any(x in name for x in ("_add_", "_sub_", "_min_", "_max_", "_and_",
+                                                              "_or_", "_xor_", "_inc_", "_dec_", "_cmpst",
+                                                              "_mskor", "_wrxchg", "_rsub_")))
     written = set(WRITTEN)
     if d.cls == "SMEM":
         written.add("sdata")
@@ -163,7 +165,8 @@ def plan(d: Decoded, klass: str, vgprs: int) -> Plan:
     reads_m0 = lds_dma or name.startswith("s_movrel") or "addtid" in name
     if reads_m0:
         s_r.append(M0)
-    counter = {"smem": SMEM, "lds": LGKM, "vmem": VM}.get(klass, 0)  # stores count too (gfx9 has no store counter)
+    # stores count too (gfx9 has no store counter)
+    counter = {"smem": SMEM, "lds": LGKM, "vmem": VM}.get(klass, 0)
     wait = waitcnt(int(inst.simm16)) if name == "s_waitcnt" else None
     srcc: tuple[int, int] = (-1, 0)
     dst: tuple[int, int] = (-1, 0)
@@ -182,19 +185,21 @@ def plan(d: Decoded, klass: str, vgprs: int) -> Plan:
     data_bytes = sum(n for o, f, a, n in ops if o in ("data", "vdata")) * 4
     soffset_reg = any(o == "soffset" for o, f, a, n in ops)
     wide_store = not load and klass == "vmem" and data_bytes > 8 and not (d.cls == "MUBUF" and soffset_reg)
-    store_data = _rows([(f, a, n) for o, f, a, n in ops if o in ("data", "vdata")], vgprs) if wide_store else None
+    store_data = _rows([(f, a, n) for o, f, a, n in ops if o in ("data", "vdata")],
+                       vgprs) if wide_store else None
     spelled = {o: _spelled(f, a, n) for o, f, a, n in ops if not (lds_dma and o in ("vdata", "vdst"))}
     for o, reg in special:
         spelled.setdefault(o, SPECIAL_NAMES[reg])
     order = [n for n, _ in type(inst)._fields] + ["scale_src0", "scale_src1"]
-    text = name + " " + ", ".join(spelled[o] for o in sorted(spelled, key=lambda o: order.index(o) if o in order else 99))
+    text = name + " " + ", ".join(spelled[o] for o in sorted(spelled, key=lambda o: order.index(o)
+                                                             if o in order else 99))
     return Plan(d.pc, text.strip(), klass, _rows(vec_r, vgprs), _rows(vec_w, vgprs),
                 np.asarray(sorted(set(s_r)), np.int64), np.asarray(sorted(set(s_w)), np.int64), counter,
                 lds_dma, atomic, wait, klass == "barrier",
                 (int(inst.simm16) & 0xF) + 1 if name == "s_nop" else 1, valu,
                 valu and bool(TRANSCENDENTAL.match(name)), mfma, mfma_passes(name, inst) if mfma else 0, srcc,
-                srcc_rows, dst, klass == "vmem", klass in ("vmem", "lds"), name.endswith("_dpp"), lane_select, rwlane,
-                np.zeros(0, np.int64) if store_data is None else store_data, reads_m0,
+                srcc_rows, dst, klass == "vmem", klass in ("vmem", "lds"), name.endswith("_dpp"), lane_select,
+                rwlane, np.zeros(0, np.int64) if store_data is None else store_data, reads_m0,
                 any(x in name for x in CROSS_LANE))
 
 

@@ -82,7 +82,8 @@ class Watch:
         if not quiet:
             self.seen = None
             return False
-        reports = self.board[:, REPORTS].copy()  # the counts first, then the states (written the other way round)
+        # the counts first, then the states (written the other way round)
+        reports = self.board[:, REPORTS].copy()
         states = self.board[:, STATE].copy()
         others = np.arange(len(states)) != self.index
         if (states[others] == BUSY).any():

@@ -57,16 +57,16 @@ def require_torch() -> Any:
         raise WgradError(f"--baselines: torch is not importable ({exc}); install torch with GPU support, "
                          "or leave --baselines out") from None
     if not torch.cuda.is_available():
-        raise WgradError("--baselines: torch sees no GPU (torch.cuda.is_available() is False); install a CUDA or "
-                         "ROCm build of torch, or leave --baselines out")
+        raise WgradError("--baselines: torch sees no GPU (torch.cuda.is_available() is False); install a "
+                         "CUDA or ROCm build of torch, or leave --baselines out")
     return torch
 
 
 def _torch_failure(name: str, exc: RuntimeError) -> WgradError:
     """torch's failure (RuntimeError and its kin: out of memory, an operation this build or GPU
     lacks) as one line naming the baseline, in place of a traceback."""
-    return WgradError(f"--baselines: {name} failed in torch ({_why(exc)}); leave --baselines out, or use a torch "
-                      "build and GPU that run it")
+    return WgradError(f"--baselines: {name} failed in torch ({_why(exc)}); leave --baselines out, or use a "
+                      "torch build and GPU that run it")
 
 
 def _why(exc: Exception) -> str:
@@ -86,7 +86,8 @@ def guarded(name: str, run: Callable[[], None]) -> Callable[[], None]:
 
 def unknown(names: tuple[str, ...]) -> list[str]:
     """One error line per name that is not a baseline."""
-    return [f"--baseline {n}: no such baseline; choose from {', '.join(NAMES)}" for n in names if n not in NAMES]
+    return [f"--baseline {n}: no such baseline; choose from {', '.join(NAMES)}"
+            for n in names if n not in NAMES]
 
 
 def baselines(p: Problem, names: tuple[str, ...] = NAMES, copies: int = 1) -> dict[str, Callable[[], None]]:
@@ -155,7 +156,8 @@ def _baselines(p: Problem, names: tuple[str, ...], copies: int) -> dict[str, Cal
 
     offs = torch.tensor([o - lo for o in off[1:]], dtype=torch.int32, device="cuda")
 
-    def operands(dequantize: Callable[[Any, Any], Any], a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
+    def operands(dequantize: Callable[[Any, Any], Any], a: tuple[Any, Any],
+                 b: tuple[Any, Any]) -> tuple[Any, Any]:
         return dequantize(*a), dequantize(*b)
 
     def grouped(x: Any, y: Any, c: _Copy) -> None:
@@ -167,7 +169,8 @@ def _baselines(p: Problem, names: tuple[str, ...], copies: int) -> dict[str, Cal
     def loop(x: Any, y: Any, c: _Copy) -> None:
         for e in range(d.E):
             if off[e + 1] > off[e]:
-                torch.matmul(x[:, off[e] - lo:off[e + 1] - lo], y[:, off[e] - lo:off[e + 1] - lo].t(), out=c.out[e])
+                torch.matmul(x[:, off[e] - lo:off[e + 1] - lo], y[:, off[e] - lo:off[e + 1] - lo].t(),
+                             out=c.out[e])
             else:
                 c.out[e].zero_()
 
@@ -214,10 +217,11 @@ def _baselines(p: Problem, names: tuple[str, ...], copies: int) -> dict[str, Cal
         except RuntimeError as exc:  # inductor's failure on one shape leaves the other baselines standing
             forms.pop(0)
             if forms:
-                print(f"note: autotuned-grouped: inductor cannot compile the fused path for this shape ({_why(exc)}); "
-                      "timing it compiled in two parts", file=sys.stderr)
+                print("note: autotuned-grouped: inductor cannot compile the fused path for this shape "
+                      f"({_why(exc)}); timing it compiled in two parts", file=sys.stderr)
                 continue
-            print(_torch_failure("autotuned-grouped", exc).lines[0], "(left out of this shape's rows)", file=sys.stderr)
+            print(_torch_failure("autotuned-grouped", exc).lines[0], "(left out of this shape's rows)",
+                  file=sys.stderr)
             traceback.print_exc(limit=-8, file=sys.stderr)
             del chosen["autotuned-grouped"]
     torch.cuda.synchronize()

@@ -1,12 +1,12 @@
 """`wgrad bench`: time each kernel on a fresh random problem and report rates against the device's peaks.
 
 Taking samples (sampling.py) and when to stop (stopping.py) are kept apart from what is reported
-here, and the tables from both (results/tables.py). Cold (the default): one launch per sample, after a flush of
-twice the last-level cache; the flush also keeps the device busy while the launch is submitted,
+here, and the tables from both (results/tables.py). Cold (the default): one launch per sample, after a flush
+of twice the last-level cache; the flush also keeps the device busy while the launch is submitted,
 so the host's launch cost stays outside the events. A baseline's sample is many torch launches:
-a spin kernel sized from their submission time goes ahead of each, for the same reason. Hot: back-to-back launches, as many per sample as fill about a millisecond
-(found from one timed launch), the time per launch reported: a lone launch on an idle device
-would also time its submission (about the calibration row's time).
+a spin kernel sized from their submission time goes ahead of each, for the same reason. Hot: back-to-back
+launches, as many per sample as fill about a millisecond (found from one timed launch), the time per launch
+reported: a lone launch on an idle device would also time its submission (about the calibration row's time).
 A calibration row first: the empty kernel (one workgroup), timed exactly as the shapes are,
 the floor below which a kernel's time cannot be told apart from the launch; it stops at 2,000
 samples, since times that short are noisy.
@@ -116,9 +116,10 @@ def _record(s: Session, head: Head, batch: int, m: Measurement, run: int, plan: 
     code = head.code
     return BenchRow(
         code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
-        build_errors=code.build_errors, index=head.index, kernel=head.kernel, target=head.target, shape=head.shape,
-        seed=s.seed, run=run, cache="hot" if plan.hot else "cold", summary=summary, stop=m.stop, wall_seconds=round(m.wall_seconds, 3),
-        flops=work[0], min_bytes=work[1], tflops=float(tflops), gbps=float(work[1] / seconds / 1e9),
+        build_errors=code.build_errors, index=head.index, kernel=head.kernel, target=head.target,
+        shape=head.shape, seed=s.seed, run=run, cache="hot" if plan.hot else "cold", summary=summary,
+        stop=m.stop, wall_seconds=round(m.wall_seconds, 3), flops=work[0], min_bytes=work[1],
+        tflops=float(tflops), gbps=float(work[1] / seconds / 1e9),
         pct_peak=float(100 * tflops / known.matrix_tflops) if known and work[0] else None,
         clock_mhz=_median(clocks), power_w=None if power is None else float(round(power, 1)),
         power_capped=round(sum(caps) / len(caps), 3) if caps else None, calibration=head.calibration,
@@ -161,7 +162,8 @@ class Head:
 def _head(s: Session, rec: Record, kernel: Kernel) -> Head:
     """What a record says about its kernel, including the grid it was launched with (for a persistent
     kernel, what the device runs at once: launch.prepare)."""
-    return Head(rec.index, rec.job.kernel.name, rec.job.target, rec.shape_ref(), s.code_object(rec.job), kernel.grid)
+    return Head(rec.index, rec.job.kernel.name, rec.job.target, rec.shape_ref(), s.code_object(rec.job),
+                kernel.grid)
 
 
 @dataclass(frozen=True)
@@ -237,7 +239,8 @@ def _copies(plan: Plan, p: Problem, llc_bytes: int) -> int:
     return max(plan.rotating, llc_bytes // each + 1)
 
 
-def _measured(s: Session, plan: Plan, shape: Shape, runs: Callable[[list[DeviceProblem], Problem, int], list[Run]],
+def _measured(s: Session, plan: Plan, shape: Shape,
+              runs: Callable[[list[DeviceProblem], Problem, int], list[Run]],
               work: tuple[int, int] | None = None) -> list[BenchRow]:
     """Upload the shape's problem (as many copies as rotate), measure each of `runs` on it `plan.repeat`
     times (cold: after a flush of the last-level cache, or rotating) and give their rows; interleaved, in
@@ -253,8 +256,10 @@ def _measured(s: Session, plan: Plan, shape: Shape, runs: Callable[[list[DeviceP
         for _ in range(copies):
             devs.append(upload(s.rt, p))
         shared = Shared(flush, copies if plan.rotating and not plan.hot else None,
-                        work or (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims)), inputs_of(p, plan.data))
-        chosen = [replace(r, many=True) for r in runs(devs, p, copies)] if shared.rotating else runs(devs, p, copies)
+                        work or (flops(shape.dims, p.offsets.tolist()), min_bytes(shape.dims)),
+                        inputs_of(p, plan.data))
+        chosen = [replace(r, many=True)
+                  for r in runs(devs, p, copies)] if shared.rotating else runs(devs, p, copies)
         if plan.interleave and len(chosen) > 1:
             return _rounds(s, plan, shape, chosen, shared)
         rows = []
@@ -263,8 +268,8 @@ def _measured(s: Session, plan: Plan, shape: Shape, runs: Callable[[list[DeviceP
             batch = launches_per_sample(s, r.launch, plan.hot, what)
             ahead, spin_ms = _spin(s, r.launch, what) if r.many else (None, None)
             for run in range(1, r.repeat + 1):
-                m = measure(s.rt, s.events, r.launch, r.criterion, flush, plan.warmup, batch, s.kernel_timeout,
-                            what, ahead)
+                m = measure(s.rt, s.events, r.launch, r.criterion, flush, plan.warmup, batch,
+                            s.kernel_timeout, what, ahead)
                 rows.append(_record(s, r.head, batch, m, run, plan, shared, spin_ms))
         return rows
     finally:
@@ -289,9 +294,11 @@ def _rounds(s: Session, plan: Plan, shape: Shape, runs: list[Run], shared: Share
     criterion = replace(runs[0].criterion, timeout=runs[0].criterion.timeout * len(runs))
     rows = []
     for run in range(1, plan.repeat + 1):
-        ms = interleave(s.rt, s.events, paths, kernels, criterion, shared.flush, plan.warmup, s.kernel_timeout)
+        ms = interleave(s.rt, s.events, paths, kernels, criterion, shared.flush, plan.warmup,
+                        s.kernel_timeout)
         for i, (r, path, m, spin_ms) in enumerate(zip(runs, paths, ms, spins)):
-            pairs = [paired(b.head.kernel, m.times_ms, mb.times_ms) for b, mb in zip(runs[kernels:], ms[kernels:])]
+            pairs = [paired(b.head.kernel, m.times_ms, mb.times_ms)
+                     for b, mb in zip(runs[kernels:], ms[kernels:])]
             row = _record(s, r.head, path.batch, m, run, plan, shared, spin_ms)
             rows.append(replace(row, interleaved=True, paired=[x for x in pairs if x] if i < kernels else []))
     return rows
@@ -304,7 +311,8 @@ def calibrate(s: Session, plan: Plan) -> list[BenchRow]:
     def runs(devs: list[DeviceProblem], _p: Problem, _n: int) -> list[Run]:
         kernels = [_kernel(s, empty, dev) for dev in devs]
         head = replace(_head(s, Record(-1, empty, CALIBRATION), kernels[0]), calibration=True)
-        return [Run(head, _rotate(kernels), replace(plan.criterion, max_samples=CALIBRATION_SAMPLES), 1, False)]
+        return [Run(head, _rotate(kernels), replace(plan.criterion, max_samples=CALIBRATION_SAMPLES), 1,
+                    False)]
 
     return _measured(s, plan, CALIBRATION, runs, (0, 0))
 
@@ -339,7 +347,8 @@ def measure_shape(s: Session, job: tuple[Plan, list[Record]]) -> list[BenchRow]:
     """Every kernel of one shape and the torch baselines on it, interleaved in rounds, `repeat` rows each."""
     plan, recs = job
     return _measured(s, plan, recs[0].shape,
-                     lambda devs, p, copies: _kernel_runs(s, plan, recs, devs) + _baseline_runs(plan, recs[0], p, copies))
+                     lambda devs, p, copies: _kernel_runs(s, plan, recs, devs)
+                     + _baseline_runs(plan, recs[0], p, copies))
 
 
 def bench(s: Session, plan: Plan, with_baselines: bool, on_step: Callable[[str], None],
@@ -365,8 +374,8 @@ def bench(s: Session, plan: Plan, with_baselines: bool, on_step: Callable[[str],
     step("calibration: the empty kernel", calibrate, plan)
     for shape, recs in s.by_shape().items():
         if with_baselines and plan.interleave:
-            step(f"{', '.join(r.job.kernel.name for r in recs)} and the torch baselines on {shape.name}, interleaved "
-                 "(setting up: the first compiles)", measure_shape, (plan, recs))
+            step(f"{', '.join(r.job.kernel.name for r in recs)} and the torch baselines on {shape.name}, "
+                 "interleaved (setting up: the first compiles)", measure_shape, (plan, recs))
             continue
         for rec in recs:
             step(f"{rec.job.kernel.name} on {shape.name}", measure_record, (plan, rec))

@@ -45,8 +45,8 @@ def errors(elements: int, max_abs_error: float, max_rel_row_error: float, diff_n
         rel_frobenius = diff_norm / ref_norm
     else:
         rel_frobenius = 0.0 if diff_norm == 0 else float("inf")
-    return Errors(elements, max_abs_error, max_rel_row_error, diff_norm, ref_norm, mismatches, nans, unwritten, ok,
-                  rel_frobenius)
+    return Errors(elements, max_abs_error, max_rel_row_error, diff_norm, ref_norm, mismatches, nans,
+                  unwritten, ok, rel_frobenius)
 
 
 def combine(parts: list[Errors]) -> Errors:

@@ -128,8 +128,9 @@ def measure(rt: Runtime, events: tuple[object, object], launch: Callable[[], Non
             return samples.result(reason, time.perf_counter() - began)
 
 
-def interleave(rt: Runtime, events: tuple[object, object], paths: list[Path], kernels: int, criterion: Criterion,
-               flush: Flush | None, warmup: int, kernel_timeout: float) -> list[Measurement]:
+def interleave(rt: Runtime, events: tuple[object, object], paths: list[Path], kernels: int,
+               criterion: Criterion, flush: Flush | None, warmup: int,
+               kernel_timeout: float) -> list[Measurement]:
     """Rounds of one sample of each of `paths` in turn; the first `kernels` are kernels, the rest
     baselines. Stops by rounds_verdict on every kernel-to-baseline ratio (with no baseline, on each
     kernel's own spread); `criterion.timeout` holds for the whole interleaved run. One Measurement
@@ -137,7 +138,8 @@ def interleave(rt: Runtime, events: tuple[object, object], paths: list[Path], ke
     for path in paths:
         _warm(rt, events, path, warmup, kernel_timeout)
     taken = [_Samples() for _ in paths]
-    pairs = [(k, b) for k in range(kernels) for b in range(kernels, len(paths))] or [(k, k) for k in range(kernels)]
+    pairs = [(k, b) for k in range(kernels) for b in range(kernels, len(paths))] \
+        or [(k, k) for k in range(kernels)]
     ratios = [Running() for _ in pairs]
     kernel_ms = 0.0
     began = time.perf_counter()

@@ -20,7 +20,8 @@ def round_ratios(kernel_ms: list[float], baseline_ms: list[float]) -> list[float
     """Per round, the baseline's time over the kernel's (above 1: the kernel is faster); rounds where
     the kernel's time is not positive have no ratio."""
     if len(kernel_ms) != len(baseline_ms):
-        raise ValueError(f"{len(kernel_ms)} kernel samples against {len(baseline_ms)} of the baseline: not paired")
+        raise ValueError(f"{len(kernel_ms)} kernel samples against {len(baseline_ms)} of the baseline: not "
+                         "paired")
     return [b / k for k, b in zip(kernel_ms, baseline_ms) if k > 0]
 
 

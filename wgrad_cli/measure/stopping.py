@@ -36,7 +36,8 @@ class Running:
     total_ms: float = 0.0  # device time the samples covered, every launch of a batch counted
     _mean: float = 0.0
     _m2: float = 0.0
-    _noise: deque[float] = field(default_factory=lambda: deque(maxlen=STABLE_WINDOW))  # rel_stdev after each sample
+    # rel_stdev after each sample
+    _noise: deque[float] = field(default_factory=lambda: deque(maxlen=STABLE_WINDOW))
 
     def add(self, ms: float, launches: int = 1) -> None:
         """One sample: `ms` per launch, measured over `launches` back-to-back launches."""
@@ -87,7 +88,8 @@ def verdict(criterion: Criterion, running: Running, wall_seconds: float) -> str 
     return _ended(criterion, running.n, wall_seconds)
 
 
-def rounds_verdict(criterion: Criterion, ratios: Sequence[Running], kernel_ms: float, wall_seconds: float) -> str | None:
+def rounds_verdict(criterion: Criterion, ratios: Sequence[Running], kernel_ms: float,
+                   wall_seconds: float) -> str | None:
     """Interleaved rounds: None to go on; else why they stopped. `ratios` holds one Running per
     kernel-to-baseline ratio (a value per round), `kernel_ms` the kernels' device time so far: after
     `min_samples` rounds and `min_seconds` of it, stop once every ratio has converged (converged) or

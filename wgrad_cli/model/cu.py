@@ -49,7 +49,8 @@ class CuTime:
     mfma_cycles: int  # matrix pipe clocks summed over the SIMDs
     bytes_loaded: int
     bytes_stored: int
-    clocks: dict[tuple[int, int], float] = field(default_factory=dict)  # profile: (pc, cause index) -> clocks, mean over SIMDs
+    # profile: (pc, cause index) -> clocks, mean over SIMDs
+    clocks: dict[tuple[int, int], float] = field(default_factory=dict)
     executions: dict[int, int] = field(default_factory=dict)  # profile: pc -> wave-executions on the CU
 
 
@@ -151,7 +152,8 @@ def simulate(groups: list[list[Stream]], static: dict[int, Static], m: Machine, 
                 lds_free = start + busy
                 if timeline is not None:
                     timeline.pipes.append((LDS_UNIT, w, pc, start, start + busy))
-                lgkm[w].append((max(start + busy + m.lds_latency_cycles, lgkm[w][-1][0] if lgkm[w] else 0), True))
+                lgkm[w].append((max(start + busy + m.lds_latency_cycles, lgkm[w][-1][0] if lgkm[w] else 0),
+                                True))
                 if start > t:
                     spans.add((s, LDS, t, start))
                 spans.add((s, ISSUE, start, start + issue))
@@ -182,7 +184,8 @@ def simulate(groups: list[list[Stream]], static: dict[int, Static], m: Machine, 
     end = max([end, *mfma_free, *valu_free])
     causes, clocks, runs = _assign(spans.flat, end, m.simds_per_cu, spans.detail)
     if timeline is not None:
-        timeline.waves, timeline.simds, timeline.cycles = [(group_of[w], simd[w]) for w in range(n)], runs, end
+        timeline.waves, timeline.simds, timeline.cycles = [(group_of[w], simd[w]) for w in range(n)], runs, \
+            end
     executions: dict[int, int] = {}
     if profile:
         every = np.concatenate([np.asarray(p, dtype=np.int64) for p in pcs]) if pcs else np.zeros(0, np.int64)
@@ -266,7 +269,8 @@ def _assign(spans: array[int], end: int, simds: int, detail: bool
             {k: v / simds for k, v in clocks.items()}, runs)
 
 
-def _owned(arr: np.ndarray, owner: np.ndarray, clocks: dict[tuple[int, int], float], runs: list[np.ndarray]) -> None:
+def _owned(arr: np.ndarray, owner: np.ndarray, clocks: dict[tuple[int, int], float],
+           runs: list[np.ndarray]) -> None:
     """One SIMD's clocks by owning span: added to `clocks` by (pc, cause), and as runs to `runs`."""
     idle = owner < 0
     cause = np.where(idle, len(CAUSES) - 1, arr[owner, 1])

@@ -29,7 +29,8 @@ class Plan:
 
 class ModelRuntime(EmuRuntime):
     def __init__(self, machine: Machine, profile: bool = False, heap: Heap | None = None) -> None:
-        """`heap`: an emulated device's memory to run on (verify --model models the buffers verify uploaded)."""
+        """`heap`: an emulated device's memory to run on (verify --model models the
+        buffers verify uploaded)."""
         super().__init__(workers=1)
         if heap is not None:
             self.heap = heap
@@ -37,10 +38,11 @@ class ModelRuntime(EmuRuntime):
         self.profile = profile  # each launch's time per instruction, by cause
         self.timeline: Timeline | None = None  # filled by the next launch with one CU's run (a trace)
         d = self.device
-        self.device = DeviceInfo(d.vendor, d.index, f"modelled {machine.name} at {machine.clock_ghz:g} GHz (wgrad model)",
-                                 machine.arch, machine.compute_units, round(machine.clock_ghz * 1000), d.memory_bytes,
-                                 machine.l2_bytes_per_xcd * machine.xcds, "wgrad timing model", d.runtime,
-                                 emulated=True)
+        self.device = DeviceInfo(d.vendor, d.index,
+                                 f"modelled {machine.name} at {machine.clock_ghz:g} GHz (wgrad model)",
+                                 machine.arch, machine.compute_units, round(machine.clock_ghz * 1000),
+                                 d.memory_bytes, machine.l2_bytes_per_xcd * machine.xcds,
+                                 "wgrad timing model", d.runtime, emulated=True)
         self.plan = Plan()
         self.modelled: list[Modelled] = []  # one per launch, in order
         self.programs: list[Program] = []  # each launch's program, in order
@@ -48,5 +50,5 @@ class ModelRuntime(EmuRuntime):
     def _run(self, launch: Launch, program: Program) -> None:
         self.programs.append(program)
         self.modelled.append(model_launch(launch, program, self.heap, self.machine, self.plan.classes,
-                                          self.plan.sharing, launch.kernel.name, self.timeout, self.plan.tolerance,
-                                          self.profile, self.timeline))
+                                          self.plan.sharing, launch.kernel.name, self.timeout,
+                                          self.plan.tolerance, self.profile, self.timeline))

@@ -14,9 +14,12 @@ LDS_UNIT, VMEM_UNIT = -1, -2  # pipes of the whole CU; a SIMD's matrix pipe is i
 
 @dataclass
 class Timeline:
-    steps: list[tuple[int, int, int, int, int]] = field(default_factory=list)  # wave, pc, arrived, issued, cause waited for
+    # wave, pc, arrived, issued, cause waited for
+    steps: list[tuple[int, int, int, int, int]] = field(default_factory=list)
     pipes: list[tuple[int, int, int, int, int]] = field(default_factory=list)  # unit, wave, pc, start, end
-    ends: dict[int, tuple[int, int]] = field(default_factory=dict)  # wave -> (issued its last, its memory landed)
+    # wave -> (issued its last, its memory landed)
+    ends: dict[int, tuple[int, int]] = field(default_factory=dict)
     waves: list[tuple[int, int]] = field(default_factory=list)  # wave -> (workgroup, SIMD)
-    simds: list[np.ndarray] = field(default_factory=list)  # per SIMD: runs (start, end, cause, pc, wave); pc -1: idle
+    # per SIMD: runs (start, end, cause, pc, wave); pc -1: idle
+    simds: list[np.ndarray] = field(default_factory=list)
     cycles: int = 0

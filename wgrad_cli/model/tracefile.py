@@ -21,14 +21,17 @@ from wgrad_cli.output.atomic import write_text
 SIMD_TID, PIPE_TID, LDS_TID, VMEM_TID, WAVE_TID = 0, 10, 20, 21, 100  # track ids: SIMDs first
 
 
-def trace_events(t: Timeline, names: dict[int, str], issue: int, clock_ghz: float, title: str) -> dict[str, Any]:
+def trace_events(t: Timeline, names: dict[int, str], issue: int, clock_ghz: float,
+                 title: str) -> dict[str, Any]:
     """The trace as the format's JSON object."""
     per_us = clock_ghz * 1e3
-    events: list[dict[str, Any]] = [{"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": title}}]
+    events: list[dict[str, Any]] = [{"ph": "M", "pid": 0, "tid": 0, "name": "process_name",
+                                     "args": {"name": title}}]
 
     def track(tid: int, name: str) -> None:
         events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": name}})
-        events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
+        events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index",
+                       "args": {"sort_index": tid}})
 
     def span(tid: int, name: str, cat: str, start: int, end: int, **args: Any) -> None:
         if end > start:
@@ -39,14 +42,16 @@ def trace_events(t: Timeline, names: dict[int, str], issue: int, clock_ghz: floa
         track(SIMD_TID + s, f"SIMD {s}: every clock by cause")
         for start, end, cause, pc, wave in runs.tolist():
             name = "idle" if pc < 0 else f"{CAUSES[cause]}: {names.get(pc, hex(pc))}"
-            span(SIMD_TID + s, name, CAUSES[cause], start, end, **({} if pc < 0 else {"pc": hex(pc), "wave": wave}))
+            span(SIMD_TID + s, name, CAUSES[cause], start, end,
+                 **({} if pc < 0 else {"pc": hex(pc), "wave": wave}))
     for s in range(len(t.simds)):
         track(PIPE_TID + s, f"SIMD {s}: matrix pipe")
     track(LDS_TID, "LDS (the CU's)")
     track(VMEM_TID, "vector memory path (the CU's)")
     unit_tid = {LDS_UNIT: LDS_TID, VMEM_UNIT: VMEM_TID}
     for unit, wave, pc, start, end in t.pipes:
-        span(unit_tid.get(unit, PIPE_TID + unit), names.get(pc, hex(pc)), "pipe", start, end, pc=hex(pc), wave=wave)
+        span(unit_tid.get(unit, PIPE_TID + unit), names.get(pc, hex(pc)), "pipe", start, end, pc=hex(pc),
+             wave=wave)
     steps: dict[int, list[tuple[int, int, int, int]]] = {}
     for wave, pc, arrived, issued, cause in t.steps:
         steps.setdefault(wave, []).append((pc, arrived, issued, cause))
@@ -67,7 +72,8 @@ def trace_events(t: Timeline, names: dict[int, str], issue: int, clock_ghz: floa
             "otherData": {"tool": "wgrad model", "clock_ghz": clock_ghz, "cycles": t.cycles}}
 
 
-def write_trace(path: Path, t: Timeline, names: dict[int, str], issue: int, clock_ghz: float, title: str) -> None:
+def write_trace(path: Path, t: Timeline, names: dict[int, str], issue: int, clock_ghz: float,
+                title: str) -> None:
     try:
         write_text(path, json.dumps(trace_events(t, names, issue, clock_ghz, title), separators=(",", ":")))
     except OSError as exc:

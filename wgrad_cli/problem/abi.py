@@ -68,7 +68,8 @@ def dims_problems(d: Dims) -> list[tuple[str, str, str]]:
     for name, align in ALIGN.items():
         value = getattr(d, name)
         if value <= 0 or value % align:
-            out.append((name, f"{value} is not a positive multiple of {align}", f"{name} must be a multiple of {align}"))
+            out.append((name, f"{value} is not a positive multiple of {align}",
+                        f"{name} must be a multiple of {align}"))
     if d.E < 1:
         out.append(("E", f"{d.E} experts", "E must be at least 1"))
     return out

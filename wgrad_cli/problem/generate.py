@@ -41,7 +41,8 @@ class Problem:
         return int(self.offsets[-1] - self.offsets[0])
 
 
-def random_operand(rows: int, M: int, rule: str, seed: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
+def random_operand(rows: int, M: int, rule: str,
+                   seed: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
     """(rows, M) quantized values and (rows, M/32) e8m0 bytes.
 
     Generated in row chunks of about CHUNK_BYTES of float32, each from its own generator spawned

@@ -27,9 +27,11 @@ RULES = {
 
 def block_exponents(amax: np.ndarray, rule: str) -> np.ndarray:
     """e8m0 byte per block from its max |value|: floor(log2(amax)) - emax + 127, clamped to [0, 254]."""
-    finite = np.maximum(np.nan_to_num(amax.astype(np.float64), nan=0.0, posinf=2.0**1000), 1e-38)  # inf: e8 254
+    # inf: e8 254
+    finite = np.maximum(np.nan_to_num(amax.astype(np.float64), nan=0.0, posinf=2.0**1000), 1e-38)
     _, exp = np.frexp(finite)  # amax = f * 2^exp, f in [0.5, 1)
-    e8: np.ndarray = np.clip(exp.astype(np.int32) - 1 - RULES[rule] + E8M0_BIAS, 0, E8M0_NAN - 1).astype(np.uint8)
+    e8: np.ndarray = np.clip(exp.astype(np.int32) - 1 - RULES[rule] + E8M0_BIAS, 0,
+                             E8M0_NAN - 1).astype(np.uint8)
     return e8
 
 
@@ -67,7 +69,8 @@ def _values(code: np.dtype, dtype: type) -> np.ndarray:
     return table
 
 
-def dequantize(q: np.ndarray, e8: np.ndarray, dtype: type = np.float64, out: np.ndarray | None = None) -> np.ndarray:
+def dequantize(q: np.ndarray, e8: np.ndarray, dtype: type = np.float64,
+               out: np.ndarray | None = None) -> np.ndarray:
     """e4m3 bytes (rows, L) with e8m0 bytes (rows, L/32) -> exact values; NaN for NaN codes.
 
     `out` (rows, L) of `dtype` receives the values, to reuse memory across calls.

@@ -28,7 +28,8 @@ def expert_operands(p: Problem, e: int, rows: np.ndarray | None = None, dtype: t
     lo, hi = int(p.offsets[e]), int(p.offsets[e + 1])
     a_rows = slice(None) if rows is None else rows
     qa, qb = p.A[a_rows, lo:hi], p.B[:, lo:hi]
-    into = [None, None] if buffers is None else [buf[:q.size].reshape(q.shape) for buf, q in zip(buffers, (qa, qb))]
+    into = [None, None] if buffers is None else [buf[:q.size].reshape(q.shape)
+                                                 for buf, q in zip(buffers, (qa, qb))]
     a = dequantize(qa, unpack_scales(p.scale_A[lo // STEP:hi // STEP, a_rows]), dtype, into[0])
     b = dequantize(qb, unpack_scales(p.scale_B[lo // STEP:hi // STEP]), dtype, into[1])
     return a, b
@@ -64,7 +65,8 @@ def grad_w(p: Problem, rows: np.ndarray | None = None, precision: str = "float64
 def sample_rows(p: Problem, count: int, rng: np.random.Generator) -> np.ndarray:
     """(E, count) sorted distinct random grad_w rows per expert, for shapes too large to check whole."""
     count = min(count, p.dims.N)
-    return np.sort(np.stack([rng.choice(p.dims.N, size=count, replace=False) for _ in range(p.dims.E)]), axis=1)
+    return np.sort(np.stack([rng.choice(p.dims.N, size=count, replace=False) for _ in range(p.dims.E)]),
+                   axis=1)
 
 
 def _of_expert(rows: np.ndarray | None, e: int) -> np.ndarray | None:

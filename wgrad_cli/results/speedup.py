@@ -33,7 +33,8 @@ class Speedup:
     torch_tflops: float
     ceiling_tflops: float
     same_shape_tflops: float | None  # the faster bf16 GEMM on this shape; None in files from before it
-    dequant_gvals: float | None  # the compiled dequantization, G values per second; None in files from before it
+    # the compiled dequantization, G values per second; None in files from before it
+    dequant_gvals: float | None
     paired: Paired | None = None  # over the torch path, per interleaved round; None where not interleaved
     run: int = 1
 
@@ -55,7 +56,8 @@ def dequant_rate(row: BenchRow) -> float | None:
     tokens from the row's FLOPs (2 N K per token); None for a shape without tokens."""
     d = row.shape
     tokens = row.flops / (2 * d.N * d.K)
-    return (d.N + d.K) * tokens / (row.summary.median_ms / 1e3) / 1e9 if tokens and row.summary.median_ms > 0 else None
+    return (d.N + d.K) * tokens / (row.summary.median_ms / 1e3) / 1e9 if tokens \
+        and row.summary.median_ms > 0 else None
 
 
 def speedups(records: list[BenchRow], every_run: bool = False) -> list[Speedup]:
@@ -73,7 +75,8 @@ def speedups(records: list[BenchRow], every_run: bool = False) -> list[Speedup]:
     for r in chosen:
         base = baselines.get((r.shape, r.shard, r.run), {})
         torch = [name for name in TORCH_PATHS if name in base]
-        if r.baseline or not torch or CEILING not in base or min([r.tflops, *(b.tflops for b in base.values())]) <= 0:
+        if r.baseline or not torch or CEILING not in base \
+                or min([r.tflops, *(b.tflops for b in base.values())]) <= 0:
             continue
         path = max(torch, key=lambda name: base[name].tflops)
         same = max((base[name].tflops for name in SAME_SHAPE if name in base), default=None)
@@ -110,17 +113,19 @@ def load_speedups(paths: list[Path], every_run: bool = False) -> tuple[list[Spee
     problems: list[str] = []
     for path, doc in read_each(paths, ("bench",), problems):
         if doc.modelled:
-            problems.append(f"{path}: its times are modelled (wgrad model); speed-ups divide measured times by "
-                            "baselines measured beside them, so give measured bench results")
+            problems.append(f"{path}: its times are modelled (wgrad model); speed-ups divide measured times "
+                            "by baselines measured beside them, so give measured bench results")
             continue
         found = speedups(doc.bench_rows, every_run)
         if not found:
-            problems.append(f"{path}: no kernel row has both baselines beside it; give bench results run with --baselines")
+            problems.append(f"{path}: no kernel row has both baselines beside it; give bench results run "
+                            "with --baselines")
         rows += found
         timed = ", ".join(dict.fromkeys(r.kernel for r in doc.bench_rows if r.baseline))
-        rounds = "; kernels and baselines in interleaved rounds" if any(r.interleaved for r in doc.bench_rows) else ""
-        sources.append(f"{path}: {doc.device_name or 'an unnamed device'}, {doc.provenance.date or 'undated'}; "
-                       f"baselines {timed}{rounds}")
+        rounds = ("; kernels and baselines in interleaved rounds"
+                  if any(r.interleaved for r in doc.bench_rows) else "")
+        sources.append(f"{path}: {doc.device_name or 'an unnamed device'}, "
+                       f"{doc.provenance.date or 'undated'}; baselines {timed}{rounds}")
     if problems:
         raise WgradError(problems)
     return rows, sources

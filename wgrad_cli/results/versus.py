@@ -33,8 +33,8 @@ def modelled_rows(paths: list[Path]) -> dict[Experiment, dict[str, BenchRow]]:
         figures = tuple(str(f) for f in (doc.environment.get("modelled") or {}).get("figures", []))
         for r in doc.bench_rows:
             if r.model is None:
-                problems.append(f"{path}: {r.kernel} on {r.shape.name} is measured; --versus sets modelled rows "
-                                "(wgrad model) side by side")
+                problems.append(f"{path}: {r.kernel} on {r.shape.name} is measured; --versus sets modelled "
+                                "rows (wgrad model) side by side")
                 continue
             found.setdefault(Experiment(r.shape, r.model.clock_ghz, figures), {})[r.kernel] = r
     if problems:
@@ -59,7 +59,7 @@ def versus_table(paths: list[Path], base: str) -> Grid:
         ref = kernels[base].summary.median_ms
         for kernel, r in kernels.items():
             if kernel != base:
-                table.add_row(escape(e.shape.name), f"{e.clock_ghz:g}", escape(" ".join(e.figures)), f"{ref * 1e3:,.1f}",
-                              escape(kernel), f"{r.summary.median_ms * 1e3:,.1f}", f"{r.tflops:,.0f}",
-                              f"{ref / r.summary.median_ms:.2f}")
+                table.add_row(escape(e.shape.name), f"{e.clock_ghz:g}", escape(" ".join(e.figures)),
+                              f"{ref * 1e3:,.1f}", escape(kernel), f"{r.summary.median_ms * 1e3:,.1f}",
+                              f"{r.tflops:,.0f}", f"{ref / r.summary.median_ms:.2f}")
     return table

@@ -34,7 +34,8 @@ from wgrad_cli.emu.ops.vector_math import bf16_to_f32, f32_to_bf16_rne
 U32, U64 = np.uint32, np.uint64
 F16, F32, F64 = np.float16, np.float32, np.float64
 
-Fn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]  # (memory word, data, second data) -> new word
+# (memory word, data, second data) -> new word
+Fn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,8 @@ _I32, _I64 = _integer(U32, np.int32), _integer(U64, np.int64)
 ATOMICS: dict[str, Atomic] = {
     **_I32, **{f"{k}_X2": a for k, a in _I64.items()},
     "ADD_F32": Atomic(4, _float(F32, np.add)),
-    "PK_ADD_F16": Atomic(4, lambda o, s, c: (o.view(F16) + s.view(F16)).view(U32)),  # per half, as numpy does f16
+    # per half, as numpy does f16
+    "PK_ADD_F16": Atomic(4, lambda o, s, c: (o.view(F16) + s.view(F16)).view(U32)),
     "PK_ADD_BF16": Atomic(4, _pk_add_bf16),
     "ADD_F64": Atomic(8, _float(F64, np.add)),
     "MIN_F64": Atomic(8, _float(F64, lambda o, s: np.where(s < o, s, o))),
@@ -93,7 +95,8 @@ def _lds_only(w: int, t: type) -> dict[str, Atomic]:
     x2 = "_X2" if w == 8 else ""
     return {
         f"RSUB{x2}": Atomic(w, lambda o, s, c: s - o),
-        f"MSKOR{x2}": Atomic(w, lambda o, s, c: (o & ~c) | s, pair=True),  # c: DATA, the mask; s: DATA2, the bits
+        # c: DATA, the mask; s: DATA2, the bits
+        f"MSKOR{x2}": Atomic(w, lambda o, s, c: (o & ~c) | s, pair=True),
         f"CMPST_F{8 * w}": Atomic(w, lambda o, s, c: np.where(o.view(t) == c.view(t), s, o), pair=True),
         f"MIN_F{8 * w}": Atomic(w, _float(t, lambda o, s: np.where(s < o, s, o))),
         f"MAX_F{8 * w}": Atomic(w, _float(t, lambda o, s: np.where(s > o, s, o))),
@@ -104,12 +107,14 @@ def _lds_only(w: int, t: type) -> dict[str, Atomic]:
 LDS_ONLY: dict[str, Atomic] = {**_lds_only(4, F32), **_lds_only(8, F64), "ADD_F64": ATOMICS["ADD_F64"]}
 
 
-def rmw(mem: np.ndarray, at: np.ndarray, atomic: Atomic, src: np.ndarray, cmp: np.ndarray | None) -> np.ndarray:
+def rmw(mem: np.ndarray, at: np.ndarray, atomic: Atomic, src: np.ndarray,
+        cmp: np.ndarray | None) -> np.ndarray:
     with np.errstate(all="ignore"):  # float overflow to inf and NaN compares are the semantics, not faults
         return _rmw(mem, at, atomic, src, cmp)
 
 
-def _rmw(mem: np.ndarray, at: np.ndarray, atomic: Atomic, src: np.ndarray, cmp: np.ndarray | None) -> np.ndarray:
+def _rmw(mem: np.ndarray, at: np.ndarray, atomic: Atomic, src: np.ndarray,
+         cmp: np.ndarray | None) -> np.ndarray:
     """Apply `atomic` at byte offsets `at` of the byte array `mem`, one lane after another in lane
     order; each lane's pre-op word. Lanes sharing an address see each other's updates: the lanes
     are done in rounds, round r taking the r-th lane of every address (a fancy-index write of all

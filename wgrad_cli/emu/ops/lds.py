@@ -26,8 +26,10 @@ READS = {"DS_READ_B32": (4, False), "DS_READ_B64": (8, False), "DS_READ_B96": (1
          "DS_READ_U16": (2, False), "DS_READ_I16": (2, True)}
 WRITES = {"DS_WRITE_B32": 4, "DS_WRITE_B64": 8, "DS_WRITE_B96": 12, "DS_WRITE_B128": 16, "DS_WRITE_B8": 1,
           "DS_WRITE_B16": 2}
-READ2 = {"DS_READ2_B32": (4, 1), "DS_READ2_B64": (8, 1), "DS_READ2ST64_B32": (4, 64), "DS_READ2ST64_B64": (8, 64)}
-WRITE2 = {"DS_WRITE2_B32": (4, 1), "DS_WRITE2_B64": (8, 1), "DS_WRITE2ST64_B32": (4, 64), "DS_WRITE2ST64_B64": (8, 64)}
+READ2 = {"DS_READ2_B32": (4, 1), "DS_READ2_B64": (8, 1), "DS_READ2ST64_B32": (4, 64),
+         "DS_READ2ST64_B64": (8, 64)}
+WRITE2 = {"DS_WRITE2_B32": (4, 1), "DS_WRITE2_B64": (8, 1), "DS_WRITE2ST64_B32": (4, 64),
+          "DS_WRITE2ST64_B64": (8, 64)}
 
 
 def _transpose_source(bits: int) -> np.ndarray:
@@ -117,8 +119,8 @@ def _lds_index(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray,
     inside = at < b.lds_bytes
     if b.strict_lds:
         i = int(np.argmin(inside.all(axis=1)))
-        raise EmuFault(f"LDS access of {nbytes} bytes at {int(addr[i]):#x}, beyond the workgroup's {b.lds_bytes} "
-                       f"bytes of LDS ({where(b, int(waves[i]), int(lanes[i]))})")
+        raise EmuFault(f"LDS access of {nbytes} bytes at {int(addr[i]):#x}, beyond the workgroup's "
+                       f"{b.lds_bytes} bytes of LDS ({where(b, int(waves[i]), int(lanes[i]))})")
     return np.asarray(start[:, None] + np.where(inside, at, 0)), inside
 
 
@@ -160,7 +162,8 @@ def ds_fields(inst: Any) -> DsFields:
     if bool(getattr(inst, "gds", 0)):
         raise Unsupported(inst.op.name + "_GDS")
     return DsFields(int(inst.addr.offset) - 256, int(inst.vdst.offset) - 256, int(inst.data0.offset) - 256,
-                    int(inst.data1.offset) - 256, int(inst.offset0), int(inst.offset1), bool(getattr(inst, "acc", 0)))
+                    int(inst.data1.offset) - 256, int(inst.offset0), int(inst.offset1),
+                    bool(getattr(inst, "acc", 0)))
 
 
 def compile_ds(inst: Any, pc: int, size: int) -> Op:
@@ -185,8 +188,8 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
 
         def write(b: Batch) -> None:
             waves, lanes = np.nonzero(b.lanes())
-            lds_store(b, address(b, waves, lanes) + offset, from_regs(b.a if acc else b.v, data0, n, False, waves, lanes),
-                      waves, lanes)
+            lds_store(b, address(b, waves, lanes) + offset,
+                      from_regs(b.a if acc else b.v, data0, n, False, waves, lanes), waves, lanes)
         return Op(pc, size, what, "lds", write)
     if name in READ2:
         n, scale = READ2[name]
@@ -207,8 +210,10 @@ def compile_ds(inst: Any, pc: int, size: int) -> Op:
             waves, lanes = np.nonzero(b.lanes())
             base = address(b, waves, lanes)
             regs = b.a if acc else b.v
-            lds_store(b, base + off0 * n * scale, from_regs(regs, data0, n, False, waves, lanes), waves, lanes)
-            lds_store(b, base + off1 * n * scale, from_regs(regs, data1, n, False, waves, lanes), waves, lanes)
+            lds_store(b, base + off0 * n * scale, from_regs(regs, data0, n, False, waves, lanes), waves,
+                      lanes)
+            lds_store(b, base + off1 * n * scale, from_regs(regs, data1, n, False, waves, lanes), waves,
+                      lanes)
         return Op(pc, size, what, "lds", write2)
     if name in CROSS_LANE and not acc:  # AGPR operands (acc) of these are not modelled
         return Op(pc, size, what, "lds", _compile_cross_lane(name, vaddr, data0, vdst, offset))

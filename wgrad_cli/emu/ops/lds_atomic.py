@@ -22,14 +22,15 @@ from wgrad_cli.emu.ops.lds import ds_fields, lds_index
 
 # DS opcode without "DS_" and the RTN marker -> the atomic's name in atomic_ops
 _KINDS = {
-    "ADD_U32": "ADD", "SUB_U32": "SUB", "RSUB_U32": "RSUB", "INC_U32": "INC", "DEC_U32": "DEC", "MIN_I32": "SMIN",
-    "MAX_I32": "SMAX", "MIN_U32": "UMIN", "MAX_U32": "UMAX", "AND_B32": "AND", "OR_B32": "OR", "XOR_B32": "XOR",
-    "MSKOR_B32": "MSKOR", "CMPST_B32": "CMPSWAP", "CMPST_F32": "CMPST_F32", "MIN_F32": "MIN_F32",
-    "MAX_F32": "MAX_F32", "ADD_F32": "ADD_F32", "PK_ADD_F16": "PK_ADD_F16", "PK_ADD_BF16": "PK_ADD_BF16",
-    "ADD_U64": "ADD_X2", "SUB_U64": "SUB_X2", "RSUB_U64": "RSUB_X2", "INC_U64": "INC_X2", "DEC_U64": "DEC_X2",
-    "MIN_I64": "SMIN_X2", "MAX_I64": "SMAX_X2", "MIN_U64": "UMIN_X2", "MAX_U64": "UMAX_X2", "AND_B64": "AND_X2",
-    "OR_B64": "OR_X2", "XOR_B64": "XOR_X2", "MSKOR_B64": "MSKOR_X2", "CMPST_B64": "CMPSWAP_X2",
-    "CMPST_F64": "CMPST_F64", "MIN_F64": "MIN_F64", "MAX_F64": "MAX_F64", "ADD_F64": "ADD_F64",
+    "ADD_U32": "ADD", "SUB_U32": "SUB", "RSUB_U32": "RSUB", "INC_U32": "INC", "DEC_U32": "DEC",
+    "MIN_I32": "SMIN", "MAX_I32": "SMAX", "MIN_U32": "UMIN", "MAX_U32": "UMAX", "AND_B32": "AND",
+    "OR_B32": "OR", "XOR_B32": "XOR", "MSKOR_B32": "MSKOR", "CMPST_B32": "CMPSWAP", "CMPST_F32": "CMPST_F32",
+    "MIN_F32": "MIN_F32", "MAX_F32": "MAX_F32", "ADD_F32": "ADD_F32", "PK_ADD_F16": "PK_ADD_F16",
+    "PK_ADD_BF16": "PK_ADD_BF16", "ADD_U64": "ADD_X2", "SUB_U64": "SUB_X2", "RSUB_U64": "RSUB_X2",
+    "INC_U64": "INC_X2", "DEC_U64": "DEC_X2", "MIN_I64": "SMIN_X2", "MAX_I64": "SMAX_X2",
+    "MIN_U64": "UMIN_X2", "MAX_U64": "UMAX_X2", "AND_B64": "AND_X2", "OR_B64": "OR_X2", "XOR_B64": "XOR_X2",
+    "MSKOR_B64": "MSKOR_X2", "CMPST_B64": "CMPSWAP_X2", "CMPST_F64": "CMPST_F64", "MIN_F64": "MIN_F64",
+    "MAX_F64": "MAX_F64", "ADD_F64": "ADD_F64",
 }
 # DS opcode -> (atomic, returns the pre-op word); each kind has a plain and an RTN form, and the
 # exchanges have only RTN forms
@@ -37,7 +38,8 @@ _ALL = atomic_ops.ATOMICS | atomic_ops.LDS_ONLY
 LDS_ATOMICS: dict[str, tuple[atomic_ops.Atomic, bool]] = {
     **{f"DS_{k}": (_ALL[a], False) for k, a in _KINDS.items()},
     **{"DS_{}_RTN_{}".format(*k.rsplit("_", 1)): (_ALL[a], True) for k, a in _KINDS.items()},
-    "DS_WRXCHG_RTN_B32": (atomic_ops.ATOMICS["SWAP"], True), "DS_WRXCHG_RTN_B64": (atomic_ops.ATOMICS["SWAP_X2"], True),
+    "DS_WRXCHG_RTN_B32": (atomic_ops.ATOMICS["SWAP"], True),
+    "DS_WRXCHG_RTN_B64": (atomic_ops.ATOMICS["SWAP_X2"], True),
 }
 
 

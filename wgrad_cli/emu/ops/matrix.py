@@ -155,8 +155,8 @@ def _mfma(pc: int, size: int, name: str, m: int, n: int, k: int, a: Operand, b_:
 
     def run(b: Batch) -> None:
         if not b.whole_waves():
-            raise EmuFault(f"{name} with lanes off in EXEC is not implemented by the emulator (the ISA does not say "
-                           "which lanes of a matrix instruction EXEC turns off)")
+            raise EmuFault(f"{name} with lanes off in EXEC is not implemented by the emulator (the ISA does "
+                           "not say which lanes of a matrix instruction EXEC turns off)")
         with np.errstate(all="ignore"):
             am, bm = a.matrix(b, m, k), b_.matrix(b, n, k)
             if scales is not None:
@@ -211,8 +211,8 @@ def _compile_mfma(inst: Any, pc: int, size: int, scaled: bool) -> Op:
         a = _operand(reg_a, bool(acc & 1), m, k, DENSE_TYPES[ka][0], ka, DENSE_TYPES[ka][1], False)
         b_ = _operand(reg_b, bool(acc & 2), n, k, DENSE_TYPES[kb][0], kb, DENSE_TYPES[kb][1], False)
     scales = _scales(inst, m, n, k) if scaled else None
-    return _mfma(pc, size, name.lower(), m, n, k, a, b_, scales, int(inst.src2.offset), int(inst.vdst.offset) & 0xFF,
-                 bool(inst.acc_cd), match[1] == "I32")
+    return _mfma(pc, size, name.lower(), m, n, k, a, b_, scales, int(inst.src2.offset),
+                 int(inst.vdst.offset) & 0xFF, bool(inst.acc_cd), match[1] == "I32")
 
 
 def _scales(inst: Any, m: int, n: int, k: int) -> Callable[[Batch], tuple[np.ndarray, np.ndarray]]:
@@ -226,7 +226,8 @@ def _scales(inst: Any, m: int, n: int, k: int) -> Callable[[Batch], tuple[np.nda
 
     def factors(word: np.ndarray, shift: int, rows: int, w: int) -> np.ndarray:
         codes = (np.broadcast_to(word, (w, 64)) >> U32(shift)) & U32(0xFF)
-        return np.asarray(E8M0[codes[:, : rows * blocks].reshape(w, blocks, rows).transpose(0, 2, 1)], dtype=F64)
+        return np.asarray(E8M0[codes[:, : rows * blocks].reshape(w, blocks, rows).transpose(0, 2, 1)],
+                          dtype=F64)
 
     return lambda b: (factors(read_a(b), byte_a, m, b.W), factors(read_b(b), byte_b, n, b.W))
 
@@ -241,8 +242,8 @@ PK_F32: dict[str, Callable[..., np.ndarray]] = {
 # half of D is the operation on the same-numbered halves the op_sel/op_sel_hi bits pick from each source.
 # Shift amounts come from the low 4 bits of the selected half of S0 (S0[3:0], S0[19:16] by default).
 PK_16: dict[str, tuple[str, int, Callable[..., np.ndarray]]] = {
-    "V_PK_MAD_I16": ("i16", 3, lambda a, b, c: a * b + c), "V_PK_MAD_U16": ("u16", 3, lambda a, b, c: a * b + c),
-    "V_PK_MUL_LO_U16": ("u16", 2, np.multiply),
+    "V_PK_MAD_I16": ("i16", 3, lambda a, b, c: a * b + c),
+    "V_PK_MAD_U16": ("u16", 3, lambda a, b, c: a * b + c), "V_PK_MUL_LO_U16": ("u16", 2, np.multiply),
     "V_PK_ADD_I16": ("i16", 2, np.add), "V_PK_SUB_I16": ("i16", 2, np.subtract),
     "V_PK_ADD_U16": ("u16", 2, np.add), "V_PK_SUB_U16": ("u16", 2, np.subtract),
     "V_PK_MAX_I16": ("i16", 2, np.maximum), "V_PK_MIN_I16": ("i16", 2, np.minimum),
@@ -281,7 +282,8 @@ def _pk16_bits(v: np.ndarray, t: str, clamp: bool) -> np.ndarray:
     return (v & 0xFFFF).astype(U32)
 
 
-def _half_reads(inst: Any, count: int, bits: int) -> list[tuple[Callable[[Batch], np.ndarray], int, int, int, int]]:
+def _half_reads(inst: Any, count: int,
+                bits: int) -> list[tuple[Callable[[Batch], np.ndarray], int, int, int, int]]:
     """Per source: (64-bit or 32-bit reader, op_sel bit, op_sel_hi bit, neg_lo bit, neg_hi bit)."""
     opsel, opsel_hi = int(inst.opsel), int(inst.opsel_hi) | (int(inst.opsel_hi2) << 2)
     neg, neg_hi = int(inst.neg), int(inst.neg_hi)
@@ -359,7 +361,8 @@ def _compile_vop3p(inst: Any, pc: int, size: int) -> Op:
         to_f64: Callable[[np.ndarray], np.ndarray] = (
             (lambda h: (h << U32(16)).view(F32).astype(F64)) if name.endswith("BF16")
             else (lambda h: h.astype(np.uint16).view(np.float16).astype(F64)))
-        (ra, sa_lo, sa_hi, na_lo, na_hi), (rb, sb_lo, sb_hi, nb_lo, nb_hi), (rc, *_rest) = _half_reads(inst, 3, 32)
+        (ra, sa_lo, sa_hi, na_lo, na_hi), (rb, sb_lo, sb_hi, nb_lo, nb_hi), \
+            (rc, *_rest) = _half_reads(inst, 3, 32)
         neg_c = int(inst.neg) >> 2 & 1
 
         def dot2(b: Batch) -> None:

@@ -81,7 +81,8 @@ def vector(src: int, bits: int = 32, literal: int | None = None, float_operand: 
     if src >= 256:
         r = src - 256
         if bits == 64:
-            return (lambda b: b.a[r].astype(np.uint64) | (b.a[r + 1].astype(np.uint64) << np.uint64(32))) if agpr \
+            return (lambda b: b.a[r].astype(np.uint64)
+                    | (b.a[r + 1].astype(np.uint64) << np.uint64(32))) if agpr \
                 else (lambda b: b.v[r].astype(np.uint64) | (b.v[r + 1].astype(np.uint64) << np.uint64(32)))
         return (lambda b: b.a[r]) if agpr else (lambda b: b.v[r])
     if (c := constant(src, bits, literal, float_operand)) is not None:

@@ -52,7 +52,8 @@ def _bfe(a: np.ndarray, b: np.ndarray, bits: int, signed: bool) -> np.ndarray:
     field = np.where(width >= 64, a64 >> offset.astype(U64), field)
     if signed:
         sign = (field >> np.maximum(width - 1, 0).astype(U64)) & U64(1)
-        ext = np.where((width > 0) & (width < 64) & (sign == 1), ~((U64(1) << np.minimum(width, 63).astype(U64)) - U64(1)), U64(0))
+        ext = np.where((width > 0) & (width < 64) & (sign == 1),
+                       ~((U64(1) << np.minimum(width, 63).astype(U64)) - U64(1)), U64(0))
         field = field | ext
     field = np.where(width == 0, U64(0), field)
     return field.astype(U32) if bits == 32 else field
@@ -61,11 +62,16 @@ def _bfe(a: np.ndarray, b: np.ndarray, bits: int, signed: bool) -> np.ndarray:
 SOP2: dict[str, tuple[bool, Sop2]] = {
     "S_ADD_U32": (False, lambda a, b, c: _carry32(a.astype(np.int64) + b)),
     "S_SUB_U32": (False, lambda a, b, c: ((a - b).astype(U32), b > a)),
-    "S_ADD_I32": (False, lambda a, b, c: (lambda r: (r, ((_i32(a) >= 0) == (_i32(b) >= 0)) & ((_i32(r) >= 0) != (_i32(a) >= 0))))((a + b).astype(U32))),
-    "S_SUB_I32": (False, lambda a, b, c: (lambda r: (r, ((_i32(a) >= 0) != (_i32(b) >= 0)) & ((_i32(r) >= 0) != (_i32(a) >= 0))))((a - b).astype(U32))),
+    "S_ADD_I32": (False, lambda a, b, c: (lambda r: (r, ((_i32(a) >= 0) == (_i32(b) >= 0))
+                                                     & ((_i32(r) >= 0)
+                                                        != (_i32(a) >= 0))))((a + b).astype(U32))),
+    "S_SUB_I32": (False, lambda a, b, c: (lambda r: (r, ((_i32(a) >= 0) != (_i32(b) >= 0))
+                                                     & ((_i32(r) >= 0)
+                                                        != (_i32(a) >= 0))))((a - b).astype(U32))),
     "S_ADDC_U32": (False, lambda a, b, c: _carry32(a.astype(np.int64) + b + c)),
-    "S_SUBB_U32": (False, lambda a, b, c: ((a.astype(np.int64) - b - c).astype(np.int64).astype(U64).astype(U32),
-                                          b.astype(np.int64) + c > a)),
+    "S_SUBB_U32": (False,
+                   lambda a, b, c: ((a.astype(np.int64) - b - c).astype(np.int64).astype(U64).astype(U32),
+                                    b.astype(np.int64) + c > a)),
     "S_MIN_I32": (False, lambda a, b, c: (np.where(_i32(a) < _i32(b), a, b), _i32(a) < _i32(b))),
     "S_MIN_U32": (False, lambda a, b, c: (np.where(a < b, a, b), a < b)),
     "S_MAX_I32": (False, lambda a, b, c: (np.where(_i32(a) > _i32(b), a, b), _i32(a) > _i32(b))),
@@ -74,17 +80,21 @@ SOP2: dict[str, tuple[bool, Sop2]] = {
     "S_CSELECT_B64": (True, lambda a, b, c: (np.where(c != 0, a, b), None)),
     "S_MUL_I32": (False, lambda a, b, c: ((a.astype(U64) * b.astype(U64)).astype(U32), None)),
     "S_MUL_HI_U32": (False, lambda a, b, c: (((a.astype(U64) * b.astype(U64)) >> U64(32)).astype(U32), None)),
-    "S_MUL_HI_I32": (False, lambda a, b, c: (((_i32(a).astype(np.int64) * _i32(b)) >> 32).astype(np.int64).astype(U64).astype(U32), None)),
-    "S_BFM_B32": (False, lambda a, b, c: ((((U64(1) << (a & U32(31)).astype(U64)) - U64(1)) << (b & U32(31)).astype(U64)).astype(U32), None)),
+    "S_MUL_HI_I32": (False, lambda a, b, c: (((_i32(a).astype(np.int64) * _i32(b))
+                                              >> 32).astype(np.int64).astype(U64).astype(U32), None)),
+    "S_BFM_B32": (False, lambda a, b, c: ((((U64(1) << (a & U32(31)).astype(U64)) - U64(1))
+                                           << (b & U32(31)).astype(U64)).astype(U32), None)),
     "S_BFE_U32": (False, lambda a, b, c: (lambda r: (r, _nz(r)))(_bfe(a, b, 32, False))),
     "S_BFE_I32": (False, lambda a, b, c: (lambda r: (r, _nz(r)))(_bfe(a, b, 32, True))),
-    "S_ABSDIFF_I32": (False, lambda a, b, c: (lambda r: (r, _nz(r)))(np.abs(_i32(a).astype(np.int64) - _i32(b)).astype(U64).astype(U32))),
+    "S_ABSDIFF_I32": (False, lambda a, b, c: (lambda r: (r, _nz(r)))(
+        np.abs(_i32(a).astype(np.int64) - _i32(b)).astype(U64).astype(U32))),
     "S_PACK_LL_B32_B16": (False, lambda a, b, c: ((a & U32(0xFFFF)) | (b << U32(16)), None)),
     "S_PACK_LH_B32_B16": (False, lambda a, b, c: ((a & U32(0xFFFF)) | (b & U32(0xFFFF0000)), None)),
     "S_PACK_HH_B32_B16": (False, lambda a, b, c: ((a >> U32(16)) | (b & U32(0xFFFF0000)), None)),
 }
 for _n in (1, 2, 3, 4):
-    SOP2[f"S_LSHL{_n}_ADD_U32"] = (False, (lambda n: lambda a, b, c: _carry32((a.astype(np.int64) << n) + b))(_n))
+    SOP2[f"S_LSHL{_n}_ADD_U32"] = (False,
+                                   (lambda n: lambda a, b, c: _carry32((a.astype(np.int64) << n) + b))(_n))
 for _w, _t in ((32, U32), (64, U64)):
     _sfx = f"B{_w}"
     _m = _t(_w - 1)
@@ -96,14 +106,19 @@ for _w, _t in ((32, U32), (64, U64)):
     SOP2[f"S_NAND_{_sfx}"] = (_w == 64, lambda a, b, c: (lambda r: (r, _nz(r)))(~(a & b)))
     SOP2[f"S_NOR_{_sfx}"] = (_w == 64, lambda a, b, c: (lambda r: (r, _nz(r)))(~(a | b)))
     SOP2[f"S_XNOR_{_sfx}"] = (_w == 64, lambda a, b, c: (lambda r: (r, _nz(r)))(~(a ^ b)))
-    SOP2[f"S_LSHL_{_sfx}"] = (_w == 64, (lambda t, m: lambda a, b, c: (lambda r: (r, _nz(r)))(a << (b & m).astype(t)))(_t, _m))
-    SOP2[f"S_LSHR_{_sfx}"] = (_w == 64, (lambda t, m: lambda a, b, c: (lambda r: (r, _nz(r)))(a >> (b & m).astype(t)))(_t, _m))
-SOP2["S_ASHR_I32"] = (False, lambda a, b, c: (lambda r: (r, _nz(r)))((_i32(a) >> (b & U32(31)).astype(np.int32)).view(U32)))
-SOP2["S_ASHR_I64"] = (True, lambda a, b, c: (lambda r: (r, _nz(r)))((_i64(a) >> (b & U64(63)).astype(np.int64)).view(U64)))
+    SOP2[f"S_LSHL_{_sfx}"] = (_w == 64, (lambda t, m: lambda a, b, c: (lambda r: (r, _nz(r)))(
+        a << (b & m).astype(t)))(_t, _m))
+    SOP2[f"S_LSHR_{_sfx}"] = (_w == 64, (lambda t, m: lambda a, b, c: (lambda r: (r, _nz(r)))(
+        a >> (b & m).astype(t)))(_t, _m))
+SOP2["S_ASHR_I32"] = (False, lambda a, b, c: (lambda r: (r, _nz(r)))(
+    (_i32(a) >> (b & U32(31)).astype(np.int32)).view(U32)))
+SOP2["S_ASHR_I64"] = (True, lambda a, b, c: (lambda r: (r, _nz(r)))(
+    (_i64(a) >> (b & U64(63)).astype(np.int64)).view(U64)))
 SOP2["S_BFE_U64"] = (True, lambda a, b, c: (lambda r: (r, _nz(r)))(_bfe(a, b.astype(U32), 64, False)))
 SOP2["S_BFE_I64"] = (True, lambda a, b, c: (lambda r: (r, _nz(r)))(_bfe(a, b.astype(U32), 64, True)))
 SOP2["S_BFM_B64"] = (True, lambda a, b, c: ((((U64(1) << (a & U64(63))) - U64(1)) << (b & U64(63))), None))
-SHIFT_AMOUNT_32 = {"S_LSHL_B64", "S_LSHR_B64", "S_ASHR_I64", "S_BFE_U64", "S_BFE_I64", "S_BFM_B64"}  # src1 is 32-bit
+# src1 is 32-bit
+SHIFT_AMOUNT_32 = {"S_LSHL_B64", "S_LSHR_B64", "S_ASHR_I64", "S_BFE_U64", "S_BFE_I64", "S_BFM_B64"}
 
 
 def sop2(inst: Any, name: str) -> Run:
@@ -161,10 +176,14 @@ SOP1_32: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarr
     "S_FF0_I32_B32": lambda a, s: (_ff1((~a).astype(U32)), None),
     "S_FF1_I32_B32": lambda a, s: (_ff1(a), None),
     "S_FLBIT_I32_B32": lambda a, s: (_flbit(a, 32), None),
-    "S_FLBIT_I32": lambda a, s: (np.where((a == 0) | (a == M32), U32(M32), _flbit(np.where(_i32(a) < 0, ~a, a).astype(U32), 32)), None),
-    "S_SEXT_I32_I8": lambda a, s: ((a & U32(0xFF)).astype(np.uint8).view(np.int8).astype(np.int32).view(U32), None),
-    "S_SEXT_I32_I16": lambda a, s: ((a & U32(0xFFFF)).astype(np.uint16).view(np.int16).astype(np.int32).view(U32), None),
-    "S_ABS_I32": lambda a, s: (lambda r: (r, _nz(r)))(np.abs(_i32(a).astype(np.int64)).astype(U64).astype(U32)),
+    "S_FLBIT_I32": lambda a, s: (np.where((a == 0) | (a == M32), U32(M32),
+                                          _flbit(np.where(_i32(a) < 0, ~a, a).astype(U32), 32)), None),
+    "S_SEXT_I32_I8": lambda a, s: ((a & U32(0xFF)).astype(np.uint8).view(np.int8).astype(np.int32).view(U32),
+                                   None),
+    "S_SEXT_I32_I16": lambda a, s: ((a & U32(0xFFFF)).astype(np.uint16).view(np.int16).astype(np.int32)
+                                    .view(U32), None),
+    "S_ABS_I32": lambda a, s: (lambda r: (r, _nz(r)))(np.abs(_i32(a).astype(np.int64)).astype(U64)
+                                                      .astype(U32)),
     "S_CMOV_B32": lambda a, s: (a, None),
 }
 SOP1_64: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]] = {
@@ -177,11 +196,13 @@ SOP1_64: dict[str, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarr
     "S_FF0_I32_B64": lambda a, s: (_ff1(~a).astype(U64), None),
     "S_FLBIT_I32_B64": lambda a, s: (_flbit(a, 64).astype(U64), None),
 }
-RESULT_32_FROM_64 = {"S_BCNT1_I32_B64", "S_BCNT0_I32_B64", "S_FF1_I32_B64", "S_FF0_I32_B64", "S_FLBIT_I32_B64"}
+RESULT_32_FROM_64 = {"S_BCNT1_I32_B64", "S_BCNT0_I32_B64", "S_FF1_I32_B64", "S_FF0_I32_B64",
+                     "S_FLBIT_I32_B64"}
 
 
 def _brev32(a: np.ndarray) -> np.ndarray:
-    bits = np.unpackbits(np.ascontiguousarray(a.astype("<u4")).view(np.uint8).reshape(-1, 4), axis=1, bitorder="little")
+    bits = np.unpackbits(np.ascontiguousarray(a.astype("<u4")).view(np.uint8).reshape(-1, 4), axis=1,
+                         bitorder="little")
     return np.packbits(bits[:, ::-1], axis=1, bitorder="little").view("<u4").reshape(-1).astype(U32)
 
 
@@ -265,7 +286,8 @@ def sop1(inst: Any, name: str, pc: int, size: int) -> tuple[Run, bool]:
 
 
 # --- SOPC and SOPK --------------------------------------------------------------------------
-CMP = {"EQ": np.equal, "LG": np.not_equal, "GT": np.greater, "GE": np.greater_equal, "LT": np.less, "LE": np.less_equal}
+CMP = {"EQ": np.equal, "LG": np.not_equal, "GT": np.greater, "GE": np.greater_equal, "LT": np.less,
+       "LE": np.less_equal}
 
 
 def sopc(inst: Any, name: str) -> Run:
@@ -275,7 +297,8 @@ def sopc(inst: Any, name: str) -> Run:
         a = opd.scalar(inst.ssrc0.offset, 64 if wide else 32, _lit(inst))
         b = opd.scalar(inst.ssrc1.offset, 32, _lit(inst))
         want = 1 if name.startswith("S_BITCMP1") else 0
-        return lambda bt: bt.write_scc(((a(bt).astype(U64) >> (b(bt) & U32(63 if wide else 31)).astype(U64)) & U64(1)) == want)
+        return lambda bt: bt.write_scc(((a(bt).astype(U64) >> (b(bt) & U32(63 if wide else 31)).astype(U64))
+                                        & U64(1)) == want)
     if not name.startswith("S_CMP_"):
         raise Unsupported(name)
     rel, typ = kind[2], kind[3]
@@ -358,7 +381,8 @@ def sopp(inst: Any, name: str, pc: int) -> tuple[Run, bool, str]:
 
 # --- SMEM -----------------------------------------------------------------------------------
 def smem(inst: Any, name: str) -> Run:
-    counts = {"S_LOAD_DWORD": 1, "S_LOAD_DWORDX2": 2, "S_LOAD_DWORDX4": 4, "S_LOAD_DWORDX8": 8, "S_LOAD_DWORDX16": 16}
+    counts = {"S_LOAD_DWORD": 1, "S_LOAD_DWORDX2": 2, "S_LOAD_DWORDX4": 4, "S_LOAD_DWORDX8": 8,
+              "S_LOAD_DWORDX16": 16}
     if name in ("S_DCACHE_INV", "S_DCACHE_WB", "S_DCACHE_INV_VOL", "S_DCACHE_WB_VOL"):
         return lambda bt: None
     if name in ("S_MEMTIME", "S_MEMREALTIME"):
@@ -383,7 +407,8 @@ def smem(inst: Any, name: str) -> Run:
         words = addr[:, None] + 4 * np.arange(n)
         fault = bt.heap.check(words.astype(np.uint64), 4)
         if fault is not None:
-            raise EmuFault(f"scalar load of {n * 4} bytes at {fault.address:#x} {bt.heap.describe(fault, False)}")
+            raise EmuFault(f"scalar load of {n * 4} bytes at {fault.address:#x} "
+                           f"{bt.heap.describe(fault, False)}")
         data = bt.heap.bytes[(bt.heap.offsets(words.astype(np.uint64))[..., None] + np.arange(4)).reshape(-1)]
         values = data.view(U32).reshape(-1, n)
         for k in range(n):

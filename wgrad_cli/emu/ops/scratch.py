@@ -163,7 +163,8 @@ def with_apertures(inst: Any, global_op: Op) -> Op:
     def run(b: Batch) -> None:
         executing = b.lanes()
         hi = b.v[vaddr + 1]
-        near = ((hi - np.uint32(PRIVATE_HI - 1)) <= 1) | ((hi - np.uint32(SHARED_HI - 1)) <= 1)  # or a carry into one
+        # or a carry into one
+        near = ((hi - np.uint32(PRIVATE_HI - 1)) <= 1) | ((hi - np.uint32(SHARED_HI - 1)) <= 1)
         if not (near & executing).any():  # the usual case: all global
             global_op.run(b)
             return

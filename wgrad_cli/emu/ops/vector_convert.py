@@ -46,7 +46,8 @@ def _to_small(x: np.ndarray, fmt: str) -> np.ndarray:
 def _no_nan(b: Batch, values: np.ndarray, fmt: str) -> None:
     """Stop the run where a lane in EXEC converts a NaN to a format without NaN (fp6, bf6, fp4)."""
     if fmt not in ("fp8", "bf8") and np.isnan(values[b.lanes()]).any():
-        raise EmuFault(f"a NaN converted to {fmt.upper()} is not implemented by the emulator (the ISA does not define it)")
+        raise EmuFault(f"a NaN converted to {fmt.upper()} is not implemented by the emulator (the ISA does "
+                       "not define it)")
 
 
 def _e8m0(scale: np.ndarray) -> np.ndarray:
@@ -92,7 +93,8 @@ def cvt_to_small(ctx: Ctx, fmt: str, src: str, scaled: bool) -> Run:
             raise Unsupported(f"{ctx.inst.op.name} with input modifiers")
         reads = [_half_read(opd.vector(ctx.src_number(0), 32, ctx.literal), src, hi) for hi in (False, True)]
     scale = opd.vector(ctx.src_number(2 if src == "f32" else 1), 32, ctx.literal) if scaled else None
-    if scaled and (ctx.field("clmp") or ctx.field("omod")):  # V_CVT_PK_FP8_F32 "ignores: clamp, omod" (ISA table 31)
+    # V_CVT_PK_FP8_F32 "ignores: clamp, omod" (ISA table 31)
+    if scaled and (ctx.field("clmp") or ctx.field("omod")):
         raise Unsupported(f"{ctx.inst.op.name} with clamp or omod")
     opsel = ctx.field("opsel")
     shift = U32(16 * ((opsel >> 3) & 1) if bits == 16 else 8 * ((opsel >> 2) & 3))
@@ -100,7 +102,8 @@ def cvt_to_small(ctx: Ctx, fmt: str, src: str, scaled: bool) -> Run:
     d = vdst(ctx.inst)
 
     def run(b: Batch) -> None:
-        factor = 1.0 / _e8m0(np.broadcast_to(scale(b), (b.W, 64))) if scale is not None else 1.0  # exact: a power of two
+        # exact: a power of two
+        factor = 1.0 / _e8m0(np.broadcast_to(scale(b), (b.W, 64))) if scale is not None else 1.0
         values = [np.broadcast_to(r(b), (b.W, 64)).astype(F64) * factor for r in reads]
         for v in values:
             _no_nan(b, v, fmt)
@@ -143,7 +146,8 @@ def cvt_scaled_from_small(ctx: Ctx, fmt: str, dst: str, packed: bool) -> Run:
             b.write_v(b.v, d, _round_16(values[0], dst) | (_round_16(values[1], dst) << U32(16)))
         else:
             half = _round_16(values[0], dst)
-            b.write_v(b.v, d, (b.v[d] & U32(0xFFFF)) | (half << U32(16)) if hi else (b.v[d] & U32(0xFFFF0000)) | half)
+            b.write_v(b.v, d, (b.v[d] & U32(0xFFFF)) | (half << U32(16)) if hi
+                      else (b.v[d] & U32(0xFFFF0000)) | half)
     return run
 
 
@@ -177,7 +181,8 @@ def cvt_scaled_32(ctx: Ctx, to: str, frm: str, two: bool) -> Run:
 
     def quantize(b: Batch) -> None:
         if two:  # interleave S0 and S1: code 2p from S0[p], 2p+1 from S1[p]
-            values = np.stack([regs(b, r, 16).view(F32) for r in sources], axis=-1).reshape(b.W, 64, 32).astype(F64)
+            values = np.stack([regs(b, r, 16).view(F32) for r in sources],
+                              axis=-1).reshape(b.W, 64, 32).astype(F64)
         else:
             values = halves(regs(b, sources[0], 16), frm)
         values = values / _e8m0(np.broadcast_to(scale(b), (b.W, 64)))[..., None]

@@ -17,8 +17,8 @@ U16, U32, U64 = np.uint16, np.uint32, np.uint64
 F16, F32, F64 = np.float16, np.float32, np.float64
 BITS = {"b16": 16, "u16": 16, "i16": 16, "f16": 16, "b32": 32, "u32": 32, "i32": 32, "f32": 32,
         "b64": 64, "u64": 64, "i64": 64, "f64": 64}
-VIEW = {"b16": U16, "u16": U16, "i16": np.int16, "f16": F16, "b32": U32, "u32": U32, "i32": np.int32, "f32": F32,
-        "b64": U64, "u64": U64, "i64": np.int64, "f64": F64}
+VIEW = {"b16": U16, "u16": U16, "i16": np.int16, "f16": F16, "b32": U32, "u32": U32, "i32": np.int32,
+        "f32": F32, "b64": U64, "u64": U64, "i64": np.int64, "f64": F64}
 
 
 def typed(bits: np.ndarray, t: str, hi: bool = False) -> np.ndarray:
@@ -54,7 +54,8 @@ def fused(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: type = F32,
         e = (p - (s - bb)) + (c64 - bb)
         r: np.ndarray = s.astype(dtype)
         other = np.nextafter(r, np.where(s > r.astype(F64), np.inf, -np.inf).astype(dtype))
-        tie = (r.astype(F64) != s) & ((r.astype(F64) + other.astype(F64)) / 2 == s) & (e != 0) & np.isfinite(s)
+        tie = (r.astype(F64) != s) & ((r.astype(F64) + other.astype(F64)) / 2
+                                      == s) & (e != 0) & np.isfinite(s)
         if tie.any():
             s = np.where(tie, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
             r = s.astype(dtype)
@@ -104,7 +105,8 @@ def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray, exp2: np.ndarray | int = 
     answer where q_err cannot move it across a rounding boundary; the other finite lanes (near a
     tie, a zero, an extreme exponent, exp2 != 0) take exact rational arithmetic, and infinities
     and NaNs IEEE arithmetic."""
-    a, b, c, k = np.broadcast_arrays(np.asarray(a, F64), np.asarray(b, F64), np.asarray(c, F64), np.asarray(exp2))
+    a, b, c, k = np.broadcast_arrays(np.asarray(a, F64), np.asarray(b, F64), np.asarray(c, F64),
+                                     np.asarray(exp2))
     with np.errstate(all="ignore"):
         out = np.ldexp(a * b + c, k)
         # a product of finite operands is exact, never infinite: an infinite c is the result
@@ -115,7 +117,8 @@ def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray, exp2: np.ndarray | int = 
         r, r_err = _two_sum(s, q)
         half = np.spacing(np.abs(r)) / 2  # half the gap above |r|; below a power of two the gap halves
         half = np.where((r.view(np.uint64) & np.uint64((1 << 52) - 1)) == 0, half / 2, half)
-        splits = [(np.abs(v) < 2.0**995) & ((np.abs(v) > 2.0**-960) | (v == 0)) for v in (a, b)]  # Dekker is exact
+        # Dekker is exact
+        splits = [(np.abs(v) < 2.0**995) & ((np.abs(v) > 2.0**-960) | (v == 0)) for v in (a, b)]
         safe = splits[0] & splits[1] & ((np.abs(ph) > 2.0**-900) | (ph == 0)) \
             & np.isfinite(c) & np.isfinite(r) & (r != 0) & (k == 0) \
             & ((q_err == 0) | (np.abs(r_err) + 4 * np.abs(q_err) <= 0.999 * half))
@@ -156,7 +159,8 @@ def perm(a: np.ndarray, b: np.ndarray, sel: np.ndarray) -> np.ndarray:
     for k in range(4):
         s = ((sel >> U32(8 * k)) & U32(0xFF)).astype(U64)
         byte = (data >> (np.minimum(s, U64(7)) * U64(8))) & U64(0xFF)
-        for selector, source_byte in ((8, 1), (9, 3), (10, 5), (11, 7)):  # the sign of byte 1, 3, 5 or 7, replicated
+        # the sign of byte 1, 3, 5 or 7, replicated
+        for selector, source_byte in ((8, 1), (9, 3), (10, 5), (11, 7)):
             sign = ((data >> U64(8 * source_byte + 7)) & U64(1)) * U64(0xFF)
             byte = np.where(s == selector, sign, byte)
         byte = np.where(s == 12, U64(0), byte)
@@ -166,11 +170,13 @@ def perm(a: np.ndarray, b: np.ndarray, sel: np.ndarray) -> np.ndarray:
 
 
 # The small float formats gfx950 converts: OCP E4M3FN (fp8), E5M2 (bf8), E2M3 (fp6), E3M2 (bf6), E2M1 (fp4).
-SMALL: dict[str, Any] = {"fp8": ml_dtypes.float8_e4m3fn, "bf8": ml_dtypes.float8_e5m2, "fp6": ml_dtypes.float6_e2m3fn,
-                         "bf6": ml_dtypes.float6_e3m2fn, "fp4": ml_dtypes.float4_e2m1fn}
+SMALL: dict[str, Any] = {"fp8": ml_dtypes.float8_e4m3fn, "bf8": ml_dtypes.float8_e5m2,
+                         "fp6": ml_dtypes.float6_e2m3fn, "bf6": ml_dtypes.float6_e3m2fn,
+                         "fp4": ml_dtypes.float4_e2m1fn}
 SMALL_BITS = {"fp8": 8, "bf8": 8, "fp6": 6, "bf6": 6, "fp4": 4}
 # the exact (fp64) value of every code of each small format
-CODES = {fmt: np.arange(1 << SMALL_BITS[fmt], dtype=np.uint8).view(dtype).astype(F64) for fmt, dtype in SMALL.items()}
+CODES = {fmt: np.arange(1 << SMALL_BITS[fmt], dtype=np.uint8).view(dtype).astype(F64)
+         for fmt, dtype in SMALL.items()}
 
 
 def bf16_to_f32(x: np.ndarray) -> np.ndarray:
@@ -179,7 +185,8 @@ def bf16_to_f32(x: np.ndarray) -> np.ndarray:
 
 def f32_to_bf16_rne(x: np.ndarray) -> np.ndarray:
     bits = x.astype(F32).view(U32)
-    rounded = ((bits.astype(U64) + U64(0x7FFF) + ((bits >> U32(16)) & U32(1)).astype(U64)) >> U64(16)).astype(U32)
+    rounded = ((bits.astype(U64) + U64(0x7FFF) + ((bits >> U32(16)) & U32(1)).astype(U64))
+               >> U64(16)).astype(U32)
     return np.where(np.isnan(x), (bits >> U32(16)) | U32(0x40), rounded) & U32(0xFFFF)
 
 
@@ -195,7 +202,8 @@ def _quiet_nans(a: np.ndarray, b: np.ndarray, r: np.ndarray) -> np.ndarray:
     r = np.where(np.isnan(a), b, r)
     for x in (b, a):
         x_bits = x.view(bits)
-        r = np.where(np.isnan(x) & ((x_bits & bits.type(quiet)) == 0), (x_bits | bits.type(quiet)).view(a.dtype), r)
+        r = np.where(np.isnan(x) & ((x_bits & bits.type(quiet)) == 0),
+                     (x_bits | bits.type(quiet)).view(a.dtype), r)
     return np.asarray(r)
 
 
@@ -217,7 +225,8 @@ def max_num(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def ffbh(a: np.ndarray) -> np.ndarray:
     """The number of leading zero bits, or -1 (all ones) for 0."""
-    return np.where(a == 0, U32(0xFFFFFFFF), U32(31) - np.floor(np.log2(np.maximum(a, U32(1)).astype(F64))).astype(U32))
+    return np.where(a == 0, U32(0xFFFFFFFF),
+                    U32(31) - np.floor(np.log2(np.maximum(a, U32(1)).astype(F64))).astype(U32))
 
 
 def med3f(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -265,7 +274,8 @@ CMP_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "O": lambda a, b: ~(np.isnan(a) | np.isnan(b)), "U": lambda a, b: np.isnan(a) | np.isnan(b),
     "NGE": lambda a, b: ~(a >= b), "NLG": lambda a, b: ~((a < b) | (a > b)), "NGT": lambda a, b: ~(a > b),
     "NLE": lambda a, b: ~(a <= b), "NEQ": lambda a, b: ~(a == b), "NLT": lambda a, b: ~(a < b),
-    "TRU": lambda a, b: np.ones(np.broadcast(a, b).shape, dtype=bool), "T": lambda a, b: np.ones(np.broadcast(a, b).shape, dtype=bool),
+    "TRU": lambda a, b: np.ones(np.broadcast(a, b).shape, dtype=bool),
+    "T": lambda a, b: np.ones(np.broadcast(a, b).shape, dtype=bool),
 }
 
 
@@ -313,8 +323,10 @@ def div_fixup(q: np.ndarray, den: np.ndarray, num: np.ndarray) -> np.ndarray:
     inf, zero = np.where(sign, t(-np.inf), t(np.inf)), np.where(sign, t(-0.0), t(0.0))
     conditions = [np.isnan(num), np.isnan(den), (den == 0) & (num == 0), np.isinf(den) & np.isinf(num),
                   (den == 0) | np.isinf(num), np.isinf(den) | (num == 0),
-                  exponent(num) - exponent(den) < (-150 if t == F32 else -1075), exponent(den) == (255 if t == F32 else 2047),
+                  exponent(num) - exponent(den) < (-150 if t == F32 else -1075),
+                  exponent(den) == (255 if t == F32 else 2047),
                   exponent(num) - exponent(den) > (128 if t == F32 else 1024)]
-    choices = [(num.view(uint) | quiet).view(t), (den.view(uint) | quiet).view(t), nan, nan, inf, zero, zero, inf, inf]
+    choices = [(num.view(uint) | quiet).view(t), (den.view(uint) | quiet).view(t), nan, nan, inf, zero, zero,
+               inf, inf]
     return np.select(conditions, choices, np.where(sign, -np.abs(q), np.abs(q)))
 

@@ -64,7 +64,8 @@ def _div_scale(ctx: Ctx, t: str) -> Run:
             conditions = [(num == 0) | (den == 0), exponent(num) - exponent(den) >= gap, denormal(den),
                           denormal(inverse) & small, denormal(inverse), small, exponent(num) <= tiny]
             result = np.select(conditions, [np.full_like(x, np.nan), np.where(x == den, up, x), up,
-                                            np.where(x == den, down, x), down, np.where(x == num, up, x), up], x)
+                                            np.where(x == den, down, x), down, np.where(x == num, up, x), up],
+                               x)
         vcc = conditions[1] | (~conditions[0] & ~conditions[1] & ~conditions[2] & conditions[3]) | \
             (~np.any(conditions[:5], axis=0) & conditions[5])
         write_dest(b, ctx, d, t, result)
@@ -167,7 +168,8 @@ def _readlane(ctx: Ctx, _name: str) -> Run:
     src = opd.vector(ctx.src_number(0), 32)
     lane_of = opd.scalar(int(ctx.inst.src1.offset), 32, ctx.literal)
     d = sdst_of_vop3(ctx.inst)
-    return lambda b: b.write_s(d, np.broadcast_to(src(b), (b.W, 64))[np.arange(b.W), lane_of(b) & U32(63)].astype(U32))
+    return lambda b: b.write_s(d, np.broadcast_to(src(b), (b.W, 64))[np.arange(b.W),
+                                                                     lane_of(b) & U32(63)].astype(U32))
 
 
 def _writelane(ctx: Ctx, _name: str) -> Run:
@@ -192,7 +194,8 @@ def _mbcnt(ctx: Ctx, name: str) -> Run:
 
     def mbcnt(b: Batch) -> None:
         bits = np.broadcast_to(a(b), (b.W, 64)).astype(U64) & below
-        count = np.unpackbits(np.ascontiguousarray(bits.astype("<u4"))[..., None].view(np.uint8), axis=-1).sum(axis=-1)
+        count = np.unpackbits(np.ascontiguousarray(bits.astype("<u4"))[..., None].view(np.uint8),
+                              axis=-1).sum(axis=-1)
         write_dest(b, ctx, d, "u32", count.astype(U32) + c(b))
     return mbcnt
 
@@ -238,7 +241,8 @@ def _accvgpr(ctx: Ctx, name: str) -> Run:
 
 def _scaled(ctx: Ctx, m: re.Match[str]) -> Run:
     to, frm = m.group(2).lower(), m.group(3).lower()
-    return cvt_to_small(ctx, to, frm, scaled=True) if to in SMALL else cvt_scaled_from_small(ctx, frm, to, bool(m.group(1)))
+    return (cvt_to_small(ctx, to, frm, scaled=True) if to in SMALL
+            else cvt_scaled_from_small(ctx, frm, to, bool(m.group(1))))
 
 
 def _permlane_swap(ctx: Ctx, rows: int) -> Run:
@@ -261,8 +265,8 @@ def _permlane_swap(ctx: Ctx, rows: int) -> Run:
 
     def run(b: Batch) -> None:
         if not b.whole_waves():
-            raise EmuFault(f"{ctx.inst.op.name.lower()} with lanes off in EXEC is not implemented by the emulator "
-                           "(the ISA does not say what EXEC, fi and bound_ctrl do)")
+            raise EmuFault(f"{ctx.inst.op.name.lower()} with lanes off in EXEC is not implemented by the "
+                           "emulator (the ISA does not say what EXEC, fi and bound_ctrl do)")
         x, y = b.v[a][:, partner], b.v[d][:, partner]  # copies, both read before either is written
         lanes = b.lanes()
         b.write_v(b.v, a, y, lanes & low)  # only SRC0's low lanes and VDST's high ones: SRC0 may be VDST
@@ -293,8 +297,10 @@ def _bitop3(ctx: Ctx, half: bool) -> Run:
 # name -> what compiles it, from the instruction's encoding and its name
 SPECIAL: dict[str, Callable[[Ctx, str], Run]] = {
     "V_NOP": lambda ctx, name: lambda b: None,
-    **dict.fromkeys(("V_DIV_SCALE_F32", "V_DIV_SCALE_F64"), lambda ctx, name: _div_scale(ctx, name[-3:].lower())),
-    **dict.fromkeys(("V_DIV_FMAS_F32", "V_DIV_FMAS_F64"), lambda ctx, name: _div_fmas(ctx, name[-3:].lower())),
+    **dict.fromkeys(("V_DIV_SCALE_F32", "V_DIV_SCALE_F64"),
+                    lambda ctx, name: _div_scale(ctx, name[-3:].lower())),
+    **dict.fromkeys(("V_DIV_FMAS_F32", "V_DIV_FMAS_F64"),
+                    lambda ctx, name: _div_fmas(ctx, name[-3:].lower())),
     "V_CNDMASK_B32": _cndmask,
     "V_MOV_B64": _mov_b64,
     **dict.fromkeys(("V_ADD_CO_U32", "V_SUB_CO_U32", "V_SUBREV_CO_U32", "V_ADDC_CO_U32", "V_SUBB_CO_U32",
@@ -316,7 +322,8 @@ SPECIAL: dict[str, Callable[[Ctx, str], Run]] = {
 # families of names, by pattern -> what compiles one, from the instruction's encoding and the match
 FAMILIES: tuple[tuple[re.Pattern[str], Callable[[Ctx, re.Match[str]], Run]], ...] = (
     (SCALED, _scaled),
-    (WIDE_SCALED, lambda ctx, m: cvt_scaled_32(ctx, m.group(2).lower(), m.group(3).lower(), m.group(1) == "2XPK16")),
+    (WIDE_SCALED, lambda ctx, m: cvt_scaled_32(ctx, m.group(2).lower(), m.group(3).lower(),
+                                               m.group(1) == "2XPK16")),
 )
 
 

@@ -26,10 +26,11 @@ OFF = 127  # saddr "off"
 
 # load name suffix -> (bytes, signed, d16 half: None, "lo" or "hi")
 LOADS: dict[str, tuple[int, bool, str | None]] = {
-    "UBYTE": (1, False, None), "SBYTE": (1, True, None), "USHORT": (2, False, None), "SSHORT": (2, True, None),
-    "DWORD": (4, False, None), "DWORDX2": (8, False, None), "DWORDX3": (12, False, None), "DWORDX4": (16, False, None),
-    "UBYTE_D16": (1, False, "lo"), "UBYTE_D16_HI": (1, False, "hi"), "SBYTE_D16": (1, True, "lo"),
-    "SBYTE_D16_HI": (1, True, "hi"), "SHORT_D16": (2, False, "lo"), "SHORT_D16_HI": (2, False, "hi"),
+    "UBYTE": (1, False, None), "SBYTE": (1, True, None), "USHORT": (2, False, None),
+    "SSHORT": (2, True, None), "DWORD": (4, False, None), "DWORDX2": (8, False, None),
+    "DWORDX3": (12, False, None), "DWORDX4": (16, False, None), "UBYTE_D16": (1, False, "lo"),
+    "UBYTE_D16_HI": (1, False, "hi"), "SBYTE_D16": (1, True, "lo"), "SBYTE_D16_HI": (1, True, "hi"),
+    "SHORT_D16": (2, False, "lo"), "SHORT_D16_HI": (2, False, "hi"),
 }
 STORES: dict[str, tuple[int, bool]] = {  # bytes, from the high half
     "BYTE": (1, False), "BYTE_D16_HI": (1, True), "SHORT": (2, False), "SHORT_D16_HI": (2, True),
@@ -48,12 +49,14 @@ def checked(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: n
     return b.heap.offsets(addr)
 
 
-def gather(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray, what: str) -> np.ndarray:
+def gather(b: Batch, addr: np.ndarray, nbytes: int, waves: np.ndarray, lanes: np.ndarray,
+           what: str) -> np.ndarray:
     """The bytes at each address, (n, nbytes)."""
     return b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what, False)[:, None] + np.arange(nbytes)]
 
 
-def scatter(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, what: str) -> None:
+def scatter(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray,
+            what: str) -> None:
     nbytes = data.shape[1]
     b.heap.bytes[checked(b, addr, nbytes, waves, lanes, what, True)[:, None] + np.arange(nbytes)] = data
 
@@ -61,8 +64,8 @@ def scatter(b: Batch, addr: np.ndarray, data: np.ndarray, waves: np.ndarray, lan
 Place = Callable[[Batch, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def compile_atomic(suffix: str, pc: int, size: int, what: str, acc: bool, vdata: int, vdst: int, returns: bool,
-                   place: Place) -> Op:
+def compile_atomic(suffix: str, pc: int, size: int, what: str, acc: bool, vdata: int, vdst: int,
+                   returns: bool, place: Place) -> Op:
     """A global, flat or buffer atomic (CDNA4 ISA, `*_ATOMIC_*`): `place` gives each lane's address
     and whether the atomic is done there (buffer range checking: one outside num_records is not
     done and returns 0). The data registers hold the operand, then cmpswap's compare value; with
@@ -83,7 +86,8 @@ def compile_atomic(suffix: str, pc: int, size: int, what: str, acc: bool, vdata:
                            f"({where(b, int(waves[done][lane]), int(lanes[done][lane]))})")
         old = np.zeros(len(waves), dtype=U32 if width == 4 else U64)
         with atomic_ops.serialised():
-            old[done] = atomic_ops.rmw(b.heap.bytes, at, atomic, data[:, 0], data[:, 1] if atomic.pair else None)
+            old[done] = atomic_ops.rmw(b.heap.bytes, at, atomic, data[:, 0],
+                                       data[:, 1] if atomic.pair else None)
         if returns:
             to_regs(regs, vdst, old.view(np.uint8).reshape(-1, width), False, None, waves, lanes)
             b.stats.bytes_loaded += len(at) * width
@@ -107,9 +111,11 @@ def into_lds(b: Batch, data: np.ndarray, waves: np.ndarray, lanes: np.ndarray, o
     dwords. Lanes outside EXEC leave their slot untouched."""
     nbytes = data.shape[1]
     if nbytes < 4:
-        raw = data[:, 0].astype(U32) if nbytes == 1 else np.ascontiguousarray(data).view("<u2")[:, 0].astype(U32)
+        raw = (data[:, 0].astype(U32) if nbytes == 1
+               else np.ascontiguousarray(data).view("<u2")[:, 0].astype(U32))
         if signed:
-            raw = np.where(raw >> U32(8 * nbytes - 1), raw | U32((0xFFFFFFFF << (8 * nbytes)) & 0xFFFFFFFF), raw)
+            raw = np.where(raw >> U32(8 * nbytes - 1), raw | U32((0xFFFFFFFF << (8 * nbytes)) & 0xFFFFFFFF),
+                           raw)
         data = np.ascontiguousarray(raw.astype("<u4")).view(np.uint8).reshape(-1, 4)
     stride = 16 if data.shape[1] > 4 else 4
     addr = (b.s[M0][waves].astype(np.int64) & m0_mask) + offset + lanes.astype(np.int64) * stride
@@ -150,8 +156,9 @@ def compile_global(cls: str, inst: Any, pc: int, size: int) -> Op:
         return np.asarray((base.astype(np.int64) + offset).astype(U64))
 
     if kind == "ATOMIC":
-        return compile_atomic(suffix, pc, size, what, acc, int(inst.data.offset) - 256, int(inst.vdst.offset) - 256,
-                              bool(inst.sc0), lambda b, ws, ls: (addresses(b, ws, ls), np.ones(len(ws), dtype=bool)))
+        return compile_atomic(suffix, pc, size, what, acc, int(inst.data.offset) - 256,
+                              int(inst.vdst.offset) - 256, bool(inst.sc0),
+                              lambda b, ws, ls: (addresses(b, ws, ls), np.ones(len(ws), dtype=bool)))
     if lds_dma:
         nbytes = LOADS[suffix][0]
 
@@ -225,7 +232,8 @@ def compile_buffer(inst: Any, pc: int, size: int) -> Op:
         offset = voff + U64(imm)
         width = min(nbytes, 4)
         ends = offset[:, None] + U64(width) + U64(4) * np.arange(max(nbytes // 4, 1), dtype=U64)
-        inside = np.asarray(np.where((stride == 0)[:, None], ends <= records[:, None], (index < records)[:, None]),
+        inside = np.asarray(np.where((stride == 0)[:, None], ends <= records[:, None],
+                                     (index < records)[:, None]),
                             dtype=bool)
         return base + soffset(b)[waves].astype(U64) + index * stride + offset, inside
 
