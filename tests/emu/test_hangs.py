@@ -89,8 +89,8 @@ def test_a_spinning_kernel_stops_by_its_state_with_one_line_and_exit_3(spinning:
     # the default limit: an hour
     hung = _hung(CliRunner().invoke(cli, ["verify", *spinning, "--json", str(out)]))
     assert time.monotonic() - start < 60  # the tiny shape's check and a few rounds of spinning
-    assert re.fullmatch(r"HUNG reference on spins: launch of \S+ can never finish: the emulator stopped it when "
-                        r"none of its waves could change what they read any more: " + LOOP, hung), hung
+    assert re.fullmatch(r"HUNG reference on spins: launch of \S+ can never finish: the emulator stopped it "
+                        r"when none of its waves could change what they read any more: " + LOOP, hung), hung
     doc = json.loads(out.read_text())
     assert [r["shape"]["name"] for r in doc["records"]] == ["tiny"] and doc["records"][0]["ok"]
     assert doc["hung"] == [hung.removeprefix("HUNG ")]
