@@ -99,8 +99,8 @@ def test_cache_follows_source_and_headers(target_compiler: tuple[str, Compiler],
     # back to the first content: its entry is still there
     (tmp_path / "scale.h").write_text("#define SCALE 1\n")
     assert build_one(job, BACKENDS[job.target], compiler, cache, {}, None).code_object == first.code_object
-    other_dims = build_one(BuildJob(kernel, target, Dims(512, 256, 256, 2)), BACKENDS[target], compiler,
-                           cache, {}, None)
+    other_dims = build_one(BuildJob(kernel, target, Dims(512, 256, 256, 2)), BACKENDS[target],
+                           compiler, cache, {}, None)
     assert not other_dims.cache_hit
 
 

@@ -451,8 +451,8 @@ def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
         load_config(tmp_path / "nope.yaml", SPECS)
     [line] = exc.value.lines
-    check(line, tmp_path / "nope.yaml", 1, "(file)", "cannot be read (No such file or directory)",
-          "readable YAML")
+    check(line, tmp_path / "nope.yaml", 1, "(file)",
+          "cannot be read (No such file or directory)", "readable YAML")
 
 
 def test_every_problem_reported_at_once(tmp_path: Path) -> None:

@@ -153,8 +153,8 @@ def test_verify_fails_a_kernel_that_computes_nothing_through_the_shim(hip_python
 def test_bench_runs_the_real_shim(hip_python: HipPython, tmp_path: Path) -> None:
     out = tmp_path / "b.json"
     r = hip_python.wgrad("bench", "--config", smoke_config(), "--target", "gfx950", "--shape", "one-expert",
-                         "--min-samples", "3", "--min-time", "0", "--timeout", "0.5", "--warmup", "1",
-                         "--json", out)
+                         "--min-samples", "3", "--min-time", "0", "--timeout", "0.5",
+                         "--warmup", "1", "--json", out)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
     records = json.loads(out.read_text())["records"]
     assert [(rec["kernel"], rec["grid"]) for rec in records] == [("empty", 1), ("reference", 256)]

@@ -32,8 +32,8 @@ def test_a_longer_class_runs_on_while_the_others_wait() -> None:
     assert (r.cycles == pytest.approx(3000)
             and r.causes["tail"] == pytest.approx(3000 - (255 * 1000 + 3000) / 256))
     assert r.critical == 1  # the trace shows this class's CU: the grid waits for it
-    late = schedule([0] * 256 + [1] * 10 + [2] * 20, {0: ONE, 1: slow, 2: replace(ONE, cycles=1500)},
-                    1, None, M)
+    late = schedule([0] * 256 + [1] * 10 + [2] * 20,
+                    {0: ONE, 1: slow, 2: replace(ONE, cycles=1500)}, 1, None, M)
     # dealt in the second round, it ends last
     assert late.critical == 1 and late.cycles == pytest.approx(1000 + 3000)
     assert schedule([0] * 300, {0: ONE}, 1, None, M).critical == 0

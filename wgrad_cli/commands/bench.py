@@ -87,8 +87,8 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
                 records = bench(s, plan, baselines, step, done)
             except KeyboardInterrupt:  # Ctrl-C: as any other stop, the rows measured so far are kept
                 raise Interrupted(INTERRUPTED) from None
-    # a hang, a baseline's failure, out of memory: the rows measured before it are kept
     except WgradError as exc:
+        # a hang, a baseline's failure, out of memory: the rows measured before it are kept
         if any(not r.calibration for r in finished):
             out.print(bench_table(sorted(finished, key=order),
                                   f"wgrad bench on {s.rt.device.name} ({s.target}), stopped: {exc.lines[0]}"))

@@ -103,8 +103,8 @@ def _run(command: list[str]) -> tuple[int, str]:
 
 def build_one(job: BuildJob, backend: BuildBackend, compiler: Compiler, cache: Cache, limits: dict[str, int],
               isa_dir: Path | None) -> BuildResult:
-    """Compile (or find in the cache) one job with its target's backend, read its resources and
-    check its limits."""
+    """Compile (or find in the cache) one job with its target's backend,
+    read its resources and check its limits."""
     assert job.kernel.source is not None
     source = job.kernel.source.resolve()
 
