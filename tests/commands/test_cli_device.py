@@ -1,4 +1,5 @@
-"""The CLI of the device commands where no GPU is needed: compare, merge, and verify/bench without a driver."""
+"""The CLI of the device commands where no GPU is needed: compare, merge, and verify/bench
+without a driver."""
 
 from __future__ import annotations
 
@@ -47,14 +48,16 @@ def test_compare_regression_exits_1(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "wgrad compare:" in result.stdout
     assert "slower" in result.stdout
-    assert result.stderr.splitlines() == ["regression reference on a (cold, run 1): median 1,000.0 -> 1,100.0 us (+10.0%), "
-                                          "beyond the noise (1%) and 5%"]
+    assert result.stderr.splitlines() == ["regression reference on a (cold, run 1): median 1,000.0 -> "
+                                          "1,100.0 us (+10.0%), beyond the noise (1%) and 5%"]
     assert run("compare", base, new, "--threshold", "0.2").exit_code == 0
 
 
 @pytest.mark.parametrize("command, records", [("bench", BENCH), ("verify", VERIFY)])
-def test_compare_without_regression_exits_0(tmp_path: Path, command: str, records: list[dict[str, object]]) -> None:
-    base, new = write(tmp_path / "base.json", command, records), write(tmp_path / "new.json", command, records)
+def test_compare_without_regression_exits_0(tmp_path: Path, command: str,
+                                            records: list[dict[str, object]]) -> None:
+    base, new = (write(tmp_path / "base.json", command, records),
+                 write(tmp_path / "new.json", command, records))
     result = run("compare", base, new)
     assert result.exit_code == 0, result.output
     assert "wgrad compare:" in result.stdout and "reference" in result.stdout
@@ -90,7 +93,8 @@ def test_compare_paths_with_brackets(tmp_path: Path, folder: str) -> None:
 @pytest.mark.parametrize("bad, expected", [
     ("missing", "{path}: cannot read it (No such file or directory); give a results file wgrad wrote"),
     ("build", "{path}: a 'build' document; this needs one of verify, bench"),
-    ("not-json", "{path}: not JSON (Expecting value: line 1 column 1 (char 0)); give a results file wgrad wrote"),
+    ("not-json", "{path}: not JSON (Expecting value: line 1 column 1 (char 0)); "
+                 "give a results file wgrad wrote"),
 ])
 def test_compare_bad_input_exits_2(tmp_path: Path, bad: str, expected: str) -> None:
     good, path = write(tmp_path / "good.json", "bench", BENCH), tmp_path / f"{bad}.json"
@@ -104,7 +108,8 @@ def test_compare_bad_input_exits_2(tmp_path: Path, bad: str, expected: str) -> N
 @pytest.mark.parametrize("command", ["bench", "verify"])
 def test_merge_writes_the_merged_file(tmp_path: Path, command: str) -> None:
     records = {"bench": [bench_record(0, "a", 1.0), bench_record(2, "c", 3.0), bench_record(1, "b", 2.0)],
-               "verify": [verify_record(0, "a", True), verify_record(2, "c", True), verify_record(1, "b", False)]}
+               "verify": [verify_record(0, "a", True), verify_record(2, "c", True),
+                          verify_record(1, "b", False)]}
     s1 = write(tmp_path / "s1.json", command, records[command][:2], config_sha256="c0ffee", target="gfx950",
                shard=[1, 2])
     s2 = write(tmp_path / "s2.json", command, records[command][2:], config_sha256="c0ffee", target="gfx950",
@@ -114,7 +119,8 @@ def test_merge_writes_the_merged_file(tmp_path: Path, command: str) -> None:
     assert result.exit_code == 0, result.output
     assert f"wgrad merge: 2 shards of {command}" in result.stdout
     doc = json.loads(out.read_text())
-    assert (doc["tool"], doc["command"], doc["shard"], doc["config_sha256"]) == ("wgrad", command, None, "c0ffee")
+    assert ((doc["tool"], doc["command"], doc["shard"], doc["config_sha256"])
+            == ("wgrad", command, None, "c0ffee"))
     assert [r["index"] for r in doc["records"]] == [0, 1, 2]
     assert [s["file"] for s in doc["shards"]] == [str(s1), str(s2)]
     assert user_error(run("merge", out, "--json", tmp_path / "again.json")).startswith(f"{out}: not a shard")
@@ -128,8 +134,8 @@ def test_merge_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     assert user_error(run("merge", s1, missing, "--json", out)).startswith(f"{missing}: cannot read it")
     assert not out.exists()
 
-NO_GPU = ("without a GPU: wgrad verify --config {config} --device emu checks the gfx950 kernels on the emulated MI355X; "
-          "wgrad model --config {config} models their time")
+NO_GPU = ("without a GPU: wgrad verify --config {config} --device emu checks the gfx950 kernels on the "
+          "emulated MI355X; wgrad model --config {config} models their time")
 
 
 def driver_missing(target: str) -> None:
@@ -145,7 +151,8 @@ def driver_missing(target: str) -> None:
 
 @pytest.mark.parametrize("command", ["verify", "bench"])
 @pytest.mark.parametrize("target", ["sm_90a", "gfx950"])
-def test_no_driver_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, target: str) -> None:
+def test_no_driver_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                           command: str, target: str) -> None:
     driver_missing(target)
     monkeypatch.chdir(tmp_path)
     result = run(command, "--config", CONFIGS_DIR / "smoke.yaml", "--target", target, "--no-save",

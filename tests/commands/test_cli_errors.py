@@ -87,14 +87,15 @@ def test_installed_command_usage_error(tmp_path: Path) -> None:
 def test_missing_config_file(tmp_path: Path, command: str) -> None:
     missing = tmp_path / "nope.yaml"
     [line] = assert_user_error(run(command, "--config", missing))
-    assert line.startswith(f"--config {missing}: no such file, and no shipped config has that name; give a YAML "
-                           "file or one of ci, ")
+    assert line.startswith(f"--config {missing}: no such file, and no shipped config has that name; "
+                           "give a YAML file or one of ci, ")
 
 
 def test_yaml_syntax_error(tmp_path: Path) -> None:
     config = write(tmp_path, "seed: 1\nshapes: [\n  {name: a\n")
     [line] = assert_user_error(run("matrix", "--config", config))
-    assert line.startswith(f"{config}:") and ": (YAML): " in line and line.endswith("the file must be valid YAML")
+    assert (line.startswith(f"{config}:") and ": (YAML): " in line
+            and line.endswith("the file must be valid YAML"))
 
 
 def test_missing_config_option() -> None:
@@ -123,8 +124,8 @@ def test_bad_shard_is_a_usage_error(tmp_path: Path, shard: str, why: str) -> Non
 @pytest.mark.parametrize("command", ["build", "matrix"])
 def test_kernel_source_needs_exactly_one_kernel(tmp_path: Path, command: str, args: list[str]) -> None:
     [line] = assert_user_error(run(command, "--config", write(tmp_path, GOOD), *args))
-    assert line == ("--kernel-source/--include: name exactly one --kernel they belong to (or put the kernel's spec "
-                    "beside its source, as mine.yaml beside mine.hip)")
+    assert line == ("--kernel-source/--include: name exactly one --kernel they belong to "
+                    "(or put the kernel's spec beside its source, as mine.yaml beside mine.hip)")
 
 
 @pytest.mark.parametrize("flag, value, expected", [
@@ -148,8 +149,10 @@ def test_unknown_kernel_flag(tmp_path: Path) -> None:
 def test_kernel_source_that_does_not_exist(tmp_path: Path) -> None:
     config = write(tmp_path, GOOD)
     lines = assert_user_error(run("matrix", "--config", config, "--kernel", "upstream",
-                                  "--kernel-source", tmp_path / "missing.cpp", "--include", tmp_path / "nope"))
-    assert lines == [f"--kernel-source {tmp_path / 'missing.cpp'}: no such file; give the kernel's source file",
+                                  "--kernel-source", tmp_path / "missing.cpp",
+                                  "--include", tmp_path / "nope"))
+    assert lines == [f"--kernel-source {tmp_path / 'missing.cpp'}: no such file; "
+                     "give the kernel's source file",
                      f"--include {tmp_path / 'nope'}: not a directory; give an existing include dir"]
 
 
@@ -160,18 +163,21 @@ def test_kernel_flag_keeps_the_targets_it_builds(tmp_path: Path) -> None:
     result = run("matrix", "--config", both, "--kernel", "upstream", "--kernel-source", tmp_path / "up.cpp",
                  "--shape", "b")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"include": [{"kernel": "upstream", "target": "gfx950", "shape": "b"}]}
+    assert (json.loads(result.stdout)
+            == {"include": [{"kernel": "upstream", "target": "gfx950", "shape": "b"}]})
     only_nv = write(tmp_path, "targets: [sm_90a]\n" + GOOD, "nv.yaml")
     [line] = assert_user_error(run("matrix", "--config", only_nv, "--kernel", "upstream", "--kernel-source",
                                    tmp_path / "up.cpp"))
-    assert line.endswith("targets: --kernel upstream builds for none of sm_90a; choose a kernel that builds for one of them")
+    assert line.endswith("targets: --kernel upstream builds for none of sm_90a; "
+                         "choose a kernel that builds for one of them")
 
 
 def test_matrix_of_a_good_config(tmp_path: Path) -> None:
     """The contrast to the errors above: same options, valid values, status 0 and JSON on stdout."""
     result = run("matrix", "--config", write(tmp_path, GOOD), "--shape", "b", "--target", "sm_90a")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"include": [{"kernel": "reference", "target": "sm_90a", "shape": "b"}]}
+    assert (json.loads(result.stdout)
+            == {"include": [{"kernel": "reference", "target": "sm_90a", "shape": "b"}]})
     result = run("matrix", "--config", write(tmp_path, GOOD), "--shards", "3")
     assert json.loads(result.stdout) == {"include": [{"shard": "1/3"}, {"shard": "2/3"}, {"shard": "3/3"}]}
 
@@ -189,7 +195,8 @@ def test_failed_validation_leaves_json_alone(tmp_path: Path, args: list[str]) ->
     out = tmp_path / "out.json"
     out.write_text("sentinel, not JSON\n")
     before = out.stat().st_mtime_ns
-    result = run("build", *[a.format(**paths) for a in args], "--json", out, "--cache-dir", tmp_path / "cache")
+    result = run("build", *[a.format(**paths) for a in args], "--json", out,
+                 "--cache-dir", tmp_path / "cache")
     assert_user_error(result)
     assert out.read_text() == "sentinel, not JSON\n"
     assert out.stat().st_mtime_ns == before
@@ -208,7 +215,8 @@ def test_unwritable_places_are_one_line_errors(tmp_path: Path) -> None:
     blocker.write_text("")
     [line] = assert_user_error(run("build", "--config", config, "--cache-dir", str(blocker / "cache")))
     assert line.startswith(f"cache {blocker / 'cache'}: not writable")
-    [line] = assert_user_error(run("info", "--cache-dir", str(tmp_path / "c"), "--json", str(blocker / "x.json")))
+    [line] = assert_user_error(run("info", "--cache-dir", str(tmp_path / "c"),
+                                   "--json", str(blocker / "x.json")))
     assert line == f"--json {blocker / 'x.json'}: {blocker} is a file, not a folder; give a path in a folder"
 
 
@@ -227,8 +235,9 @@ def test_output_paths_are_checked_before_any_work(tmp_path: Path, repo: Path, ar
     monkeypatch.chdir(repo)
     missing = tmp_path / "no" / "such" / "x.json"
     [line] = assert_user_error(run(*[a.replace("{x}", str(missing)) for a in args]))
-    assert line == (f"{option} {missing}: the folder {missing.parent} does not exist; create it first, or give a path "
-                    "in an existing folder")
+    assert line == (f"{option} {missing}: the folder {missing.parent} does not exist; "
+                    "create it first, or give a path in an existing folder")
     assert not (tmp_path / "no").exists()
     [line] = assert_user_error(run(*[a.replace("{x}", "/proc/x.json") for a in args]))
-    assert line.startswith(f"{option} /proc/x.json: cannot write in /proc (") and line.endswith("writable folder")
+    assert (line.startswith(f"{option} /proc/x.json: cannot write in /proc (")
+            and line.endswith("writable folder"))

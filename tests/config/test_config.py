@@ -43,7 +43,8 @@ def check(message: str, file: Path, line: int, field: str, why: str, allowed: st
     assert allowed in got_allowed, f"{allowed!r} not in allowed part {got_allowed!r}"
 
 
-# (config text, line, field, phrase of the why, phrase of the allowed part); each config has exactly one problem.
+# (config text, line, field, phrase of the why, phrase of the allowed part);
+# each config has exactly one problem.
 ONE_PROBLEM = {
     # YAML syntax
     "yaml-indent": ("""\
@@ -294,7 +295,8 @@ ONE_PROBLEM = {
         kernels: [reference, cutlass]
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
-        """, 1, "kernels[1].name", "unknown kernel 'cutlass'", "known kernels: cdna4, empty, hopper, reference, upstream"),
+        """, 1, "kernels[1].name", "unknown kernel 'cutlass'",
+         "known kernels: cdna4, empty, hopper, reference, upstream"),
     "kernel-twice": ("""\
         kernels: [reference, reference]
         shapes:
@@ -311,7 +313,8 @@ ONE_PROBLEM = {
         targets: [sm_90a]
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
-        """, 3, "targets[0]", "no listed kernel builds for sm_90a", "list a kernel whose spec has this target"),
+        """, 3, "targets[0]", "no listed kernel builds for sm_90a",
+         "list a kernel whose spec has this target"),
     "external-kernel-no-source": ("""\
         seed: 3
         kernels: [upstream]
@@ -407,11 +410,13 @@ ONE_PROBLEM = {
     "empty-experts-over-E": ("""\
         shapes:
           - {name: a, M: 512, N: 256, K: 256, E: 2, routing: {kind: empty, experts: 3}}
-        """, 2, "shapes[0].routing.experts", "3 is not a number of experts", "experts is an integer in [1, E=2]"),
+        """, 2, "shapes[0].routing.experts", "3 is not a number of experts",
+         "experts is an integer in [1, E=2]"),
     "empty-experts-zero": ("""\
         shapes:
           - {name: a, M: 512, N: 256, K: 256, E: 2, routing: {kind: empty, experts: 0}}
-        """, 2, "shapes[0].routing.experts", "0 is not a number of experts", "experts is an integer in [1, E=2]"),
+        """, 2, "shapes[0].routing.experts", "0 is not a number of experts",
+         "experts is an integer in [1, E=2]"),
     "default-empty-experts-over-E": ("""\
         routing: {kind: empty, experts: 3}
         shapes:
@@ -425,7 +430,8 @@ ONE_PROBLEM = {
     "single-expert-negative": ("""\
         shapes:
           - {name: a, M: 512, N: 256, K: 256, E: 2, routing: {kind: single, expert: -1}}
-        """, 2, "shapes[0].routing.expert", "-1 is not an expert index", "expert is an integer in [0, E-1=1]"),
+        """, 2, "shapes[0].routing.expert", "-1 is not an expert index",
+         "expert is an integer in [0, E-1=1]"),
     "default-single-expert-over-E": ("""\
         routing: {kind: single, expert: 5}
         shapes:
@@ -445,7 +451,8 @@ def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
         load_config(tmp_path / "nope.yaml", SPECS)
     [line] = exc.value.lines
-    check(line, tmp_path / "nope.yaml", 1, "(file)", "cannot be read (No such file or directory)", "readable YAML")
+    check(line, tmp_path / "nope.yaml", 1, "(file)",
+          "cannot be read (No such file or directory)", "readable YAML")
 
 
 def test_every_problem_reported_at_once(tmp_path: Path) -> None:
@@ -479,7 +486,8 @@ def test_kernel_override(tmp_path: Path) -> None:
         shapes:
           - {name: a, M: 128, N: 256, K: 256, E: 1}
         """)
-    config = load_config(path, SPECS, {"upstream": (tmp_path / "kernel.cpp", None)}, kernel_names=("upstream",))
+    config = load_config(path, SPECS, {"upstream": (tmp_path / "kernel.cpp", None)},
+                         kernel_names=("upstream",))
     assert [k.name for k in config.kernels] == ["upstream"]
     assert config.kernels[0].source == tmp_path / "kernel.cpp"
     assert config.targets == ("gfx950",)
@@ -515,7 +523,7 @@ def test_yaml_construction_errors_are_config_errors(tmp_path: Path, text: str, l
     assert lines[0].startswith(f"{tmp_path / 'c.yaml'}:{line}: ")
 
 
-# --- valid configs --------------------------------------------------------------------------------------------
+# --- valid configs ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])

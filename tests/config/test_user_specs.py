@@ -43,8 +43,10 @@ def test_a_typo_in_a_user_spec_fails_only_the_command_that_uses_it(own: Path) ->
     spec.write_text(spec.read_text().replace("block: 256", "blok: 256"))
     for args in (["--config", "smoke", "--spec", str(spec)], ["--config", str(own / "tiny.yaml")]):
         lines = assert_user_error(CliRunner().invoke(cli, ["matrix", *args]))
-        assert lines == [f"{spec}:9: launch.blok: unknown key; launch has block, cluster, dynamic_shared, grid, tile",
-                         f"{spec}:7: launch.block: None is not a thread count; block is an integer in [1, 1024]"]
+        assert lines == [f"{spec}:9: launch.blok: unknown key; "
+                         "launch has block, cluster, dynamic_shared, grid, tile",
+                         f"{spec}:7: launch.block: None is not a thread count; "
+                         "block is an integer in [1, 1024]"]
     assert CliRunner().invoke(cli, ["configs"]).exit_code == 0
     assert matrix("--config", "smoke") == ["reference"]
 
@@ -53,6 +55,9 @@ def test_a_user_spec_may_not_take_a_shipped_kernel_name_or_be_missing(own: Path)
     spec = own / "rowquad.yaml"
     spec.write_text(spec.read_text().replace("name: rowquad", "name: reference"))
     (line,) = assert_user_error(CliRunner().invoke(cli, ["matrix", "--config", "smoke", "--spec", str(spec)]))
-    assert line.startswith(f"{spec}:3: name: 'reference' is already the name of ") and "reference.yaml" in line
-    (line,) = assert_user_error(CliRunner().invoke(cli, ["matrix", "--config", "smoke", "--spec", str(own / "no.yaml")]))
-    assert line == f"{own / 'no.yaml'}: no such file; give a kernel spec file (YAML, as the shipped kernels/*.yaml)"
+    assert (line.startswith(f"{spec}:3: name: 'reference' is already the name of ")
+            and "reference.yaml" in line)
+    (line,) = assert_user_error(CliRunner().invoke(cli, ["matrix", "--config", "smoke",
+                                                         "--spec", str(own / "no.yaml")]))
+    assert line == (f"{own / 'no.yaml'}: no such file; "
+                    "give a kernel spec file (YAML, as the shipped kernels/*.yaml)")

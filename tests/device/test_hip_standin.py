@@ -41,9 +41,9 @@ class HipPython:
 
     @property
     def finds_standin(self) -> dict[str, str]:
-        """What this hip-python needs to find the stand-in: 7.x, the loader path; 10.x looks in $ROCM_PATH/lib,
-        then $ROCM_HOME/lib (the latter here: wgrad would also build with ROCM_PATH's headers, which the stand-in
-        has none of)."""
+        """What this hip-python needs to find the stand-in: 7.x, the loader path; 10.x looks in
+        $ROCM_PATH/lib, then $ROCM_HOME/lib (the latter here: wgrad would also build with ROCM_PATH's
+        headers, which the stand-in has none of)."""
         if self.version.startswith("7."):
             return {"LD_LIBRARY_PATH": str(self.standin / "lib")}
         return {"ROCM_HOME": str(self.standin)}
@@ -52,8 +52,10 @@ class HipPython:
               finds: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         clean = {k: v for k, v in os.environ.items() if not k.startswith(("ROCM_", "WGRAD_STANDIN", "HIP_"))
                  and k != "LD_LIBRARY_PATH"}
-        return subprocess.run([str(self.python), "-m", "wgrad_cli", *map(str, args), "--cache-dir", str(self.cache)],
-                              env={**clean, **(self.finds_standin if finds is None else finds), **(env or {})},
+        return subprocess.run([str(self.python), "-m", "wgrad_cli", *map(str, args),
+                               "--cache-dir", str(self.cache)],
+                              env={**clean, **(self.finds_standin if finds is None else finds),
+                                   **(env or {})},
                               capture_output=True, text=True, timeout=300, preexec_fn=no_core_files)
 
 
@@ -74,7 +76,8 @@ def standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def hip_python(request: pytest.FixtureRequest, standin: Path, tmp_path_factory: pytest.TempPathFactory,
                amd_compiler: object) -> HipPython:
     try:
-        cache = getattr(request.config, "cache", None)  # kept between runs; absent without pytest's cache plugin
+        # kept between runs; absent without pytest's cache plugin
+        cache = getattr(request.config, "cache", None)
         venvs = cache.mkdir("hip-python") if cache else tmp_path_factory.mktemp("hip-python")
         python, version = python_with_hip_python(request.param, venvs)
     except Unavailable as exc:
@@ -150,7 +153,8 @@ def test_verify_fails_a_kernel_that_computes_nothing_through_the_shim(hip_python
 def test_bench_runs_the_real_shim(hip_python: HipPython, tmp_path: Path) -> None:
     out = tmp_path / "b.json"
     r = hip_python.wgrad("bench", "--config", smoke_config(), "--target", "gfx950", "--shape", "one-expert",
-                         "--min-samples", "3", "--min-time", "0", "--timeout", "0.5", "--warmup", "1", "--json", out)
+                         "--min-samples", "3", "--min-time", "0", "--timeout", "0.5",
+                         "--warmup", "1", "--json", out)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
     records = json.loads(out.read_text())["records"]
     assert [(rec["kernel"], rec["grid"]) for rec in records] == [("empty", 1), ("reference", 256)]
@@ -161,11 +165,12 @@ def test_a_refused_launch_is_one_line(hip_python: HipPython, tmp_path: Path) -> 
     r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--shape", "one-expert",
                          "--no-save", env={"WGRAD_STANDIN_LAUNCH_ERROR": "719"})
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    assert ("hipModuleLaunchKernel failed: hipErrorLaunchFailure (unspecified launch failure); the block may exceed "
-            "the kernel's launch bounds") in r.stderr
+    assert ("hipModuleLaunchKernel failed: hipErrorLaunchFailure (unspecified launch failure); "
+            "the block may exceed the kernel's launch bounds") in r.stderr
 
 
-@pytest.mark.parametrize("env, cause", [({}, "/dev/kfd"), ({"HIP_VISIBLE_DEVICES": ""}, "$HIP_VISIBLE_DEVICES=''")])
+@pytest.mark.parametrize("env, cause", [({}, "/dev/kfd"),
+                                        ({"HIP_VISIBLE_DEVICES": ""}, "$HIP_VISIBLE_DEVICES=''")])
 def test_no_device_names_the_cause(hip_python: HipPython, env: dict[str, str], cause: str) -> None:
     r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--no-save",
                          env={"WGRAD_STANDIN_DEVICES": "0", **env})
@@ -175,13 +180,15 @@ def test_no_device_names_the_cause(hip_python: HipPython, env: dict[str, str], c
 
 
 def test_library_not_on_the_path_says_where_to_put_it(hip_python: HipPython, tmp_path: Path) -> None:
-    """The other hip-python line's way of finding the library: 7.x ignores ROCM_PATH, 10.x is told to use it."""
+    """The other hip-python line's way of finding the library: 7.x ignores ROCM_PATH,
+    10.x is told to use it."""
     wrong = ({"ROCM_PATH": str(hip_python.standin)} if hip_python.version.startswith("7.")
              else {"ROCM_HOME": str(tmp_path)})
     r = hip_python.wgrad("verify", "--config", smoke_config(), "--target", "gfx950", "--no-save", finds=wrong)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     line = next(line for line in r.stderr.splitlines() if line.startswith("gfx950: "))
-    assert "hip-python found no libamdhip64.so; install ROCm 7" in line and "cannot open shared object file" in line
+    assert ("hip-python found no libamdhip64.so; install ROCm 7" in line
+            and "cannot open shared object file" in line)
     assert ("LD_LIBRARY_PATH" if hip_python.version.startswith("7.") else "set ROCM_PATH") in line
 
 
@@ -212,11 +219,12 @@ def test_a_kernel_that_aborts_the_process_costs_its_rows_only(hip_python: HipPyt
     assert [rec["kernel"] for rec in doc["records"]] == ["reference"] * 2 and len(doc["crashed"]) == 2
 
 
-def test_bench_keeps_the_rows_of_the_kernels_that_did_not_crash(hip_python: HipPython, tmp_path: Path) -> None:
+def test_bench_keeps_the_rows_of_the_kernels_that_did_not_crash(hip_python: HipPython,
+                                                                tmp_path: Path) -> None:
     out = tmp_path / "b.json"
     r = hip_python.wgrad("bench", "--config", smoke_config(), "--target", "gfx950", "--kernel", "reference",
-                         "--kernel", "empty", "--shape", "one-expert", "--min-samples", "3", "--min-time", "0",
-                         "--timeout", "0.5", "--warmup", "1", "--json", out,
+                         "--kernel", "empty", "--shape", "one-expert", "--min-samples", "3",
+                         "--min-time", "0", "--timeout", "0.5", "--warmup", "1", "--json", out,
                          env={"WGRAD_STANDIN_ABORT": "grouped_mxfp8_wgrad_kernel"})
     assert r.returncode == 4 and "Traceback" not in r.stderr, r.stderr
     assert "reference on one-expert crashed the process running it (SIGABRT)" in r.stderr

@@ -28,9 +28,11 @@ from wgrad_cli.config.kernelspec import KERNELS_DIR
 from wgrad_cli.emu import dispatch
 from wgrad_cli.commands import verify
 
-pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None,
+                                reason="clang-22 (Debian's, for gfx950) is not installed")
 LINE = "    float acc = 0.0f;\n"
-FLAG = "M == 512 && *(volatile const int *)expert_off >= 0"  # offsets are never negative: true for ever on `spins`
+# offsets are never negative: true for ever on `spins`
+FLAG = "M == 512 && *(volatile const int *)expert_off >= 0"
 SPINS = {
     "spin": f"    while ({FLAG}) {{}}\n",
     # a counter the compiler must keep in a register and change: the waves' state never repeats
@@ -44,7 +46,8 @@ shapes:
   - {name: tiny, M: 128, N: 256, K: 256, E: 1, offsets: [0, 128]}
   - {name: spins, M: 512, N: 256, K: 256, E: 2, offsets: [0, 512, 512]}
 """
-LOOP = r"workgroups \d+, \d+, \d+ and \d+ more in the loop of s_cbranch_\w+ at offset 0x[0-9a-f]+ back to 0x[0-9a-f]+"
+LOOP = (r"workgroups \d+, \d+, \d+ and \d+ more in the loop of s_cbranch_\w+ at offset 0x[0-9a-f]+ "
+        r"back to 0x[0-9a-f]+")
 
 
 def _built(d: Path, loop: str) -> list[str]:
@@ -79,13 +82,15 @@ def _hung(result: Any) -> str:
     return hung[0]
 
 
-def test_a_spinning_kernel_stops_by_its_state_with_one_line_and_exit_3(spinning: list[str], tmp_path: Path) -> None:
+def test_a_spinning_kernel_stops_by_its_state_with_one_line_and_exit_3(spinning: list[str],
+                                                                       tmp_path: Path) -> None:
     out = tmp_path / "verify.json"
     start = time.monotonic()
-    hung = _hung(CliRunner().invoke(cli, ["verify", *spinning, "--json", str(out)]))  # the default limit: an hour
+    # the default limit: an hour
+    hung = _hung(CliRunner().invoke(cli, ["verify", *spinning, "--json", str(out)]))
     assert time.monotonic() - start < 60  # the tiny shape's check and a few rounds of spinning
-    assert re.fullmatch(r"HUNG reference on spins: launch of \S+ can never finish: the emulator stopped it when none "
-                        r"of its waves could change what they read any more: " + LOOP, hung), hung
+    assert re.fullmatch(r"HUNG reference on spins: launch of \S+ can never finish: the emulator stopped it "
+                        r"when none of its waves could change what they read any more: " + LOOP, hung), hung
     doc = json.loads(out.read_text())
     assert [r["shape"]["name"] for r in doc["records"]] == ["tiny"] and doc["records"][0]["ok"]
     assert doc["hung"] == [hung.removeprefix("HUNG ")]
@@ -93,11 +98,13 @@ def test_a_spinning_kernel_stops_by_its_state_with_one_line_and_exit_3(spinning:
 
 def test_a_loop_whose_state_keeps_changing_stops_at_the_cpu_limit(counting: list[str]) -> None:
     hung = _hung(CliRunner().invoke(cli, ["verify", *counting, "--kernel-timeout", "3", "--no-save"]))
-    assert re.fullmatch(r"HUNG reference on spins: launch of \S+ did not finish within 3 s of CPU time per process "
-                        r"\(--kernel-timeout\) on the emulator, which stopped it: " + LOOP, hung), hung
+    assert re.fullmatch(r"HUNG reference on spins: launch of \S+ did not finish within 3 s of CPU time "
+                        r"per process \(--kernel-timeout\) on the emulator, "
+                        r"which stopped it: " + LOOP, hung), hung
 
 
-def test_a_slow_emulator_is_not_stopped_and_shows_its_progress(spinning: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_slow_emulator_is_not_stopped_and_shows_its_progress(spinning: list[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The emulator slowed on purpose (each instruction waits 2 ms, as on a loaded or slow machine):
     the launch takes far longer than --kernel-timeout in wall time, spends far less CPU time, and
     finishes; a log shows its workgroups as they finish."""
@@ -118,11 +125,12 @@ def test_a_slow_emulator_is_not_stopped_and_shows_its_progress(spinning: list[st
     monkeypatch.setattr(verify, "LOG_EVERY_SECONDS", 0.0)
     start = time.monotonic()
     # 5 s of CPU: the emulation needs 1-2 s alone, more late in a long test process (a larger heap to collect)
-    result = CliRunner().invoke(cli, ["verify", *spinning, "--shape", "tiny", "--kernel-timeout", "5", "--no-save"])
+    result = CliRunner().invoke(cli, ["verify", *spinning, "--shape", "tiny",
+                                      "--kernel-timeout", "5", "--no-save"])
     assert result.exit_code == 0, result.output
     assert time.monotonic() - start > 10  # slower in wall time than the limit, by far
-    lines = re.findall(r"^reference on tiny: \d+ s, ([\d.]+) M wave-instructions emulated, (\d+) of 256 workgroups "
-                       r"done$", result.stderr, re.M)
+    lines = re.findall(r"^reference on tiny: \d+ s, ([\d.]+) M wave-instructions emulated, "
+                       r"(\d+) of 256 workgroups done$", result.stderr, re.M)
     assert len(lines) > 2 and len({emulated for emulated, _ in lines}) > 2, result.stderr  # visibly moving
 
 
@@ -145,13 +153,14 @@ def test_ending_a_run_leaves_no_worker_behind(counting: list[str], how: str, tmp
         pytest.skip("one core: the emulator forks no worker")
     log = tmp_path / "stderr"
     with log.open("w") as stderr:
-        run = subprocess.Popen([sys.executable, "-m", "wgrad_cli", "verify", *counting, "--shape", "spins", "--no-save",
-                                "--kernel-timeout", "600"], start_new_session=True, stdout=subprocess.DEVNULL,
-                               stderr=stderr)
+        run = subprocess.Popen([sys.executable, "-m", "wgrad_cli", "verify", *counting, "--shape", "spins",
+                                "--no-save", "--kernel-timeout", "600"], start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         deadline = time.monotonic() + 120
         while len(_group(run.pid)) < 3:  # wgrad and two workers forked for the launch
-            assert run.poll() is None and time.monotonic() < deadline, f"no worker was forked: {log.read_text()}"
+            assert (run.poll() is None
+                    and time.monotonic() < deadline), f"no worker was forked: {log.read_text()}"
             time.sleep(0.1)
         if how == "SIGINT to the group":
             os.killpg(run.pid, signal.SIGINT)

@@ -38,7 +38,8 @@ def own(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def test_build_verify_model_profile_trace_plot_show_compare(own: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_verify_model_profile_trace_plot_show_compare(own: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(own)
     built = wgrad(own, "build", "--config", "tiny.yaml", "--json", "build.json")
     assert "rowquad" in built and "2/2 builds ok" in built
@@ -50,7 +51,8 @@ def test_build_verify_model_profile_trace_plot_show_compare(own: Path, monkeypat
         ("rowquad", "two-experts", True), ("rowquad", "three-one-empty", True)]
     assert "2/2 shapes passed" in verified
 
-    modelled = wgrad(own, "model", "--config", "tiny.yaml", "--profile", "--trace", "trace.json", "--json", "model.json")
+    modelled = wgrad(own, "model", "--config", "tiny.yaml", "--profile", "--trace", "trace.json",
+                     "--json", "model.json")
     rows = json.loads((own / "model.json").read_text())["records"]
     assert [r["kernel"] for r in rows] == ["rowquad", "rowquad"] and all(r["model"]["profile"] for r in rows)
     traces = sorted(p.name for p in own.glob("trace*.json"))
@@ -63,7 +65,8 @@ def test_build_verify_model_profile_trace_plot_show_compare(own: Path, monkeypat
     # the trace is of the class the grid waits for: the three-expert shape's critical path is its
     # 256-token expert (workgroups 128 on), not the first class
     assert "three-one-empty: the critical path (the CU that ends last) runs workgroup 128's class" in modelled
-    title = json.loads((own / "trace-rowquad-three-one-empty.json").read_text())["traceEvents"][0]["args"]["name"]
+    title = (json.loads((own / "trace-rowquad-three-one-empty.json").read_text())
+             ["traceEvents"][0]["args"]["name"])
     assert "running the class of workgroup 128, on the critical path" in title
 
     # the same kernel found from its source alone (the spec beside it), then by --spec: the same times
@@ -79,7 +82,8 @@ def test_build_verify_model_profile_trace_plot_show_compare(own: Path, monkeypat
     wgrad(own, "plot", "model.json", "-o", "model.svg")
     wgrad(own, "plot", "trace.json", "-o", "trace.svg")  # the name given to --trace finds the files it wrote
     drawn = (own / "trace.svg").read_text()
-    assert "rowquad on two-experts: one modelled CU" in drawn and "rowquad on three-one-empty: one modelled CU" in drawn
+    assert ("rowquad on two-experts: one modelled CU" in drawn
+            and "rowquad on three-one-empty: one modelled CU" in drawn)
     assert "rowquad" in (own / "model.svg").read_text()
 
 
@@ -90,18 +94,21 @@ def faulty(own: Path) -> Path:
     store = "C[(e * N + n) * K + k0 + j] = to_bf16(acc[j]);"
     source = (own / "rowquad.hip").read_text()
     assert source.count(store) == 1, "rowquad.hip changed: update the store"
-    (folder / "rowquad.hip").write_text(source.replace(store, store.replace("C[", "C[(WGRAD_E == 3 ? 1ll << 40 : 0) + ")))
-    (folder / "faulty.yaml").write_text((own / "rowquad.yaml").read_text().replace("name: rowquad", "name: faulty"))
+    (folder / "rowquad.hip").write_text(
+        source.replace(store, store.replace("C[", "C[(WGRAD_E == 3 ? 1ll << 40 : 0) + ")))
+    (folder / "faulty.yaml").write_text(
+        (own / "rowquad.yaml").read_text().replace("name: rowquad", "name: faulty"))
     return folder / "faulty.yaml"
 
 
 @pytest.mark.parametrize("command", [["verify", "--device", "emu"], ["model"]])
-def test_a_fault_in_a_later_shape_keeps_the_rows_before_it_and_exits_6(own: Path, command: list[str],
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fault_in_a_later_shape_keeps_the_rows_before_it_and_exits_6(
+        own: Path, command: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(own)
     spec = faulty(own)
     output = wgrad(own, *command, "--config", "tiny.yaml", "--spec", str(spec), status=6)
-    saved = own / "results" / f"{command[0]}-tiny-faulty-gfx950{'-2.4GHz' if command[0] == 'model' else ''}.json"
+    saved = (own / "results"
+             / f"{command[0]}-tiny-faulty-gfx950{'-2.4GHz' if command[0] == 'model' else ''}.json")
     doc = json.loads(saved.read_text())
     assert [r["shape"]["name"] for r in doc["records"]] == ["two-experts"]
     (line,) = doc["faulted"]
@@ -113,8 +120,8 @@ def test_a_fault_in_a_later_shape_keeps_the_rows_before_it_and_exits_6(own: Path
     (["verify", "--device", "emu"], isolation, "run"),
     (["model"], model_command, "model_record"),
 ])
-def test_ctrl_c_exits_130_with_the_rows_finished_saved(own: Path, command: list[str], where: ModuleType, name: str,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_exits_130_with_the_rows_finished_saved(own: Path, command: list[str], where: ModuleType,
+                                                       name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C as the second record starts (KeyboardInterrupt, as Python raises it on SIGINT)."""
     monkeypatch.chdir(own)
     real, calls = getattr(where, name), []
@@ -128,5 +135,6 @@ def test_ctrl_c_exits_130_with_the_rows_finished_saved(own: Path, command: list[
     monkeypatch.setattr(where, name, interrupted_second)
     output = wgrad(own, *command, "--config", "tiny.yaml", "--json", "partial.json", status=130)
     doc = json.loads((own / "partial.json").read_text())
-    assert [r["shape"]["name"] for r in doc["records"]] == ["two-experts"] and doc["incomplete"] == "interrupted by Ctrl-C"
+    assert ([r["shape"]["name"] for r in doc["records"]] == ["two-experts"]
+            and doc["incomplete"] == "interrupted by Ctrl-C")
     assert "| rowquad | two-experts" in output and "interrupted by Ctrl-C: 1 of 2 rows finished" in output

@@ -29,10 +29,13 @@ def test_rounds_and_the_tail_of_a_last_partial_round() -> None:
 def test_a_longer_class_runs_on_while_the_others_wait() -> None:
     slow = replace(ONE, cycles=3000, causes={**ONE.causes, "memory": 2400.0})
     r = schedule([1] + [0] * 255, {0: ONE, 1: slow}, 1, None, M)
-    assert r.cycles == pytest.approx(3000) and r.causes["tail"] == pytest.approx(3000 - (255 * 1000 + 3000) / 256)
+    assert (r.cycles == pytest.approx(3000)
+            and r.causes["tail"] == pytest.approx(3000 - (255 * 1000 + 3000) / 256))
     assert r.critical == 1  # the trace shows this class's CU: the grid waits for it
-    late = schedule([0] * 256 + [1] * 10 + [2] * 20, {0: ONE, 1: slow, 2: replace(ONE, cycles=1500)}, 1, None, M)
-    assert late.critical == 1 and late.cycles == pytest.approx(1000 + 3000)  # dealt in the second round, it ends last
+    late = schedule([0] * 256 + [1] * 10 + [2] * 20,
+                    {0: ONE, 1: slow, 2: replace(ONE, cycles=1500)}, 1, None, M)
+    # dealt in the second round, it ends last
+    assert late.critical == 1 and late.cycles == pytest.approx(1000 + 3000)
     assert schedule([0] * 300, {0: ONE}, 1, None, M).critical == 0
 
 
@@ -44,12 +47,15 @@ def test_experts_inputs_come_from_hbm_once_where_they_fit_the_last_level_cache()
     assert same.hbm_bytes == 512 * (1 << 12) + (1 << 20)  # the second round finds them in the cache
     big = M.llc_bytes + 1
     again = schedule([0] * 512, {0: ONE}, 1, Sharing([0] * 512, {0: big}), M)
-    assert again.hbm_bytes == 512 * (1 << 12) + 2 * 256 * (1 << 12)  # read again each round, no more than it loads
+    # read again each round, no more than it loads
+    assert again.hbm_bytes == 512 * (1 << 12) + 2 * 256 * (1 << 12)
 
 
 def test_a_round_waits_for_its_bytes() -> None:
-    heavy = replace(ONE, bytes_stored=1 << 30)  # 256 GiB of stores a round: far beyond the round's 1,000 clocks
+    # 256 GiB of stores a round: far beyond the round's 1,000 clocks
+    heavy = replace(ONE, bytes_stored=1 << 30)
     r = schedule([0] * 256, {0: heavy}, 1, None, M)
     floor = (256 << 30) + 256 * (1 << 12)
     assert r.cycles == pytest.approx(floor / M.hbm_bytes_per_second * M.clock_ghz * 1e9)
-    assert r.causes["bandwidth"] == pytest.approx(r.cycles - 1000) and sum(r.causes.values()) == pytest.approx(r.cycles)
+    assert (r.causes["bandwidth"] == pytest.approx(r.cycles - 1000)
+            and sum(r.causes.values()) == pytest.approx(r.cycles))

@@ -21,7 +21,8 @@ def compare(tmp_path: Path, command: str, base: list[Any], new: list[Any], thres
             **new_run: Any) -> tuple[str, list[str]]:
     """The table (Markdown, every column) and the regression lines."""
     what, deltas = compare_docs(write(tmp_path / "base.json", command, base, **SAME_RUN),
-                                write(tmp_path / "new.json", command, new, **{**SAME_RUN, **new_run}), threshold)
+                                write(tmp_path / "new.json", command, new, **{**SAME_RUN, **new_run}),
+                                threshold)
     table = compare_table(what, deltas, "compare").markdown(wide=True)
     return table, [f"{d.label}: {d.regression}" for d in deltas if d.regression]
 
@@ -30,7 +31,8 @@ def test_same_within_noise_faster_and_slower() -> None:
     """nvbench's rule: the same when the medians differ by at most the smaller relative spread."""
     base = bench_row(0, "a", 1.0, noise=0.05)
     assert noise_verdict(base, bench_row(0, "a", 1.02, noise=0.05)) == "same"
-    assert noise_verdict(base, bench_row(0, "a", 1.02, noise=0.01)) == "slower"  # the quieter run resolves 2 %
+    # the quieter run resolves 2 %
+    assert noise_verdict(base, bench_row(0, "a", 1.02, noise=0.01)) == "slower"
     assert noise_verdict(base, bench_row(0, "a", 0.9, noise=0.05)) == "faster"
     assert noise_verdict(base, bench_row(0, "a", 1.2, noise=0.3)) == "slower"
 
@@ -44,7 +46,8 @@ def test_identical_documents(tmp_path: Path, command: str, records: list[Any]) -
 
 def test_bench_slower_beyond_noise_and_threshold(tmp_path: Path) -> None:
     table, regressions = compare(tmp_path, "bench", BENCH, [BENCH[0], bench_row(0, "a", 1.1), BENCH[2]])
-    assert regressions == ["reference on a (cold, run 1): median 1,000.0 -> 1,100.0 us (+10.0%), beyond the noise (1%) and 5%"]
+    assert regressions == ["reference on a (cold, run 1): median 1,000.0 -> 1,100.0 us (+10.0%), "
+                           "beyond the noise (1%) and 5%"]
     assert "slower" in table and "1,000.0 -> 1,100.0" in table and "zipf s=1.5" in table
 
 
@@ -114,16 +117,18 @@ def test_new_shape_is_no_regression(tmp_path: Path) -> None:
 
 def test_summary_line(tmp_path: Path) -> None:
     _, deltas = compare_docs(write(tmp_path / "b.json", "bench", BENCH, **SAME_RUN),
-                             write(tmp_path / "n.json", "bench", [BENCH[0], bench_row(0, "a", 1.1)], **SAME_RUN), 0.05)
-    assert summary(deltas, 0.05) == ("compare: 3 rows: 1 same within noise, 1 slower, 1 missing; 2 regressions "
-                                     "(slower beyond noise and 5%, failing, or missing)")
+                             write(tmp_path / "n.json", "bench", [BENCH[0], bench_row(0, "a", 1.1)],
+                                   **SAME_RUN), 0.05)
+    assert summary(deltas, 0.05) == ("compare: 3 rows: 1 same within noise, 1 slower, 1 missing; "
+                                     "2 regressions (slower beyond noise and 5%, failing, or missing)")
 
 
 def test_different_commands(tmp_path: Path) -> None:
     base, new = write(tmp_path / "v.json", "verify", VERIFY), write(tmp_path / "b.json", "bench", BENCH)
     with pytest.raises(WgradError) as exc:
         compare_docs(base, new, 0.05)
-    assert exc.value.lines == [f"{base} is a verify result and {new} a bench one; compare two of the same command"]
+    assert exc.value.lines == [f"{base} is a verify result and {new} a bench one; "
+                               "compare two of the same command"]
 
 
 @pytest.mark.parametrize("field, value, allow", [
@@ -132,22 +137,26 @@ def test_different_commands(tmp_path: Path) -> None:
     ("config_sha256", "beef", "config"),
     ("seed", 7, "seed"),
 ])
-def test_another_experiment_is_refused_unless_allowed(tmp_path: Path, field: str, value: Any, allow: str) -> None:
+def test_another_experiment_is_refused_unless_allowed(tmp_path: Path, field: str, value: Any,
+                                                      allow: str) -> None:
     base = write(tmp_path / "base.json", "bench", BENCH, **SAME_RUN)
     new = write(tmp_path / "new.json", "bench", BENCH, **{**SAME_RUN, field: value})
     with pytest.raises(WgradError) as exc:
         compare_docs(base, new, 0.05)
     [line] = exc.value.lines
-    assert exc.value.exit_code == 2 and f"differ in {allow} (" in line and f"--allow-different {allow}" in line
+    assert (exc.value.exit_code == 2 and f"differ in {allow} (" in line
+            and f"--allow-different {allow}" in line)
     assert compare_docs(base, new, 0.05, (allow,))[0] == "bench"
 
 
 def test_the_command_gates_with_a_summary_and_exit_status(tmp_path: Path) -> None:
     base = write(tmp_path / "base.json", "bench", BENCH, **SAME_RUN)
-    slower = write(tmp_path / "slower.json", "bench", [BENCH[0], bench_row(0, "a", 1.2), BENCH[2]], **SAME_RUN)
+    slower = write(tmp_path / "slower.json", "bench",
+                   [BENCH[0], bench_row(0, "a", 1.2), BENCH[2]], **SAME_RUN)
     other = write(tmp_path / "other.json", "bench", BENCH, **{**SAME_RUN, "config_sha256": "beef"})
     same = CliRunner().invoke(cli, ["compare", str(base), str(base)])
-    assert same.exit_code == 0 and same.stdout.splitlines()[-1].startswith("compare: 3 rows: 3 same within noise; 0 ")
+    assert (same.exit_code == 0
+            and same.stdout.splitlines()[-1].startswith("compare: 3 rows: 3 same within noise; 0 "))
     failed = CliRunner().invoke(cli, ["compare", str(base), str(slower)])
     assert failed.exit_code == 1 and "regression reference on a" in failed.stderr
     refused = CliRunner().invoke(cli, ["compare", str(base), str(other)])
@@ -182,7 +191,8 @@ def test_merge_two_shards(tmp_path: Path) -> None:
     assert [(r.index, r.run, r.shard) for r in merged.bench_rows] == [
         (-1, 1, 1), (-1, 2, 2), (0, 1, 1), (0, 2, 1), (1, 1, 2), (1, 2, 2), (2, 1, 1)]
     extra = merged.environment
-    assert (extra["config_sha256"], extra["target"], extra["seed"], extra["shard"]) == ("c0ffee", "gfx950", 1, None)
+    assert ((extra["config_sha256"], extra["target"], extra["seed"], extra["shard"])
+            == ("c0ffee", "gfx950", 1, None))
     assert [(s["file"], s["shard"]) for s in extra["shards"]] == [(str(two), [2, 2]), (str(one), [1, 2])]
     assert not {"tool", "version", "commit", "command", "argv", "records"} & extra.keys()
     out = write(tmp_path / "merged.json", merged.command, merged.records, **extra)
@@ -192,7 +202,8 @@ def test_merge_two_shards(tmp_path: Path) -> None:
 def test_merge_keeps_baselines_of_names_it_does_not_know(tmp_path: Path) -> None:
     """A baseline that a later wgrad adds sorts after the ones this one knows, and the merge goes on."""
     future = bench_row(0, "a", 1.0, kernel="torch-future", baseline=True)
-    merged = merge_docs([shard(tmp_path / "s1.json", 1, 2, [future, BENCH[1]]), shard(tmp_path / "s2.json", 2, 2, BENCH[2:])])
+    merged = merge_docs([shard(tmp_path / "s1.json", 1, 2, [future, BENCH[1]]),
+                         shard(tmp_path / "s2.json", 2, 2, BENCH[2:])])
     assert [r.kernel for r in merged.records] == ["reference", "torch-future", "reference"]
 
 
@@ -219,8 +230,10 @@ def test_merge_shards_of_different_counts(tmp_path: Path) -> None:
 
 
 def test_merge_mixed_configs(tmp_path: Path) -> None:
-    a, b = shard(tmp_path / "a.json", 1, 2, BENCH[:2]), shard(tmp_path / "b.json", 2, 2, BENCH[2:], sha="beef")
-    assert merge_error([a, b]) == [f"{b}: config_sha256 is 'beef', {a} has 'c0ffee'; merge shards of one run only"]
+    a, b = (shard(tmp_path / "a.json", 1, 2, BENCH[:2]),
+            shard(tmp_path / "b.json", 2, 2, BENCH[2:], sha="beef"))
+    assert merge_error([a, b]) == [f"{b}: config_sha256 is 'beef', {a} has 'c0ffee'; "
+                                   "merge shards of one run only"]
 
 
 def test_merge_refuses_an_incomplete_shard(tmp_path: Path) -> None:
@@ -228,13 +241,14 @@ def test_merge_refuses_an_incomplete_shard(tmp_path: Path) -> None:
     a = shard(tmp_path / "a.json", 1, 2, BENCH[:2])
     b = write(tmp_path / "b.json", "bench", BENCH[2:], config_sha256="c0ffee", target="gfx950", shard=[2, 2],
               incomplete="hopper on square-8k did not finish within 10 s: the kernel looks deadlocked")
-    assert merge_error([a, b]) == [f"{b}: incomplete (hopper on square-8k did not finish within 10 s: the kernel looks "
-                                   "deadlocked); run that shard again"]
+    assert merge_error([a, b]) == [f"{b}: incomplete (hopper on square-8k did not finish within 10 s: "
+                                   "the kernel looks deadlocked); run that shard again"]
 
 
 def test_merge_not_a_shard(tmp_path: Path) -> None:
     a = shard(tmp_path / "a.json", 1, 2, BENCH[:2])
-    whole = write(tmp_path / "whole.json", "bench", BENCH, config_sha256="c0ffee", target="gfx950", shard=None)
+    whole = write(tmp_path / "whole.json", "bench", BENCH,
+                  config_sha256="c0ffee", target="gfx950", shard=None)
     assert merge_error([a, whole]) == [
         f"{whole}: not a shard (written without --shard); merge joins --shard i/n results"]
 

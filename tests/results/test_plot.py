@@ -61,7 +61,8 @@ def test_without_matplotlib_it_says_how_to_install(repo: Path, tmp_path: Path,
 
 
 @pytest.mark.usefixtures("matplotlib")
-def test_shapes_group_across_files_with_named_peaks_a_log_axis_and_a_whole_title(repo: Path, tmp_path: Path) -> None:
+def test_shapes_group_across_files_with_named_peaks_a_log_axis_and_a_whole_title(repo: Path,
+                                                                                 tmp_path: Path) -> None:
     """The H200's bench of square-8k beside the modelled MI355X's kernels on it at two clocks: one group of
     bars for the shape, each series named apart by its device, the peaks named with their device, and
     a log axis, since the rates span more than DECADES."""
@@ -73,7 +74,8 @@ def test_shapes_group_across_files_with_named_peaks_a_log_axis_and_a_whole_title
     svg = out.read_text()
     assert svg.count(">square-8k<") == 1  # one group, not one per file
     assert "cdna4 (modelled, MI355X at 2 GHz)" in svg and "cdna4 (modelled, MI355X at 2.4 GHz)" in svg
-    assert "NVIDIA H200 FP8 peak, 1,979" in svg and "modelled MI355X at 2.4 GHz (wgrad model) MXFP8 peak" in svg
+    assert ("NVIDIA H200 FP8 peak, 1,979" in svg
+            and "modelled MI355X at 2.4 GHz (wgrad model) MXFP8 peak" in svg)
     assert "TFLOP/s (log scale)" in svg
     title = "wgrad bench and model on NVIDIA H200, modelled MI355X at 2 GHz (wgrad model)"
     assert all(word in svg for word in title.split())  # wrapped onto lines, not cut at the edges

@@ -48,7 +48,8 @@ def test_save_csv_flattens(tmp_path: Path) -> None:
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
         rows = list(reader)
-    assert reader.fieldnames is not None and {"shape.name", "overall.mismatches", "experts"} <= set(reader.fieldnames)
+    assert (reader.fieldnames is not None
+            and {"shape.name", "overall.mismatches", "experts"} <= set(reader.fieldnames))
     assert (rows[1]["shape.name"], rows[1]["overall.mismatches"], rows[1]["ok"]) == ("b", "17", "False")
     assert len(json.loads(rows[1]["experts"])) == 4
     assert sorted(p.name for p in tmp_path.iterdir()) == ["verify.csv"]  # nothing but the file itself
@@ -67,7 +68,8 @@ def test_every_committed_results_file_loads_typed(repo: Path) -> None:
 def test_committed_files_of_this_schema_write_back_byte_for_byte(repo: Path, tmp_path: Path) -> None:
     """Read and saved again (as merge saves), a file of the current schema is the same bytes; older
     ones are upgraded as they are read, so they are not."""
-    current = [p for p in sorted((repo / "results").rglob("*.json")) if json.loads(p.read_text()).get("schema") == SCHEMA]
+    current = [p for p in sorted((repo / "results").rglob("*.json"))
+               if json.loads(p.read_text()).get("schema") == SCHEMA]
     assert current  # a schema bump leaves few files of the new one (4: the seed's profile)
     for path in current:
         doc = read_document(path, SHOWN)
@@ -78,7 +80,8 @@ def test_bench_files_record_their_peak_and_stopping_rule_typed(repo: Path) -> No
     doc = read_document(repo / "results" / "h200" / "bench-large.json")
     assert doc.provenance.peak == Peak(1979.0, "FP8", 989.0, 4800.0, 62914560, "NVIDIA H200 datasheet")
     assert doc.provenance.criterion == Criterion(10, 0.5, 0.005, 2.0, 100_000, 0.05)
-    older = read_document(repo / "results" / "h200" / "bench-large-reference.json")  # written before stable_noise
+    # written before stable_noise
+    older = read_document(repo / "results" / "h200" / "bench-large-reference.json")
     assert older.provenance.criterion == Criterion(timeout=15.0)
 
 
@@ -86,12 +89,14 @@ def test_a_peak_that_lacks_a_rate_is_one_line(tmp_path: Path) -> None:
     path = write(tmp_path / "bad.json", "bench", [bench_row(0, "a", 1.0)], peak={"matrix_label": "FP8"})
     with pytest.raises(WgradError) as exc:
         read_document(path)
-    assert one_line_error(exc) == f"{path}: environment.peak lacks matrix_tflops; give a results file wgrad wrote"
+    assert one_line_error(exc) == (f"{path}: environment.peak lacks matrix_tflops; "
+                                   "give a results file wgrad wrote")
 
 
 def test_schema_1_files_upgrade_and_newer_ones_are_refused(tmp_path: Path) -> None:
     """A schema-1 bench row lacks the fields schema 2 added: they read as their defaults."""
-    old = {k: v for k, v in to_json(bench_row(0, "a", 1.0)).items() if k not in ("flush", "overlap", "spin_ms")}
+    old = {k: v for k, v in to_json(bench_row(0, "a", 1.0)).items()
+           if k not in ("flush", "overlap", "spin_ms")}
     path = write(tmp_path / "old.json", "bench", [old])
     doc = json.loads(path.read_text())
     doc["schema"] = 1
@@ -114,14 +119,16 @@ def test_a_field_of_another_kind_is_one_line(tmp_path: Path) -> None:
 
 
 def test_an_environment_field_of_another_kind_is_one_line(tmp_path: Path) -> None:
-    path = write(tmp_path / "bad.json", "bench", [bench_row(0, "a", 1.0)], seed="one", device={"name": "H200"})
+    path = write(tmp_path / "bad.json", "bench", [bench_row(0, "a", 1.0)], seed="one",
+                 device={"name": "H200"})
     with pytest.raises(WgradError) as exc:
         read_document(path)
-    assert one_line_error(exc) == f"{path}: environment.seed is 'one', not a int; give a results file wgrad wrote"
+    assert one_line_error(exc) == (f"{path}: environment.seed is 'one', not a int; "
+                                   "give a results file wgrad wrote")
     good = read_document(write(tmp_path / "good.json", "bench", [bench_row(0, "a", 1.0)], seed=7,
                                device={"name": "H200"}, shard=[2, 4]))
-    assert (good.provenance.seed, good.device_name, good.provenance.shard, good.provenance.peak) == (7, "H200", [2, 4],
-                                                                                                    None)
+    assert ((good.provenance.seed, good.device_name, good.provenance.shard, good.provenance.peak)
+            == (7, "H200", [2, 4], None))
 
 
 def test_save_writes_whole_files(tmp_path: Path) -> None:
@@ -130,7 +137,8 @@ def test_save_writes_whole_files(tmp_path: Path) -> None:
     save(json_path, csv_path, "verify", RECORDS[:1])
     assert json.loads(json_path.read_text())["records"] == [to_json(RECORDS[0])]
     assert len(csv_path.read_text().splitlines()) == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.1.csv", "r.1.json", "r.csv", "r.json"]  # no temporary left
+    # no temporary left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.1.csv", "r.1.json", "r.csv", "r.json"]
 
 
 def test_unwritable_csv_path(tmp_path: Path) -> None:
@@ -193,15 +201,16 @@ def test_default_path_names_the_kernels(shard: tuple[int, int] | None, name: str
         "model-emu-cdna4-gfx950-2GHz" + ("-shard-2-of-4" if shard else "") + ".json")
 
 
-def test_an_existing_file_is_kept_under_a_new_name_and_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_existing_file_is_kept_under_a_new_name_and_said(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
     path, csv_path = tmp_path / "verify.json", tmp_path / "verify.csv"
     save(path, csv_path, "bench", [])
     first = path.read_text()
     save(path, csv_path, "bench", [])
     save(path, None, "bench", [])
     assert (tmp_path / "verify.1.json").read_text() == first
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["verify.1.csv", "verify.1.json", "verify.2.json", "verify.csv",
-                                                         "verify.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["verify.1.csv", "verify.1.json", "verify.2.json",
+                                                         "verify.csv", "verify.json"]
     assert capsys.readouterr().err.splitlines() == [
         f"{path} existed: the old file is now {tmp_path / 'verify.1.json'}",
         f"{csv_path} existed: the old file is now {tmp_path / 'verify.1.csv'}",
@@ -223,7 +232,8 @@ def test_a_file_that_names_its_config_by_an_absolute_path_reads_as_it_is(repo: P
     assert shown.exit_code == 0 and "bf16-grouped" in shown.output
 
 
-ABSOLUTE = re.compile(r"(?:^|[\s=(\"'])(?:/|~/)[\w.-]+/")  # /root/out/..., ~/x/...: a path of the machine that ran it
+# /root/out/..., ~/x/...: a path of the machine that ran it
+ABSOLUTE = re.compile(r"(?:^|[\s=(\"'])(?:/|~/)[\w.-]+/")
 
 
 def strings(value: Any) -> list[str]:
@@ -235,7 +245,8 @@ def strings(value: Any) -> list[str]:
 
 
 def test_no_committed_results_file_holds_an_absolute_path(repo: Path) -> None:
-    assert ABSOLUTE.search("--json=/root/out/b.json") and not ABSOLUTE.search("generate (M=8) / as many, $OUT/b.json")
+    assert (ABSOLUTE.search("--json=/root/out/b.json")
+            and not ABSOLUTE.search("generate (M=8) / as many, $OUT/b.json"))
     files = sorted((repo / "results").rglob("*.json"))
     found = [f"{path.relative_to(repo)}: {s}" for path in files for s in strings(json.loads(path.read_text()))
              if ABSOLUTE.search(s)]
@@ -243,8 +254,9 @@ def test_no_committed_results_file_holds_an_absolute_path(repo: Path) -> None:
 
 
 def test_a_shapes_kernel_comes_before_its_baselines_and_they_in_their_order() -> None:
-    rows = [bench_row(0, "a", 1.0, kernel=BASELINES[1], baseline=True), bench_row(0, "a", 1.0, kernel=BASELINES[0],
-            baseline=True), bench_row(0, "a", 1.0, kernel="a-later-baseline", baseline=True), bench_row(0, "a", 1.0),
+    rows = [bench_row(0, "a", 1.0, kernel=BASELINES[1], baseline=True),
+            bench_row(0, "a", 1.0, kernel=BASELINES[0], baseline=True),
+            bench_row(0, "a", 1.0, kernel="a-later-baseline", baseline=True), bench_row(0, "a", 1.0),
             bench_row(-1, "calibration", 0.004)]
     assert [r.kernel for r in sorted(rows, key=order)] == ["empty", "reference", BASELINES[0], BASELINES[1],
                                                            "a-later-baseline"]

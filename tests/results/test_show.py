@@ -24,7 +24,8 @@ from wgrad_cli.results.records import to_json
 
 def test_bench_and_verify_files_in_the_order_given(tmp_path: Path) -> None:
     powered = [BENCH[0], bench_row(0, "a", 2.0, power_w=700.0), BENCH[2]]
-    tables = show_tables([write(tmp_path / "b.json", "bench", powered), write(tmp_path / "v.json", "verify", VERIFY)])
+    tables = show_tables([write(tmp_path / "b.json", "bench", powered),
+                          write(tmp_path / "v.json", "verify", VERIFY)])
     bench, verify = (t.markdown(wide=True) for t in tables)
     assert str(tmp_path / "b.json") in bench and str(tmp_path / "v.json") in verify
     assert "mJ" in bench and "mJ" not in verify
@@ -45,7 +46,8 @@ def test_every_bad_file_is_one_line_and_nothing_is_shown(tmp_path: Path) -> None
     good = write(tmp_path / "good.json", "bench", BENCH)
     missing = tmp_path / "nope.json"
     (tmp_path / "text.json").write_text("not json")
-    lacking = write(tmp_path / "lacking.json", "bench", [{k: v for k, v in to_json(BENCH[1]).items() if k != "median_ms"}])
+    lacking = write(tmp_path / "lacking.json", "bench",
+                    [{k: v for k, v in to_json(BENCH[1]).items() if k != "median_ms"}])
     with pytest.raises(WgradError) as caught:
         show_tables([good, missing, tmp_path / "text.json", lacking])
     lines = caught.value.lines
@@ -79,7 +81,8 @@ def test_every_committed_file_prints_in_every_format(repo: Path, form: str) -> N
         titles = [t["title"].split(":")[0] for t in json.loads(shown.stdout)]
         assert list(dict.fromkeys(titles)) == list(map(str, files)) and len(titles) > len(files)
     elif form == "csv":
-        assert sum(line.split(",")[0] in ("kernel", "benchmark") for line in shown.stdout.splitlines()) == len(files)
+        assert (sum(line.split(",")[0] in ("kernel", "benchmark") for line in shown.stdout.splitlines())
+                == len(files))
     else:
         assert all(str(f) in " ".join(shown.stdout.split()) for f in files)
 
@@ -100,7 +103,8 @@ def test_on_a_100_column_terminal_no_line_of_a_committed_file_is_wider(repo: Pat
         assert any(words[i:i + len(title)] == title for i in range(len(words))), table.title
 
 
-def test_a_markdown_title_is_no_wider_than_its_table_or_80_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_markdown_title_is_no_wider_than_its_table_or_80_columns(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     name = Path("verify-" + "x" * 45 + ".json")
     text = show_tables([write(name, "verify", VERIFY)])[0].markdown(wide=False)
@@ -115,12 +119,15 @@ def table_part(markdown: str) -> str:
     return markdown.split("\n\n", 1)[1]
 
 
-def shown_everywhere(tmp_path: Path, written: Path, live: str, column: str, cells: list[str]) -> list[dict[str, str]]:
+def shown_everywhere(tmp_path: Path, written: Path, live: str, column: str,
+                     cells: list[str]) -> list[dict[str, str]]:
     """`written` shows in every format with exit 0: Markdown as the command printed it live, a boxed
     table no wider than 100 columns, and CSV and JSON whose `column` holds `cells`, in order; the
     CSV's rows are returned."""
-    out = {form: run_wgrad(tmp_path, "show", "--format", form, str(written), terminal=True) for form in FORMATS}
-    assert all(p.returncode == 0 and p.stderr == "" for p in out.values()), {f: p.stderr for f, p in out.items()}
+    out = {form: run_wgrad(tmp_path, "show", "--format", form, str(written), terminal=True)
+           for form in FORMATS}
+    assert all(p.returncode == 0 and p.stderr == ""
+               for p in out.values()), {f: p.stderr for f, p in out.items()}
     assert out["markdown"].stdout.startswith(f"{written}: wgrad ")
     assert table_part(out["markdown"].stdout) == table_part(live)
     boxed = out["table"].stdout.splitlines()
@@ -148,7 +155,8 @@ def test_a_build_file_shows_as_build_printed_it(tmp_path: Path, amd_compiler: ob
 def test_shapes_of_one_build_share_its_row(tmp_path: Path, amd_compiler: object) -> None:
     (tmp_path / "c.yaml").write_text("kernels: [reference]\ntargets: [gfx950]\nshapes:\n"
                                      "  - {name: flat, M: 256, N: 256, K: 256, E: 2}\n"
-                                     "  - {name: skewed, M: 256, N: 256, K: 256, E: 2, routing: {kind: zipf, s: 2}}\n"
+                                     "  - {name: skewed, M: 256, N: 256, K: 256, E: 2, "
+                                     "routing: {kind: zipf, s: 2}}\n"
                                      "  - {name: wide, M: 256, N: 512, K: 256, E: 2}\n")
     build = run_wgrad(tmp_path, "build", "--config", "c.yaml", "--cache-dir", "cache", "--json", "build.json",
                       terminal=False)
@@ -167,13 +175,15 @@ def test_an_info_file_shows_as_info_printed_it(tmp_path: Path) -> None:
 
 
 def test_a_broken_build_or_info_file_or_another_command_is_one_line(tmp_path: Path) -> None:
-    lacking = write(tmp_path / "lacking.json", "build", [{"kernel": "reference", "target": "gfx950", "ok": True}])
-    wrong = write(tmp_path / "wrong.json", "info", [{"target": "gfx950", "candidate": "clang", "usable": "yes",
-                                                     "chosen": True, "kind": None, "version": None, "command": None,
-                                                     "reason": ""}])
+    lacking = write(tmp_path / "lacking.json", "build",
+                    [{"kernel": "reference", "target": "gfx950", "ok": True}])
+    wrong = write(tmp_path / "wrong.json", "info", [{"target": "gfx950", "candidate": "clang",
+                                                     "usable": "yes", "chosen": True, "kind": None,
+                                                     "version": None, "command": None, "reason": ""}])
     other = write(tmp_path / "other.json", "matrix", [{"shard": "1/3"}])
     for path, line in ((lacking, "record 0 lacks shape; give a results file wgrad wrote"),
                        (wrong, "record 0.usable is 'yes', not a bool; give a results file wgrad wrote"),
-                       (other, "a 'matrix' document; this needs one of verify, bench, selfbench, build, info")):
+                       (other, "a 'matrix' document; "
+                               "this needs one of verify, bench, selfbench, build, info")):
         shown = run_wgrad(tmp_path, "show", str(path), terminal=True)
         assert (shown.returncode, shown.stdout, shown.stderr) == (2, "", f"{path}: {line}\n")

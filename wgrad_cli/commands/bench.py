@@ -31,7 +31,8 @@ class BenchSettings:
     warmup: int
     flush: str | None  # how a cold sample's cache was flushed (options.FLUSHES); None when hot or rotating
     discard_throttled: bool
-    rotating: int | None  # cold: at least this many copies of the inputs rotated per launch (rows say how many)
+    # cold: at least this many copies of the inputs rotated per launch (rows say how many)
+    rotating: int | None
     interleave: bool  # each shape's kernels and baselines sampled in alternating rounds
     data: str  # the inputs' pattern (options.DATA_PATTERNS)
 
@@ -45,10 +46,11 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     hot, repeat, warmup, rotating = timing.hot, timing.repeat, timing.warmup, timing.rotating
     flush_kind = None if hot or rotating else timing.flush
     interleave = bool(timing.interleave)
-    problems = ([f"--rotating {rotating}: rotating copies empty the cache for cold samples; with --hot the cache is "
-                 "kept warm on purpose, so leave one of them out"] if hot and rotating else [])
-    problems += (["--interleave: rounds pair each kernel with the baselines of its shape; add --baselines (or "
-                  "--baseline NAME), or leave --interleave out"] if interleave and not baselines else [])
+    problems = ([f"--rotating {rotating}: rotating copies empty the cache for cold samples; "
+                 "with --hot the cache is kept warm on purpose, so leave one of them out"]
+                if hot and rotating else [])
+    problems += (["--interleave: rounds pair each kernel with the baselines of its shape; add --baselines "
+                  "(or --baseline NAME), or leave --interleave out"] if interleave and not baselines else [])
     if problems:
         raise WgradError(problems)
     plan = Plan(criterion, hot, repeat, warmup, timing.flush, timing.discard_throttled,
@@ -57,16 +59,18 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     if baselines or flush_kind == "read" or rotating:  # rotating spins with torch ahead of each sample
         require_torch()  # before any build or launch
     s = opened(selection, run, lambda: open_session(selection, compilers, run, False,
-                                                    extra=lambda _: [("empty", CALIBRATION.dims)], backends=BACKENDS))
+                                                    extra=lambda _: [("empty", CALIBRATION.dims)],
+                                                    backends=BACKENDS))
     if baselines and not backend(s.target).torch_baselines:
         s.rt.close()
-        raise WgradError(f"--baselines on a {s.target} device: PyTorch's ROCm wheels load their own libamdhip64.so beside "
-                         "hip-python's, and wgrad's events would not order torch's kernels (their times would come "
-                         "out near zero); time the kernels without --baselines, and the torch paths with torch's events")
+        raise WgradError(f"--baselines on a {s.target} device: PyTorch's ROCm wheels load their own "
+                         "libamdhip64.so beside hip-python's, and wgrad's events would not order torch's "
+                         "kernels (their times would come out near zero); time the kernels without "
+                         "--baselines, and the torch paths with torch's events")
     known = peak(s.rt.device)
     flush = 0 if hot else flush_bytes(s.rt.device, known)
-    details = to_json(BenchSettings(criterion, known, warmup, flush_kind, timing.discard_throttled, rotating, interleave,
-                                    timing.data))
+    details = to_json(BenchSettings(criterion, known, warmup, flush_kind, timing.discard_throttled, rotating,
+                                    interleave, timing.data))
     finished: list[BenchRow] = []
     try:
         print_header(s)
@@ -83,10 +87,11 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
                 records = bench(s, plan, baselines, step, done)
             except KeyboardInterrupt:  # Ctrl-C: as any other stop, the rows measured so far are kept
                 raise Interrupted(INTERRUPTED) from None
-    except WgradError as exc:  # a hang, a baseline's failure, out of memory: the rows measured before it are kept
+    except WgradError as exc:
+        # a hang, a baseline's failure, out of memory: the rows measured before it are kept
         if any(not r.calibration for r in finished):
-            out.print(bench_table(sorted(finished, key=order), f"wgrad bench on {s.rt.device.name} ({s.target}), "
-                                  f"stopped: {exc.lines[0]}"))
+            out.print(bench_table(sorted(finished, key=order),
+                                  f"wgrad bench on {s.rt.device.name} ({s.target}), stopped: {exc.lines[0]}"))
             try:
                 save_results(s, "bench", sorted(finished, key=order), output, run.shard, **details,
                       incomplete=exc.lines[0])

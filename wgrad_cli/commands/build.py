@@ -79,15 +79,16 @@ def build_command(selection: Selection, compilers: CompilerOptions, shard: Shard
         for line in lines:
             err.print(f"  {escape(line)}", highlight=False)
     for kernel in dict.fromkeys(job.kernel for job in runnable if job.kernel.dynamic_shared):
-        err.print(f"{escape(kernel.name)}: {kernel.dynamic_shared:,} B of dynamic shared memory per workgroup at "
-                  "launch (its spec's launch.dynamic_shared) beside the static bytes above; the occupancy counts both",
-                  highlight=False)
+        err.print(f"{escape(kernel.name)}: {kernel.dynamic_shared:,} B of dynamic shared memory per "
+                  "workgroup at launch (its spec's launch.dynamic_shared) beside the static bytes above; "
+                  "the occupancy counts both", highlight=False)
     for line in skipped_lines(skipped, config.targets):
         err.print(f"[yellow]{escape(line)}[/]", highlight=False)
     if json_path:
         write_json(json_path, "build", [to_json(r) for r in built], config=config_name(config.path),
-            skipped=[{"target": target, "kernels": sorted({j.kernel.name for j in skipped_jobs}), "builds": len(skipped_jobs),
-                      "reason": " ".join(exc.lines)} for (target, _), (exc, skipped_jobs) in skipped.items()])
+            skipped=[{"target": target, "kernels": sorted({j.kernel.name for j in skipped_jobs}),
+                      "builds": len(skipped_jobs), "reason": " ".join(exc.lines)}
+                     for (target, _), (exc, skipped_jobs) in skipped.items()])
     failed = sum(not r.ok for r in results)
     hits = sum(r.cache_hit for r in results)
     limits = ", ".join(f"{k} <= {v}" for k, v in sorted(config.limits.items())) or "none"

@@ -23,9 +23,10 @@ def save_results(s: Session, command: str, records: Sequence[Row], output: Outpu
         return
     kernels = [r.job.kernel.name for r in s.records]
     path = output.json_path or default_path(command, s.config.path.stem, kernels, s.rt.device.arch, shard)
-    save(path, output.csv_path, command, records, **to_json(s.environment()), shard=list(shard) if shard else None, **extra)
-    err.print(escape(f"results: {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False,
-              soft_wrap=True)
+    save(path, output.csv_path, command, records, **to_json(s.environment()),
+         shard=list(shard) if shard else None, **extra)
+    err.print(escape(f"results: {path}" + (f", {output.csv_path}" if output.csv_path else "")),
+              highlight=False, soft_wrap=True)
 
 
 def print_header(s: Session) -> None:

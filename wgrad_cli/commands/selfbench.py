@@ -105,11 +105,12 @@ def reference_ratios(size: int, experts: int, seed: int = 0) -> list[Ratio]:
             Ratio(f"reference time, {precision}", t_ref, t_mm, "s", 1.25, True,
                   f"grad_w ({shape}) / one {precision} np.matmul of the same FLOPs"),
             Ratio(f"  of which BLAS, {precision}", _expert_matmuls(d, dtype, rng), t_mm, "s", 1.25, True,
-                  f"the {experts} per-expert matmuls alone (N x M/E x K, data ready) / the same one matmul", True),
+                  f"the {experts} per-expert matmuls alone (N x M/E x K, data ready) / "
+                  "the same one matmul", True),
             Ratio(f"  of which first touch, {precision}", t_touch, t_mm, "s", 1.25, True,
                   "writing a new E x N x K float32 result once (fresh pages) / the same one matmul", True),
-            Ratio(f"reference peak memory, {precision}", peak / 2**20, fp32_operands / 2**20, "MiB", 2.5, True,
-                  "traced peak beyond inputs and result / dequantized fp32 operand bytes"),
+            Ratio(f"reference peak memory, {precision}", peak / 2**20, fp32_operands / 2**20, "MiB", 2.5,
+                  True, "traced peak beyond inputs and result / dequantized fp32 operand bytes"),
         ]
     return ratios
 
@@ -122,15 +123,19 @@ def build_ratios(config_path: Path) -> list[Ratio]:
         cache = Cache(Path(tmp) / "step")
         times = []
         for _ in range(2):
-            t, results = _timed(run_builds, jobs, Toolchains(cache.root / "zig-shim", BACKENDS), cache, {}, os.cpu_count() or 1)
+            t, results = _timed(run_builds, jobs, Toolchains(cache.root / "zig-shim", BACKENDS), cache, {},
+                                os.cpu_count() or 1)
             if not all(r.ok for r in results):
-                raise CheckFailed(f"selfbench: building {config_path} failed; run wgrad build --config {config_path}")
+                raise CheckFailed(f"selfbench: building {config_path} failed; "
+                                  f"run wgrad build --config {config_path}")
             times.append(t)
-        command = [sys.executable, "-m", "wgrad_cli", "build", "--config", str(config_path), "--cache-dir", f"{tmp}/cmd"]
+        command = [sys.executable, "-m", "wgrad_cli", "build", "--config", str(config_path),
+                   "--cache-dir", f"{tmp}/cmd"]
         runs = [_timed(subprocess.run, command, capture_output=True, check=True)[0] for _ in range(2)]
     what = f"{len(jobs)} builds of {config_path.name}"
     return [
-        Ratio("warm build step", times[1], times[0], "s", 0.02, False, f"{what}: warm / cold cache, in process"),
+        Ratio("warm build step", times[1], times[0], "s", 0.02, False,
+              f"{what}: warm / cold cache, in process"),
         Ratio("warm build command", runs[1], runs[0], "s", 0.02, False,
               f"{what}: the whole `wgrad build`, Python's start-up included", True),
     ]
@@ -141,7 +146,8 @@ def emulator_ratios() -> list[Ratio]:
     goal, not a measured baseline); nothing without a gfx950 compiler to build the step."""
     with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-step-") as tmp:
         try:
-            image = mfma_step.build(Toolchains(Path(tmp) / "zig-shim", BACKENDS).select(EMULATED_TARGET, False))
+            image = mfma_step.build(
+                Toolchains(Path(tmp) / "zig-shim", BACKENDS).select(EMULATED_TARGET, False))
         except ToolchainError as exc:
             err.print(f"selfbench: {exc.lines[0]}; the emulator's MFMA row is skipped")
             return []
@@ -150,7 +156,8 @@ def emulator_ratios() -> list[Ratio]:
 
 
 EMU_RATE_GOAL = 5e7  # lane-instructions per second on one core
-LOADED = 0.5  # a load average above this share of the cores before the run: other work would share its timings
+# a load average above this share of the cores before the run: other work would share its timings
+LOADED = 0.5
 EMU_RATE_DIMS = Dims(128, 256, 256, 1)  # smoke.yaml's one-expert
 SANITIZER_COST = 3.0  # the most verify --sanitize may multiply the emulator's time by
 
@@ -162,19 +169,21 @@ def _emulated_launch(name: str, d: Dims) -> Callable[[bool], tuple[float, int]] 
     spec = load_specs()[name]
     with tempfile.TemporaryDirectory(prefix="wgrad-selfbench-emu-") as tmp:
         cache = Cache(Path(tmp))
-        built = run_builds([BuildJob(spec, EMULATED_TARGET, d)], Toolchains(cache.root / "zig-shim", BACKENDS), cache, {}, 1)[0]
+        built = run_builds([BuildJob(spec, EMULATED_TARGET, d)],
+                           Toolchains(cache.root / "zig-shim", BACKENDS), cache, {}, 1)[0]
         if not built.ok or built.code_object is None:
-            err.print(f"selfbench: the {name} kernel did not build for gfx950 (`wgrad build --target gfx950` says "
-                      "why); its emulator rows are skipped")
+            err.print(f"selfbench: the {name} kernel did not build for gfx950 (`wgrad build --target gfx950` "
+                      "says why); its emulator rows are skipped")
             return None
         problem = generate(d, Routing(), 0)
         rt = EmuRuntime(workers=1)
         args = []
-        for a in (np.zeros(d.E * d.N * d.K, np.uint16), problem.A, problem.B, problem.scale_A, problem.scale_B,
-                  problem.offsets):
+        for a in (np.zeros(d.E * d.N * d.K, np.uint16), problem.A, problem.B, problem.scale_A,
+                  problem.scale_B, problem.offsets):
             args.append(rt.alloc(a.nbytes))
             rt.copy_in(args[-1], a.ctypes.data, a.nbytes)
-        kernel = prepare(rt, built.code_object, TARGETS[EMULATED_TARGET], backend(EMULATED_TARGET), spec, d, args)
+        kernel = prepare(rt, built.code_object, TARGETS[EMULATED_TARGET], backend(EMULATED_TARGET),
+                         spec, d, args)
 
     def timed(sanitize: bool) -> tuple[float, int]:
         rt.sanitize = sanitize  # read at each launch
@@ -199,11 +208,13 @@ def emulator_rate_ratios() -> list[Ratio]:
         seconds, lanes = launch(False)
         watched, _ = launch(True)
         if name == "reference":
-            ratios.append(Ratio("emulator rate, reference kernel", seconds / lanes * 1e9, 1e9 / EMU_RATE_GOAL, "ns",
-                                1.0, True, f"{lanes / seconds:.3g} lane-instructions/s, M={d.M} N={d.N} K={d.K} "
-                                f"E={d.E}, one core; ns per lane-instruction / the {EMU_RATE_GOAL:.0e}/s goal's"))
+            ratios.append(Ratio("emulator rate, reference kernel", seconds / lanes * 1e9, 1e9 / EMU_RATE_GOAL,
+                                "ns", 1.0, True, f"{lanes / seconds:.3g} lane-instructions/s, "
+                                f"M={d.M} N={d.N} K={d.K} E={d.E}, one core; "
+                                f"ns per lane-instruction / the {EMU_RATE_GOAL:.0e}/s goal's"))
         ratios.append(Ratio(f"sanitizer cost, {name} kernel", watched, seconds, "s", SANITIZER_COST, True,
-                            f"the same launch with --sanitize / without, one core (goal: at most {SANITIZER_COST:g}x)"))
+                            f"the same launch with --sanitize / without, one core "
+                            f"(goal: at most {SANITIZER_COST:g}x)"))
     return ratios
 
 
@@ -212,25 +223,28 @@ def selfbench_command(size: int, experts: int, build_config: Path, json_path: Pa
     load_config(build_config, load_specs())  # a bad config is reported now, not after minutes of timing
     cores = os.cpu_count() or 1
     others = os.getloadavg()[0]  # before any timing: the load of the machine's other work
-    err.print(f"selfbench: four steps, a few minutes on {plural(cores, 'core')}; load average {others:.1f} now",
-              highlight=False)
+    err.print(f"selfbench: four steps, a few minutes on {plural(cores, 'core')}; "
+              f"load average {others:.1f} now", highlight=False)
     with err.status("timing the reference and problem generation"):
         ratios = reference_ratios(size, experts)
     with err.status(f"timing cold and warm builds of {build_config}"):
         ratios += build_ratios(build_config)
     with err.status("timing the emulator's scaled-MFMA step and its rate on the reference kernel"):
         ratios += emulator_ratios() + emulator_rate_ratios()
-    table = selfbench_table(ratios, f"wgrad selfbench ({platform.node()}, {plural(os.cpu_count() or 1, 'core')})")
+    table = selfbench_table(ratios,
+                            f"wgrad selfbench ({platform.node()}, {plural(os.cpu_count() or 1, 'core')})")
     out.print(table)
     if json_path:
         write_json(json_path, "selfbench", [{**r.__dict__, "ratio": r.ratio, "ok": r.ok} for r in ratios],
-                   cores=os.cpu_count(), memory_gib=round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+                   cores=os.cpu_count(),
+                   memory_gib=round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
                    python=platform.python_version(),
                    numpy=np.__version__, size=size, experts=experts, build_config=config_name(build_config),
                    load_average=round(others, 2))
     missed = [r.name for r in ratios if not r.informational and not r.ok]
     if missed and others > LOADED * cores:  # the ratios time this machine's other work too: no verdict
-        err.print(f"selfbench: {', '.join(missed)} missed, on a machine already loaded (load average {others:.1f} on "
-                  f"{plural(cores, 'core')}): no verdict; run it again on an idle machine", highlight=False)
+        err.print(f"selfbench: {', '.join(missed)} missed, on a machine already loaded "
+                  f"(load average {others:.1f} on {plural(cores, 'core')}): no verdict; "
+                  "run it again on an idle machine", highlight=False)
     elif missed:
         raise CheckFailed()

@@ -103,7 +103,8 @@ def _run(command: list[str]) -> tuple[int, str]:
 
 def build_one(job: BuildJob, backend: BuildBackend, compiler: Compiler, cache: Cache, limits: dict[str, int],
               isa_dir: Path | None) -> BuildResult:
-    """Compile (or find in the cache) one job with its target's backend, read its resources and check its limits."""
+    """Compile (or find in the cache) one job with its target's backend,
+    read its resources and check its limits."""
     assert job.kernel.source is not None
     source = job.kernel.source.resolve()
 
@@ -119,8 +120,9 @@ def build_one(job: BuildJob, backend: BuildBackend, compiler: Compiler, cache: C
     result.cache_hit = entry is not None
     if entry is None:
         built = _compile(job.target, source, argv, cache, base,
-                         lambda code, log: {"resources": backend.resources(code, log, job.kernel.symbol, job.kernel.block,
-                                                                           job.kernel.dynamic_shared).to_json()})
+                         lambda code, log: {
+                             "resources": backend.resources(code, log, job.kernel.symbol, job.kernel.block,
+                                                            job.kernel.dynamic_shared).to_json()})
         if isinstance(built, list):
             result.errors = built
             return result
@@ -136,8 +138,8 @@ def build_one(job: BuildJob, backend: BuildBackend, compiler: Compiler, cache: C
     return result
 
 
-def build_source(target: str, backend: BuildBackend, compiler: Compiler, source: Path, includes: tuple[Path, ...],
-                 flags: tuple[str, ...], cache: Cache) -> Entry | list[str]:
+def build_source(target: str, backend: BuildBackend, compiler: Compiler, source: Path,
+                 includes: tuple[Path, ...], flags: tuple[str, ...], cache: Cache) -> Entry | list[str]:
     """A source built with its own flags alone (no shape defines, no ABI check: a launch file's),
     from the cache where it was built before; error lines if it fails."""
     def argv(out: Path, dep: Path) -> list[str]:
@@ -167,7 +169,8 @@ def _compile(target: str, source: Path, argv: Callable[[Path, Path], list[str]],
             return [str(exc)]
         deps = [p if p.is_absolute() else Path(tmp, p) for p in _parse_depfile(os.fsdecode(dep.read_bytes()))]
         deps = [p for p in deps if p.is_file() and not p.is_relative_to(tmp)]
-        return cache.store(base, [source, *deps], code, suffix, {"command": command, "compile_seconds": seconds, **about})
+        return cache.store(base, [source, *deps], code, suffix,
+                           {"command": command, "compile_seconds": seconds, **about})
 
 
 def _write_isa(backend: BuildBackend, compiler: Compiler, code_object: Path, dest: Path,
@@ -186,7 +189,8 @@ def _write_isa(backend: BuildBackend, compiler: Compiler, code_object: Path, des
     return []
 
 
-def resolve_compilers(jobs: list[BuildJob], toolchains: Toolchains) -> dict[tuple[str, bool], Compiler | ToolchainError]:
+def resolve_compilers(jobs: list[BuildJob],
+                      toolchains: Toolchains) -> dict[tuple[str, bool], Compiler | ToolchainError]:
     """The compiler of every (target, needs HIP headers) the jobs use, or why there is none."""
     compilers: dict[tuple[str, bool], Compiler | ToolchainError] = {}
     for job in jobs:
@@ -201,8 +205,9 @@ def resolve_compilers(jobs: list[BuildJob], toolchains: Toolchains) -> dict[tupl
     return compilers
 
 
-def run_builds(jobs: list[BuildJob], toolchains: Toolchains, cache: Cache, limits: dict[str, int], workers: int,
-               isa_dir: Path | None = None, on_done: Callable[[BuildResult], None] = lambda r: None) -> list[BuildResult]:
+def run_builds(jobs: list[BuildJob], toolchains: Toolchains, cache: Cache, limits: dict[str, int],
+               workers: int, isa_dir: Path | None = None,
+               on_done: Callable[[BuildResult], None] = lambda r: None) -> list[BuildResult]:
     """Build every job with `workers` compiles at once; failures are results, never exceptions
     (except a compiler the user named that does not work: CompilerUnusable)."""
     compilers = resolve_compilers(jobs, toolchains)

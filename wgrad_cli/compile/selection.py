@@ -31,25 +31,28 @@ def select(specs: dict[str, KernelSpec], chosen: Selection) -> tuple[Config, lis
     missing = ([f"--kernel-source {kernel_source}: no such file; give the kernel's source file"]
                if kernel_source and not kernel_source.is_file() else [])
     if kernel_source and not missing and source_problem(kernel_source):
-        missing.append(f"--kernel-source {kernel_source}: {source_problem(kernel_source)}; give the kernel's C++ "
-                       "source (UTF-8 text)")
-    missing += [f"--include {d}: not a directory; give an existing include dir" for d in includes if not d.is_dir()]
+        missing.append(f"--kernel-source {kernel_source}: {source_problem(kernel_source)}; "
+                       "give the kernel's C++ source (UTF-8 text)")
+    missing += [f"--include {d}: not a directory; give an existing include dir"
+                for d in includes if not d.is_dir()]
     if missing:
         raise WgradError(missing)
     overrides = {kernels[0]: (kernel_source, includes or None)} if kernel_source or includes else {}
     config = load_config(config_path, specs, overrides, kernel_names=kernels or None)
-    for flag, asked, known in (("--target", targets, config.targets), ("--shape", shapes, [s.name for s in config.shapes])):
+    for flag, asked, known in (("--target", targets, config.targets),
+                               ("--shape", shapes, [s.name for s in config.shapes])):
         unknown = [c for c in asked if c not in known]
         if unknown:
-            raise WgradError(f"{flag} {', '.join(unknown)}: not in {config_path}; choose from {', '.join(known)}")
+            raise WgradError(f"{flag} {', '.join(unknown)}: not in {config_path}; "
+                             f"choose from {', '.join(known)}")
     records = [(BuildJob(kernel, target, shape.dims), shape)
                for kernel, target in config.pairs() if not targets or target in targets
                for shape in config.shapes if not shapes or shape.name in shapes]
     # a kernel's stated size limits, before anything compiles (one line per kernel, shape and limit)
     beyond = dict.fromkeys(
-        f"{job.kernel.name} on {shape.name} (M={shape.dims.M:,}, N={shape.dims.N:,}, K={shape.dims.K:,}): {limit.why} "
-        f"({limit.require}, {job.kernel.spec_file.name}); leave the kernel or the shape out (--kernel, --shape), or "
-        "make the shape smaller"
+        f"{job.kernel.name} on {shape.name} (M={shape.dims.M:,}, N={shape.dims.N:,}, K={shape.dims.K:,}): "
+        f"{limit.why} ({limit.require}, {job.kernel.spec_file.name}); leave the kernel or the shape out "
+        "(--kernel, --shape), or make the shape smaller"
         for job, shape in records for limit in job.kernel.beyond(shape.dims))
     if beyond:
         raise WgradError(list(beyond))
@@ -67,6 +70,6 @@ def shard_jobs(jobs: list[T], shard: Shard | None, what: str = "build jobs") -> 
         return jobs
     i, n = shard
     if i > len(jobs):
-        raise WgradError(f"--shard {i}/{n}: this selection has {plural(len(jobs), what[:-1], what)}, so slice {i} "
-                         f"would be empty; use at most {len(jobs)} shards")
+        raise WgradError(f"--shard {i}/{n}: this selection has {plural(len(jobs), what[:-1], what)}, "
+                         f"so slice {i} would be empty; use at most {len(jobs)} shards")
     return jobs[i - 1::n]

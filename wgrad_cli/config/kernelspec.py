@@ -25,12 +25,13 @@ from wgrad_cli.config.yamlsource import Key, Problems, load
 from wgrad_cli.errors import ConfigError
 from wgrad_cli.problem.abi import ALIGN, Dims
 
-SPEC_KEYS = {"name", "description", "source", "include", "symbol", "launch", "targets", "needs_hip_headers", "limits"}
+SPEC_KEYS = {"name", "description", "source", "include", "symbol", "launch",
+             "targets", "needs_hip_headers", "limits"}
 # What a size limit's expression may use: the shape's dimensions, integers, + - * // ** and max/min, and
 # one comparison (< or <=) at the top
 NAMES = ("M", "N", "K", "E")
-OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
-             ast.Pow: operator.pow}
+OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+             ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow}
 COMPARISONS = {ast.Lt: operator.lt, ast.LtE: operator.le}
 FUNCTIONS = {"max": max, "min": min}
 
@@ -49,8 +50,8 @@ def _value(node: ast.expr, d: Dims) -> int:
         if isinstance(node.op, ast.Pow) and not 0 <= right <= 64:
             raise NotALimit(ast.unparse(node))
         return int(OPERATORS[type(node.op)](left, right))
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS and node.args
-            and not node.keywords):
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS
+            and node.args and not node.keywords):
         return FUNCTIONS[node.func.id](_value(a, d) for a in node.args)
     raise NotALimit(ast.unparse(node))
 
@@ -95,14 +96,16 @@ class KernelSpec:
         return d.E * (d.N // self.tile[0]) * (d.K // self.tile[1])
 
     def grid(self, d: Dims, units: int) -> int:
-        """Workgroups to launch where `units` of them fill the device (its SMs or CUs, fewer if fewer run at once)."""
+        """Workgroups to launch where `units` of them fill the device
+        (its SMs or CUs, fewer if fewer run at once)."""
         if not self.persistent:
             return self.tiles(d)
         return min(self.tiles(d), max(units - units % self.cluster, self.cluster))
 
     def with_paths(self, source: Path | None, include: tuple[Path, ...] | None) -> KernelSpec:
         """The same kernel built from a user's checkout (source and include dirs overridden)."""
-        return replace(self, source=source or self.source, include=self.include if include is None else include)
+        return replace(self, source=source or self.source,
+                       include=self.include if include is None else include)
 
 
 def load_specs(directory: Path = KERNELS_DIR) -> dict[str, KernelSpec]:
@@ -110,7 +113,8 @@ def load_specs(directory: Path = KERNELS_DIR) -> dict[str, KernelSpec]:
     return load_user_specs(tuple(sorted(directory.glob("*.yaml"))))
 
 
-def load_user_specs(files: tuple[Path, ...], known: dict[str, KernelSpec] | None = None) -> dict[str, KernelSpec]:
+def load_user_specs(files: tuple[Path, ...],
+                    known: dict[str, KernelSpec] | None = None) -> dict[str, KernelSpec]:
     """Spec files by name: the shipped ones, or a user's (--spec, a spec beside --kernel-source, a
     config's `spec:` entry), whose names must not be one of `known`'s; raises ConfigError with every
     problem of these files only, so that a bad user spec fails the command that uses it and nothing else."""
@@ -168,8 +172,10 @@ def _parse(data: Any, file: Path, p: Problems) -> KernelSpec | None:
     flags = _flags(data.get("targets"), p)
     for target in flags or {}:
         if dynamic_shared > TARGETS[target].shared_limit:
-            p.add(("launch", "dynamic_shared"), f"{dynamic_shared} bytes is more than a {target} workgroup can have",
-                  f"at most {TARGETS[target].shared_limit} for {target} (or build this kernel for other targets)")
+            p.add(("launch", "dynamic_shared"),
+                  f"{dynamic_shared} bytes is more than a {target} workgroup can have",
+                  f"at most {TARGETS[target].shared_limit} for {target} "
+                  "(or build this kernel for other targets)")
     limits = _limits(data.get("limits", []), p)
     needs = data.get("needs_hip_headers", False)
     if not isinstance(needs, bool):
@@ -206,8 +212,8 @@ def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None
         shared = 0
     grid = value.get("grid", "tiles")
     if not isinstance(grid, str) or grid not in GRIDS:
-        p.add(("launch", "grid"), f"{grid!r} is not a grid", "grid is tiles (one workgroup per tile) or units "
-              "(one per compute unit, looping over tiles)")
+        p.add(("launch", "grid"), f"{grid!r} is not a grid",
+              "grid is tiles (one workgroup per tile) or units (one per compute unit, looping over tiles)")
         grid = "tiles"
     tile, block = value.get("tile"), value.get("block")
     tile_nk = None
@@ -231,15 +237,16 @@ def _launch(value: Any, p: Problems) -> tuple[tuple[int, int] | None, int | None
 
 
 def _limits(value: Any, p: Problems) -> tuple[Limit, ...]:
-    allowed = ("limits is a list of {require: EXPRESSION, why: TEXT}, EXPRESSION comparing (< or <=) sizes made "
-               "of M, N, K, E, integers, + - * // ** and max(), min(); e.g. {require: 256 * M < 2**31, why: ...}")
+    allowed = ("limits is a list of {require: EXPRESSION, why: TEXT}, EXPRESSION comparing (< or <=) "
+               "sizes made of M, N, K, E, integers, + - * // ** and max(), min(); "
+               "e.g. {require: 256 * M < 2**31, why: ...}")
     if not isinstance(value, list):
         p.add(("limits",), f"{value!r} is not a list", allowed)
         return ()
     out = []
     for i, item in enumerate(value):
-        if not (isinstance(item, dict) and item.keys() == {"require", "why"} and isinstance(item["require"], str)
-                and isinstance(item["why"], str)):
+        if not (isinstance(item, dict) and item.keys() == {"require", "why"}
+                and isinstance(item["require"], str) and isinstance(item["why"], str)):
             p.add(("limits", i), f"{item!r} is not a limit", allowed)
             continue
         limit = Limit(item["require"], item["why"])
@@ -255,7 +262,8 @@ def _limits(value: Any, p: Problems) -> tuple[Limit, ...]:
 def _flags(value: Any, p: Problems) -> dict[str, tuple[str, ...]] | None:
     if not isinstance(value, dict) or not value:
         if value is not None:
-            p.add(("targets",), f"{value!r} is not a mapping of targets", f"targets: {{{', '.join(TARGETS)}: {{flags: [...]}}}}")
+            p.add(("targets",), f"{value!r} is not a mapping of targets",
+                  f"targets: {{{', '.join(TARGETS)}: {{flags: [...]}}}}")
         return None
     out: dict[str, tuple[str, ...]] = {}
     for target, body in value.items():

@@ -61,7 +61,8 @@ def load_config(path: Path, specs: dict[str, KernelSpec], overrides: Overrides |
     specs = dict(specs)  # with the config's own {spec: FILE} kernels added
     data, p = load(path)
     if not isinstance(data, dict):
-        p.add((), f"is a {type(data).__name__}", f"a config is a mapping with keys {', '.join(sorted(TOP_KEYS))}")
+        p.add((), f"is a {type(data).__name__}",
+              f"a config is a mapping with keys {', '.join(sorted(TOP_KEYS))}")
         p.raise_if_any()
     for key in sorted(data.keys() - TOP_KEYS, key=str):
         p.add((key,), "unknown key", f"allowed keys: {', '.join(sorted(TOP_KEYS))}")
@@ -84,7 +85,8 @@ def load_config(path: Path, specs: dict[str, KernelSpec], overrides: Overrides |
 def _kernels(value: Any, specs: dict[str, KernelSpec], overrides: Overrides, base: Path,
              p: Problems) -> tuple[KernelSpec, ...]:
     if not isinstance(value, list) or not value:
-        p.add(("kernels",), f"{value!r} is not a non-empty list", "kernels: [name, ...] or [{name, source, include}]")
+        p.add(("kernels",), f"{value!r} is not a non-empty list",
+              "kernels: [name, ...] or [{name, source, include}]")
         return ()
     out = []
     for i, item in enumerate(value):
@@ -96,14 +98,16 @@ def _kernels(value: Any, specs: dict[str, KernelSpec], overrides: Overrides, bas
                 continue
             entry = {**entry, "name": spec.name}
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            p.add(path, f"{item!r} names no kernel", "a kernel name, {spec: FILE}, or {name, source, include}")
+            p.add(path, f"{item!r} names no kernel",
+                  "a kernel name, {spec: FILE}, or {name, source, include}")
             continue
         for key in sorted(entry.keys() - {"name", "spec", "source", "include"}, key=str):
             p.add(path + (key,), "unknown key", "a kernel entry has name (or spec), source and include")
         spec = specs.get(entry["name"])
         if spec is None:
             p.add(path + ("name",), f"unknown kernel {entry['name']!r}",
-                  f"known kernels: {', '.join(sorted(specs))}; or {{spec: FILE}}, your own kernel's spec file")
+                  f"known kernels: {', '.join(sorted(specs))}; "
+                  "or {spec: FILE}, your own kernel's spec file")
             continue
         source = _path(entry.get("source"), path + ("source",), base, p)
         include = None
@@ -121,7 +125,8 @@ def _kernels(value: Any, specs: dict[str, KernelSpec], overrides: Overrides, bas
         elif not spec.source.is_file():
             p.add(path + ("source",), f"{spec.source} does not exist", "source must name an existing file")
         elif source_problem(spec.source):
-            p.add(path + ("source",), f"{spec.source}: {source_problem(spec.source)}", "a kernel source is UTF-8 text")
+            p.add(path + ("source",), f"{spec.source}: {source_problem(spec.source)}",
+                  "a kernel source is UTF-8 text")
         for j, inc_dir in enumerate(spec.include):
             if not inc_dir.is_dir():
                 p.add(path + ("include", j), f"{inc_dir} is not a directory",
@@ -133,7 +138,8 @@ def _kernels(value: Any, specs: dict[str, KernelSpec], overrides: Overrides, bas
     return tuple(out)
 
 
-def _user_spec(value: Any, path: Key, base: Path, specs: dict[str, KernelSpec], p: Problems) -> KernelSpec | None:
+def _user_spec(value: Any, path: Key, base: Path, specs: dict[str, KernelSpec],
+               p: Problems) -> KernelSpec | None:
     """The kernel of a config's `{spec: FILE}` entry (FILE relative to the config), added to `specs`;
     its file's problems join the config's."""
     file = _path(value, path, base, p)
@@ -182,7 +188,8 @@ def _targets(value: Any, kernels: tuple[KernelSpec, ...], p: Problems, from_flag
     if value is None:
         return tuple(t for t in TARGETS if any(t in k.flags for k in kernels))
     if not isinstance(value, list) or not value or not all(isinstance(t, str) for t in value):
-        p.add(("targets",), f"{value!r} is not a non-empty list of targets", f"targets: a list of {', '.join(TARGETS)}")
+        p.add(("targets",), f"{value!r} is not a non-empty list of targets",
+              f"targets: a list of {', '.join(TARGETS)}")
         return ()
     built = [t for t in dict.fromkeys(value) if not kernels or any(t in k.flags for k in kernels)]
     for i, target in enumerate(value):
@@ -215,24 +222,28 @@ def _limits(value: Any, p: Problems) -> dict[str, int]:
 
 def _routing(value: Any, path: Key, E: int | None, p: Problems) -> Routing:
     entry = {"kind": value} if isinstance(value, str) else value
-    allowed = "uniform, zipf, empty, single, or {kind: zipf, s: 1.2} / {kind: empty, experts: n} / {kind: single, expert: e}"
+    allowed = ("uniform, zipf, empty, single, or {kind: zipf, s: 1.2} / {kind: empty, experts: n} / "
+               "{kind: single, expert: e}")
     if not isinstance(entry, dict) or entry.get("kind") not in ("uniform", "zipf", "empty", "single"):
         p.add(path, f"{value!r} is not a routing", allowed)
         return Routing()
     params = {"uniform": set(), "zipf": {"s"}, "empty": {"experts"}, "single": {"expert"}}[entry["kind"]]
     for key in sorted(entry.keys() - params - {"kind"}, key=str):
-        p.add(path + (key,), f"unknown key for {entry['kind']} routing", f"{entry['kind']} takes {sorted(params) or 'nothing'}")
+        p.add(path + (key,), f"unknown key for {entry['kind']} routing",
+              f"{entry['kind']} takes {sorted(params) or 'nothing'}")
     s = entry.get("s", 1.2) if "s" in params else 1.2
     if type(s) not in (int, float) or not 0 < s <= 10:
         p.add(path + ("s",), f"{s!r} is not a Zipf exponent", "s is a number in (0, 10]")
         s = 1.2
     empty = entry.get("experts", 1) if "experts" in params else 1
     if type(empty) is not int or empty < 1 or (E is not None and empty > E):
-        p.add(path + ("experts",), f"{empty!r} is not a number of experts", f"experts is an integer in [1, E={E or 'E'}]")
+        p.add(path + ("experts",), f"{empty!r} is not a number of experts",
+              f"experts is an integer in [1, E={E or 'E'}]")
         empty = 1
     expert = entry.get("expert") if "expert" in params else None
     if expert is not None and (type(expert) is not int or expert < 0 or (E is not None and expert >= E)):
-        p.add(path + ("expert",), f"{expert!r} is not an expert index", f"expert is an integer in [0, E-1={E - 1 if E else 'E-1'}]")
+        p.add(path + ("expert",), f"{expert!r} is not an expert index",
+              f"expert is an integer in [0, E-1={E - 1 if E else 'E-1'}]")
         expert = None
     return Routing(entry["kind"], float(s), empty, expert)
 
@@ -256,7 +267,8 @@ def _shapes(value: Any, default: Routing, p: Problems) -> tuple[Shape, ...]:
             p.add(path + ("name",), "is missing" if name is None else f"{name!r} is not a shape name",
                   "a name of letters, digits, '.', '_', '-'")
         elif name in seen:
-            p.add(path + ("name",), f"{name!r} is also the name of shapes[{seen[name]}]", "shape names must be unique")
+            p.add(path + ("name",), f"{name!r} is also the name of shapes[{seen[name]}]",
+                  "shape names must be unique")
         else:
             seen[name] = i
         nums: dict[str, int] = {}
@@ -284,17 +296,21 @@ def _shapes(value: Any, default: Routing, p: Problems) -> tuple[Shape, ...]:
 
 def _shape_routing(entry: dict[str, Any], path: Key, dims: Dims, default: Routing, p: Problems) -> Routing:
     if "offsets" in entry and "routing" in entry:
-        p.add(path + ("offsets",), "is given together with routing", "give either routing or explicit offsets")
+        p.add(path + ("offsets",), "is given together with routing",
+              "give either routing or explicit offsets")
     if "offsets" not in entry:
-        routing = _routing(entry["routing"], path + ("routing",), dims.E, p) if "routing" in entry else default
+        routing = (_routing(entry["routing"], path + ("routing",), dims.E, p)
+                   if "routing" in entry else default)
         if routing.kind == "empty" and routing.empty > dims.E:
-            p.add(path + ("routing",), f"{routing.empty} empty experts but E = {dims.E}", "experts must be <= E")
+            p.add(path + ("routing",), f"{routing.empty} empty experts but E = {dims.E}",
+                  "experts must be <= E")
         if routing.kind == "single" and routing.expert is not None and routing.expert >= dims.E:
             p.add(path + ("routing",), f"expert {routing.expert} but E = {dims.E}", "expert must be < E")
         return routing
     offsets = entry["offsets"]
     if not isinstance(offsets, list):
-        p.add(path + ("offsets",), f"{offsets!r} is not a list", f"offsets is a list of E+1 = {dims.E + 1} integers")
+        p.add(path + ("offsets",), f"{offsets!r} is not a list",
+              f"offsets is a list of E+1 = {dims.E + 1} integers")
         return default
     bad = [i for i, v in enumerate(offsets) if type(v) is not int]
     for i in bad:

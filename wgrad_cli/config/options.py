@@ -23,7 +23,8 @@ KERNEL_TIMEOUT_S = 60.0  # launches here take seconds at most: the reference ker
 # The emulator's limit is CPU time per worker and only backs up its watchdog, which stops a spin by
 # its state (docs/emulator.md): generous, so that no kernel that finishes is stopped on a slow machine.
 EMU_CPU_SECONDS = 3600.0
-DEFAULT_MACHINE = "mi355x"  # the chip wgrad model (and verify --model) times on unless --machine names another
+# the chip wgrad model (and verify --model) times on unless --machine names another
+DEFAULT_MACHINE = "mi355x"
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,11 @@ class Emulated:
     """--device emu: gfx950's emulated device (wgrad_cli.emu), how strict its sanitizer is, the
     stack it gives kernels with a dynamic stack and how long a launch may run."""
 
-    strict_lds: bool = False  # stop at an LDS access beyond the workgroup's allocation (hardware: reads 0, drops writes)
+    # stop at an LDS access beyond the workgroup's allocation (hardware: reads 0, drops writes)
+    strict_lds: bool = False
     stack_bytes: int = HIP_STACK_BYTES  # per work-item, as hipDeviceSetLimit(hipLimitStackSize) sets it
-    kernel_timeout: float = EMU_CPU_SECONDS  # CPU seconds a worker may spend on a launch before it stops as hung
+    # CPU seconds a worker may spend on a launch before it stops as hung
+    kernel_timeout: float = EMU_CPU_SECONDS
     register_fill: int = 0  # the value every VGPR and AGPR a launch leaves undefined starts with
     sanitize: bool = False  # watch launches for missing waits, LDS races, wait states, unwritten reads
 
@@ -132,7 +135,8 @@ class Criterion:
     max_noise: float = 0.005
     timeout: float = 15.0
     max_samples: int = 100_000
-    stable_noise: float = 0.05  # relative spread of the trailing noise estimates that counts as settled (0: never)
+    # relative spread of the trailing noise estimates that counts as settled (0: never)
+    stable_noise: float = 0.05
 
 
 @dataclass(frozen=True)

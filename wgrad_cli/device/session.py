@@ -87,12 +87,13 @@ class Session:
         """Which code object ran: its hash, compiler and flags."""
         b = self.builds[job]
         return CodeObject(code_object_sha256=sha256_file(b.code_object) if b.code_object else None,
-                          compiler=b.compiler, flags=list(job.kernel.flags[job.target]), build_errors=b.errors)
+                          compiler=b.compiler, flags=list(job.kernel.flags[job.target]),
+                          build_errors=b.errors)
 
     def environment(self) -> RunEnvironment:
         return RunEnvironment(config_name(self.config.path), sha256_file(self.config.path), self.seed,
-                              self.config.quantization, self.target.name, self.rt.device, platform.python_version(),
-                              np.__version__)
+                              self.config.quantization, self.target.name, self.rt.device,
+                              platform.python_version(), np.__version__)
 
 
 def probe(targets: list[str], device: Device, backends: Mapping[str, RunBackend]) -> tuple[Target, Runtime]:
@@ -118,7 +119,8 @@ def probe(targets: list[str], device: Device, backends: Mapping[str, RunBackend]
 
 
 def open_session(selection: Selection, compilers: CompilerOptions, run: RunOptions, edge_cases: bool,
-                 extra: Callable[[Dims], list[tuple[str, Dims]]], backends: Mapping[str, RunBackend]) -> Session:
+                 extra: Callable[[Dims], list[tuple[str, Dims]]],
+                 backends: Mapping[str, RunBackend]) -> Session:
     """Load the config, open the device (through the first of its targets' `backends` that has one),
     choose the records (sharded) and build what they need.
 
@@ -127,7 +129,8 @@ def open_session(selection: Selection, compilers: CompilerOptions, run: RunOptio
     """
     specs = load_specs()
     config, pairs = select(specs, selection)
-    target, rt = probe(list(dict.fromkeys(job.target for job, _ in pairs)), run.device, backends)  # targets with work, config order
+    # targets with work, config order
+    target, rt = probe(list(dict.fromkeys(job.target for job, _ in pairs)), run.device, backends)
     expanded = [(job, shape) for job, shape in pairs if job.target == target.name]
     if edge_cases:
         expanded += [(job, replace(shape, name=f"{shape.name}+{suffix}", routing=routing))
@@ -145,9 +148,11 @@ def open_session(selection: Selection, compilers: CompilerOptions, run: RunOptio
     toolchains = Toolchains.chosen(compilers, cache.root, backends)
     with progress("compiling", len(jobs)) as bar:
         results = run_builds(jobs, toolchains, cache, config.limits, os.cpu_count() or 1,
-                             on_done=lambda r: bar.update(bar.task_ids[0], advance=1, description=r.job.label))
+                             on_done=lambda r: bar.update(bar.task_ids[0], advance=1,
+                                                          description=r.job.label))
     failed = [line for who, lines in failures(results)
-              for line in ([f"{who}: {lines[0]}"] if len(lines) == 1 else [f"{who}:", *(f"  {e}" for e in lines)])]
+              for line in ([f"{who}: {lines[0]}"] if len(lines) == 1
+                           else [f"{who}:", *(f"  {e}" for e in lines)])]
     if failed:
         rt.close()
         raise WgradError(["builds failed (see wgrad build for the table):", *failed])

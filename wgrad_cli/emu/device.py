@@ -99,7 +99,8 @@ class EmuRuntime:
         self.report: Watcher | None = None  # hears each launch's headway (watch)
         self.register_fill = register_fill  # VGPRs/AGPRs a launch leaves undefined hold this (a code object
         # whose results change with it reads registers the hardware leaves undefined)
-        self.sanitize = sanitize  # watch each launch for missing waits, LDS races, wait states, unwritten reads
+        # watch each launch for missing waits, LDS races, wait states, unwritten reads
+        self.sanitize = sanitize
         self.stats: list[Stats] = []  # one per launch, in order
         self._programs: dict[bytes, Program] = {}
 
@@ -145,18 +146,22 @@ class EmuRuntime:
             self._programs[image] = program
         loaded = program.image
         kernels = ", ".join(sorted(loaded.kernels)) or "no kernels"
-        base = self.heap.map_image(loaded.span, loaded.align, regions(loaded), f"the code object of {kernels}")
+        base = self.heap.map_image(loaded.span, loaded.align, regions(loaded),
+                                   f"the code object of {kernels}")
         for segment in filter(lambda seg: seg.data, loaded.segments):
-            self.heap.span(base + segment.offset, len(segment.data))[:] = np.frombuffer(segment.data, dtype=np.uint8)
+            self.heap.span(base + segment.offset,
+                           len(segment.data))[:] = np.frombuffer(segment.data, dtype=np.uint8)
         for offset, addend in loaded.relative:
-            self.heap.span(base + offset, 8)[:] = np.frombuffer((base + addend).to_bytes(8, "little"), dtype=np.uint8)
+            self.heap.span(base + offset, 8)[:] = np.frombuffer(
+                (base + addend).to_bytes(8, "little"), dtype=np.uint8)
         return Module(program, base)
 
     def load(self, image: bytes, symbol: str, dynamic_shared: int) -> object:
         module = self.load_module(image)
         kernel = module.program.image.kernels.get(symbol)
         if kernel is None:
-            raise DriverError(f"the code object has no kernel {symbol}; it has {sorted(module.program.image.kernels)}")
+            raise DriverError(f"the code object has no kernel {symbol}; "
+                              f"it has {sorted(module.program.image.kernels)}")
         return Function(module, kernel)
 
     def get_global(self, module: Module, name: str) -> Global:
@@ -167,11 +172,12 @@ class EmuRuntime:
                               f"{sorted(n for n in module.program.image.symbols if not n.endswith('.kd') and not n.startswith('__'))}")
         return Global(name, module.base + symbol.offset, symbol.size)
 
-    def launch(self, function: object, grid: int, block: int, dynamic_shared: int, kernel_params: int) -> None:
+    def launch(self, function: object, grid: int, block: int, dynamic_shared: int,
+               kernel_params: int) -> None:
         self.dispatch(function, (grid, 1, 1), (block, 1, 1), dynamic_shared, kernel_params)
 
-    def dispatch(self, function: object, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared: int,
-                 kernel_params: int) -> None:
+    def dispatch(self, function: object, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 dynamic_shared: int, kernel_params: int) -> None:
         """A launch of `grid` workgroups of `block` work-items in up to three dimensions
         (hipModuleLaunchKernel's), run to completion."""
         assert isinstance(function, Function)
@@ -190,7 +196,8 @@ class EmuRuntime:
             self._write_kernargs(k, kernarg, grid, block, kernel_params)
             launch = Launch(k, grid, block, dynamic_shared, kernarg, packet,
                             cpu_seconds=self.timeout,
-                            resident=self.resident(function, threads, dynamic_shared, 1), strict_lds=self.strict_lds,
+                            resident=self.resident(function, threads, dynamic_shared, 1),
+                            strict_lds=self.strict_lds,
                             code_base=function.module.base, stack_bytes=self.stack_bytes,
                             register_fill=self.register_fill, sanitize=self.sanitize)
             self._write_packet(packet, launch)
@@ -198,11 +205,12 @@ class EmuRuntime:
         except EmuFault as exc:
             raise KernelFault(str(exc)) from None
         except Stuck as exc:
-            raise LaunchStopped(f"launch of {k.name} can never finish: the emulator stopped it when none of its waves "
-                                f"could change what they read any more: {exc}") from None
+            raise LaunchStopped(f"launch of {k.name} can never finish: the emulator stopped it when none of "
+                                f"its waves could change what they read any more: {exc}") from None
         except TimedOut as exc:
-            raise LaunchStopped(f"launch of {k.name} did not finish within {self.timeout:g} s of CPU time per process "
-                                f"(--kernel-timeout) on the emulator, which stopped it: {exc}") from None
+            raise LaunchStopped(f"launch of {k.name} did not finish within {self.timeout:g} s of CPU time "
+                                f"per process (--kernel-timeout) on the emulator, "
+                                f"which stopped it: {exc}") from None
         except WgradError:
             raise
         except Exception:  # noqa: BLE001 - anything else is a bug in the emulator: reported whole
@@ -216,8 +224,8 @@ class EmuRuntime:
         its own way: model/runtime.py)."""
         self.stats.append(run(launch, program, self.heap, launch.kernel.name, self.workers, self.report))
 
-    def _write_kernargs(self, k: Descriptor, address: int, grid: tuple[int, int, int], block: tuple[int, int, int],
-                        kernel_params: int) -> None:
+    def _write_kernargs(self, k: Descriptor, address: int, grid: tuple[int, int, int],
+                        block: tuple[int, int, int], kernel_params: int) -> None:
         """The explicit arguments from kernelParams (one pointer per argument, in order) and the
         hidden ones the HIP runtime fills (grid and block sizes; the rest zero)."""
         segment = self.heap.span(address, max(k.kernarg_size, 4))
@@ -230,9 +238,11 @@ class EmuRuntime:
                 raise DriverError(f"launch of {k.name}: kernelParams holds no pointer for argument {i}")
             ctypes.memmove(segment.ctypes.data + arg.offset, source, arg.size)
         dims = _dimensions(grid, block)
-        hidden = {"hidden_block_count_x": grid[0], "hidden_block_count_y": grid[1], "hidden_block_count_z": grid[2],
-                  "hidden_group_size_x": block[0], "hidden_group_size_y": block[1], "hidden_group_size_z": block[2],
-                  "hidden_remainder_x": 0, "hidden_remainder_y": 0, "hidden_remainder_z": 0, "hidden_grid_dims": dims}
+        hidden = {"hidden_block_count_x": grid[0], "hidden_block_count_y": grid[1],
+                  "hidden_block_count_z": grid[2], "hidden_group_size_x": block[0],
+                  "hidden_group_size_y": block[1], "hidden_group_size_z": block[2],
+                  "hidden_remainder_x": 0, "hidden_remainder_y": 0, "hidden_remainder_z": 0,
+                  "hidden_grid_dims": dims}
         for arg in k.args:
             if arg.kind in hidden and arg.offset + arg.size <= len(segment):
                 segment[arg.offset: arg.offset + arg.size] = np.frombuffer(
@@ -247,9 +257,11 @@ class EmuRuntime:
         dims = _dimensions(grid, block)
         fields[2:4] = np.frombuffer(dims.to_bytes(2, "little"), dtype=np.uint8)  # setup: dimensions
         fields[4:10] = np.frombuffer(b"".join(v.to_bytes(2, "little") for v in block), dtype=np.uint8)
-        fields[12:24] = np.frombuffer(b"".join((g * b).to_bytes(4, "little") for g, b in zip(grid, block)), dtype=np.uint8)
+        fields[12:24] = np.frombuffer(b"".join((g * b).to_bytes(4, "little")
+                                               for g, b in zip(grid, block)), dtype=np.uint8)
         fields[24:28] = np.frombuffer(launch.private_bytes.to_bytes(4, "little"), dtype=np.uint8)
-        fields[28:32] = np.frombuffer((k.group_segment_size + launch.dynamic_lds).to_bytes(4, "little"), dtype=np.uint8)
+        fields[28:32] = np.frombuffer(
+            (k.group_segment_size + launch.dynamic_lds).to_bytes(4, "little"), dtype=np.uint8)
         fields[40:48] = np.frombuffer(launch.kernarg.to_bytes(8, "little"), dtype=np.uint8)
         packet[:] = fields
 

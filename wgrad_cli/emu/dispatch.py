@@ -70,7 +70,8 @@ class Launch:
     code_base: int = 0  # device address of the code object's image (PCs are offsets into it)
     stack_bytes: int = HIP_STACK_BYTES  # per work-item, for a kernel with a dynamic stack
     register_fill: int = 0  # the value of every VGPR and AGPR the launch leaves undefined
-    sanitize: bool = False  # watch the waves for missing waits, LDS races, wait states, reads of the unwritten
+    # watch the waves for missing waits, LDS races, wait states, reads of the unwritten
+    sanitize: bool = False
 
     @property
     def private_bytes(self) -> int:
@@ -115,7 +116,8 @@ def init_batch(launch: Launch, heap: Heap, ids: np.ndarray, kernarg_words: np.nd
               launch.register_fill)
     b.code_base = launch.code_base
     if k.uses_dynamic_stack:
-        b.private_name = "stack (the HIP runtime's size for a kernel with a dynamic stack; --emu-stack-bytes sets it)"
+        b.private_name = ("stack (the HIP runtime's size for a kernel with a dynamic stack; "
+                          "--emu-stack-bytes sets it)")
     gx, gy, _ = launch.grid
     b.group_ids[:, 0], b.group_ids[:, 1], b.group_ids[:, 2] = ids % gx, (ids // gx) % gy, ids // (gx * gy)
     user = user_sgprs(k, launch, kernarg_words)
@@ -207,8 +209,8 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _worker(conn: multiprocessing.connection.Connection, launch: Launch, program: Program, heap: Heap, ids: np.ndarray,
-            name: str, resident: int, watch: Watch, parent: int) -> None:
+def _worker(conn: multiprocessing.connection.Connection, launch: Launch, program: Program, heap: Heap,
+            ids: np.ndarray, name: str, resident: int, watch: Watch, parent: int) -> None:
     _die_with_parent(parent)
     try:
         conn.send(("ok", run_groups(launch, program, heap, ids, name, resident, watch)))
@@ -224,14 +226,16 @@ def _worker(conn: multiprocessing.connection.Connection, launch: Launch, program
         conn.close()
 
 
-def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int, report: Watcher | None = None) -> Stats:
+def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int,
+        report: Watcher | None = None) -> Stats:
     """Run a whole launch, over up to `workers` processes; EmuFault on the first fault, TimedOut past
     its CPU time, Stuck where no wave can make progress, EmulatorBug on anything else. `report`
     hears the launch's headway as it goes on."""
     groups = launch.groups
     workers = max(1, min(workers, groups, os.cpu_count() or 1))
     if workers == 1 or groups * launch.waves_per_group < 2 * 64 or threading.active_count() > 1:
-        return run_groups(launch, program, heap, np.arange(groups), name, launch.resident, Watch(board(1), 0), report)
+        return run_groups(launch, program, heap, np.arange(groups), name, launch.resident,
+                          Watch(board(1), 0), report)
     shared = board(workers)
     if launch.sanitize:  # once, for every worker
         plans(program, program.ops_for(launch.kernel), max(launch.kernel.vgprs, 1))
@@ -246,9 +250,9 @@ def run(launch: Launch, program: Program, heap: Heap, name: str, workers: int, r
                 for w in range(workers):
                     recv, send = ctx.Pipe(duplex=False)
                     share = np.arange(w, groups, workers)
-                    proc = ctx.Process(target=_worker, daemon=True, args=(send, launch, program, heap, share, name,
-                                                                         -(-launch.resident // workers), Watch(shared, w),
-                                                                         os.getpid()))
+                    proc = ctx.Process(target=_worker, daemon=True,
+                                       args=(send, launch, program, heap, share, name,
+                                             -(-launch.resident // workers), Watch(shared, w), os.getpid()))
                     proc.start()
                     send.close()
                     procs[recv] = proc

@@ -57,15 +57,16 @@ class Outcome:
         """The results record, with the code object that ran (Session.code_object)."""
         sampled = None if self.sampled is None else Sampled(combine(self.sampled), self.sampled)
         return VerifyRow(code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
-                         build_errors=code.build_errors, index=self.record.index, kernel=self.record.job.kernel.name,
-                         target=self.record.job.target, shape=self.record.shape_ref(), seed=self.seed, ok=self.ok,
+                         build_errors=code.build_errors, index=self.record.index,
+                         kernel=self.record.job.kernel.name, target=self.record.job.target,
+                         shape=self.record.shape_ref(), seed=self.seed, ok=self.ok,
                          reference=self.reference, overall=self.overall,
                          experts=self.experts, sampled=sampled,
                          counters=self.counters, modelled=self.modelled)
 
 
-def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, np.ndarray], tokens: np.ndarray,
-               reference: str) -> list[Errors]:
+def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, np.ndarray],
+               tokens: np.ndarray, reference: str) -> list[Errors]:
     """compare() for each expert, on every core: each expert in blocks of whole rows (a row's
     relative error needs the whole row), so the float64 temporaries stay a few MiB each instead of
     several GiB for an 8192 x 8192 expert, and check.combine joins the blocks."""
@@ -75,7 +76,8 @@ def per_expert(out_bits: np.ndarray, ref: np.ndarray, norms: tuple[np.ndarray, n
 
     def one(block: tuple[int, slice]) -> Errors:
         e, r = block
-        return compare(out_bits[e:e + 1, r], ref[e:e + 1, r], na[e:e + 1, r], nb[e:e + 1], tokens[e:e + 1], reference)
+        return compare(out_bits[e:e + 1, r], ref[e:e + 1, r], na[e:e + 1, r], nb[e:e + 1],
+                       tokens[e:e + 1], reference)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # numpy releases the GIL
         parts = list(pool.map(one, [(e, r) for e in range(len(tokens)) for r in row_blocks]))
@@ -106,9 +108,11 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
     try:
         out = run_kernel(s, rec.job, dev, dev.pointers["C"])
     except DriverError as exc:  # name the shape: a fault on the emulator (or a GPU) is a property of both
-        raise type(exc)([f"{rec.job.kernel.name} on {rec.shape.name}: {line}" for line in exc.lines]) from None
+        raise type(exc)([f"{rec.job.kernel.name} on {rec.shape.name}: {line}"
+                         for line in exc.lines]) from None
     except EmulatorBug as exc:  # the same, on its first line only: the rest is the traceback
-        raise EmulatorBug([f"{rec.job.kernel.name} on {rec.shape.name}: {exc.lines[0]}", *exc.lines[1:]]) from None
+        raise EmulatorBug([f"{rec.job.kernel.name} on {rec.shape.name}: {exc.lines[0]}",
+                           *exc.lines[1:]]) from None
     counters = s.rt.counters()
     findings = tuple(s.rt.findings())
     if mode == "numpy" or (mode == "auto" and flops(p.dims, p.offsets.tolist()) <= NUMPY_MAX_FLOPS):
@@ -128,11 +132,11 @@ def check(s: Session, rec: Record, p: Problem, dev: DeviceProblem, mode: str, ro
     finally:
         s.rt.free(scratch)
     if (ref_bits == POISON).any():
-        raise WgradError(f"{rec.shape.name}: the reference kernel left outputs unwritten, so it cannot be the "
-                         "reference; run wgrad verify --kernel reference --reference numpy on this shape")
+        raise WgradError(f"{rec.shape.name}: the reference kernel left outputs unwritten, so it cannot be "
+                         "the reference; run wgrad verify --kernel reference --reference numpy on this shape")
     whole = per_expert(out, ref_bits.view(BF16).astype(np.float32), row_norms(p), tokens, "bf16")
-    return Outcome(rec, p.seed, f"reference kernel on the device, every element; {how}", whole, sampled, counters,
-                   findings)
+    return Outcome(rec, p.seed, f"reference kernel on the device, every element; {how}", whole, sampled,
+                   counters, findings)
 
 
 # verify --model: the time of a record's kernel on the timing model, on the problem as checked and uploaded

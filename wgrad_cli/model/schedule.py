@@ -35,7 +35,8 @@ class GridTime:
     mfma_cycles: int  # matrix pipe clocks over the whole grid
     hbm_bytes: int
     rounds: int
-    clocks: dict[tuple[int, int], float] = field(default_factory=dict)  # profile: (pc, cause index) -> clocks, as causes
+    # profile: (pc, cause index) -> clocks, as causes
+    clocks: dict[tuple[int, int], float] = field(default_factory=dict)
     executions: dict[int, int] = field(default_factory=dict)  # profile: pc -> wave-executions over the grid
     critical: int = 0  # the class of the set that ends last: the grid's critical path runs through it
 
@@ -77,10 +78,12 @@ def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sh
         fresh = loads if sharing is None else _fresh(sharing, first, seen, this_round, m.llc_bytes)
         r = rounds[-1]
         r[0], r[1], r[2], r[3] = max(r[0], t.cycles), r[1] + fresh, r[2] + loads, r[3] + stores
-    hbm = [int(min(fresh, loads) + stores) for _, fresh, loads, stores in rounds]  # a round reads no more than it loads
+    # a round reads no more than it loads
+    hbm = [int(min(fresh, loads) + stores) for _, fresh, loads, stores in rounds]
     compute = max(t for t, _ in free)
     cycles_per_s = m.clock_ghz * 1e9
-    stretch = sum(max(0.0, max(h / m.hbm_bytes_per_second, r[2] / m.llc_bytes_per_second) * cycles_per_s - r[0])
+    stretch = sum(max(0.0, max(h / m.hbm_bytes_per_second, r[2] / m.llc_bytes_per_second)
+                      * cycles_per_s - r[0])
                   for h, r in zip(hbm, rounds))
     causes = {c: v / units for c, v in busy.items()}
     causes["tail"] += compute - sum(causes.values())
@@ -91,7 +94,8 @@ def schedule(classes: list[int], per_class: dict[int, CuTime], resident: int, sh
         by_pc.update({k: v * n / units for k, v in per_class[c].clocks.items()})
     for c, n in ran.items():  # a class's CU timeline holds `resident` of its workgroups
         executions.update({pc: e * n // resident for pc, e in per_class[c].executions.items()})
-    return GridTime(compute + stretch, causes, mfma, sum(hbm), len(rounds), dict(by_pc), dict(executions), last[1])
+    return GridTime(compute + stretch, causes, mfma, sum(hbm), len(rounds),
+                    dict(by_pc), dict(executions), last[1])
 
 
 def _fresh(sharing: Sharing, groups: range, seen: set[int], this_round: set[int], llc: int) -> int:

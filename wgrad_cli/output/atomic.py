@@ -59,7 +59,8 @@ def unwritable(option: str, path: Path, is_folder: bool, folder_ok: bool) -> str
     if where.exists() and not where.is_dir():
         return f"{option} {path}: {where} is a file, not a folder; give a path in a folder"
     if not where.is_dir():
-        return f"{option} {path}: the folder {where} does not exist; create it first, or give a path in an existing folder"
+        return (f"{option} {path}: the folder {where} does not exist; "
+                "create it first, or give a path in an existing folder")
     try:
         fd, probe = tempfile.mkstemp(dir=where, prefix=".wgrad-probe.")
     except OSError as exc:

@@ -61,7 +61,8 @@ class Column:
     detail: bool = False  # shown only in the wide layout, CSV and JSON
 
 
-NUMBER = re.compile(r"\d[\d,.]*(?:e[-+]?\d+)?")  # a number (a count with separators, a decimal): never split over two lines
+# a number (a count with separators, a decimal): never split over two lines
+NUMBER = re.compile(r"\d[\d,.]*(?:e[-+]?\d+)?")
 
 
 def fold(text: str, width: int) -> str:
@@ -120,9 +121,11 @@ class Grid:
         right = [self.columns[i].justify == "right" for i in keep]
 
         def line(cells: list[str]) -> str:
-            return "| " + " | ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)) + " |"
+            return "| " + " | ".join(c.rjust(w) if r else c.ljust(w)
+                                     for c, w, r in zip(cells, widths, right)) + " |"
 
-        rule = "|" + "|".join("-" * (w + 1) + ":" if r else "-" * (w + 2) for w, r in zip(widths, right)) + "|"
+        rule = "|" + "|".join("-" * (w + 1) + ":" if r else "-" * (w + 2)
+                              for w, r in zip(widths, right)) + "|"
         lines = [line(head), rule, *map(line, body)]
         return "\n".join([*self.title_lines(max(TITLE_WIDTH, len(rule))), "", *lines]) + "\n"
 
@@ -139,7 +142,8 @@ class Grid:
 
     def to_json(self) -> dict[str, object]:
         names = [c.name for c in self.columns]
-        return {"title": self.title, "columns": names, "rows": [dict(zip(names, row)) for row in self.plain_rows()]}
+        return {"title": self.title, "columns": names,
+                "rows": [dict(zip(names, row)) for row in self.plain_rows()]}
 
     def fit(self, width: int, wide: bool) -> Fit:
         """The columns a boxed table of `width` characters shows, and their widths: every number
@@ -150,7 +154,8 @@ class Grid:
         keep = self.shown(wide)
 
         def natural(i: int) -> int:
-            return max(len(self.columns[i].name), *(len(r[i]) for r in plain)) if plain else len(self.columns[i].name)
+            return (max(len(self.columns[i].name), *(len(r[i]) for r in plain)) if plain
+                    else len(self.columns[i].name))
 
         def least(i: int) -> int:
             words = [w for r in plain for w in r[i].split()] + self.columns[i].name.split()
@@ -158,7 +163,8 @@ class Grid:
             if self.columns[i].justify == "right":  # a number, whole
                 return max([len(r[i]) for r in plain] + [longest])
             numbers = [len(n) for r in plain for n in NUMBER.findall(r[i])]
-            return max(min(longest, TEXT_MIN), *numbers, 1)  # text wraps at spaces, a long word folds (fold())
+            # text wraps at spaces, a long word folds (fold())
+            return max(min(longest, TEXT_MIN), *numbers, 1)
 
         dropped: list[int] = []
         while True:
@@ -215,8 +221,10 @@ class Grid:
             for line in lines:
                 yield from line
                 yield Segment.line()
-            note = f"left out to fit {options.max_width} columns: {', '.join(fit.left_out)} (--wide shows them)"
-            for text in textwrap.wrap(note, options.max_width, break_on_hyphens=False) if fit.left_out else []:
+            note = (f"left out to fit {options.max_width} columns: {', '.join(fit.left_out)} "
+                    "(--wide shows them)")
+            for text in textwrap.wrap(note, options.max_width,
+                                      break_on_hyphens=False) if fit.left_out else []:
                 yield Segment(text)
                 yield Segment.line()
             return

@@ -21,7 +21,8 @@ def registers_text(res: Resources, target: Target) -> str:
 
 def occupancy_text(res: Resources, target: Target) -> str:
     """In the target's units: AMD's workgroups per CU and waves per SIMD; NVIDIA's blocks and warps per SM."""
-    return ", ".join(f"{plural(getattr(res.occupancy, name), word)}/{unit}" for name, word, unit in target.occupancy)
+    return ", ".join(f"{plural(getattr(res.occupancy, name), word)}/{unit}"
+                     for name, word, unit in target.occupancy)
 
 
 def build_table(records: Sequence[BuildRecord], title: str = "wgrad build") -> Grid:
@@ -47,9 +48,12 @@ def build_table(records: Sequence[BuildRecord], title: str = "wgrad build") -> G
         r, res = shared[0], shared[0].resources
         target = TARGETS.get(r.target)  # None: a target this wgrad does not know, from another's file
         figures = [f"{res.shared_bytes:,}", f"{res.scratch_bytes:,}", f"{res.spills:,}"] if res else [""] * 3
-        table.add_row(escape(r.kernel), escape(r.target), r.shape.label(), escape(", ".join(s.shape.name for s in shared)),
-                      "[green]ok[/]" if r.ok else "[red]FAILED[/]", registers_text(res, target) if res and target else "",
-                      *figures, occupancy_text(res, target) if res and target else "", res.occupancy.limited_by if res else "",
+        table.add_row(escape(r.kernel), escape(r.target), r.shape.label(),
+                      escape(", ".join(s.shape.name for s in shared)),
+                      "[green]ok[/]" if r.ok else "[red]FAILED[/]",
+                      registers_text(res, target) if res and target else "", *figures,
+                      occupancy_text(res, target) if res and target else "",
+                      res.occupancy.limited_by if res else "",
                       "cached" if r.cache_hit else f"{r.compile_seconds:.2f}")
     return table
 

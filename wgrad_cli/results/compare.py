@@ -71,10 +71,12 @@ def _delta(key: Key, old: Row | None, cur: Row | None, threshold: float, new_pat
         return Delta(key, old, cur, "new", None)
     if isinstance(old, BenchRow) and isinstance(cur, BenchRow):
         verdict = noise_verdict(old, cur)
-        beyond = verdict == "slower" and not cur.calibration and cur.summary.median_ms > old.summary.median_ms * (1 + threshold)
+        beyond = (verdict == "slower" and not cur.calibration
+                  and cur.summary.median_ms > old.summary.median_ms * (1 + threshold))
         why = (f"median {old.summary.median_ms * 1e3:,.1f} -> {cur.summary.median_ms * 1e3:,.1f} us "
                f"({_pct(old.summary.median_ms, cur.summary.median_ms)}), "
-               f"beyond the noise ({100 * min(old.summary.rel_stdev, cur.summary.rel_stdev):.2g}%) and {100 * threshold:g}%")
+               f"beyond the noise ({100 * min(old.summary.rel_stdev, cur.summary.rel_stdev):.2g}%) "
+               f"and {100 * threshold:g}%")
         return Delta(key, old, cur, verdict, why if beyond else None)
     assert isinstance(old, VerifyRow) and isinstance(cur, VerifyRow)
     if old.ok and not cur.ok:
@@ -98,8 +100,8 @@ def compare_docs(base_path: Path, new_path: Path, threshold: float,
                          "compare two of the same command")
     if base.modelled != new.modelled:
         modelled, measured = (base_path, new_path) if base.modelled else (new_path, base_path)
-        raise WgradError(f"{modelled} holds modelled times (wgrad model) and {measured} measured ones; compare "
-                         "modelled with modelled and measured with measured")
+        raise WgradError(f"{modelled} holds modelled times (wgrad model) and {measured} measured ones; "
+                         "compare modelled with modelled and measured with measured")
     differences = provenance_differences(base, new, allow)
     if differences:
         names = " ".join(f"--allow-different {d.split(' ')[0]}" for d in differences)
@@ -131,10 +133,12 @@ def merge_docs(paths: list[Path]) -> Document:
     total = None
     for path, doc in zip(paths, docs):
         for field, mine, theirs in (("command", doc.command, first.command),
-                                    ("config_sha256", doc.provenance.config_sha256, first.provenance.config_sha256),
+                                    ("config_sha256", doc.provenance.config_sha256,
+                                     first.provenance.config_sha256),
                                     ("target", doc.provenance.target, first.provenance.target)):
             if mine != theirs:
-                problems.append(f"{path}: {field} is {mine!r}, {paths[0]} has {theirs!r}; merge shards of one run only")
+                problems.append(f"{path}: {field} is {mine!r}, {paths[0]} has {theirs!r}; "
+                                "merge shards of one run only")
         if doc.provenance.incomplete:
             problems.append(f"{path}: incomplete ({doc.provenance.incomplete}); run that shard again")
         shard = doc.provenance.shard
@@ -149,8 +153,8 @@ def merge_docs(paths: list[Path]) -> Document:
             problems.append(f"{path}: shard {i}/{n} is also {shards[i]}")
         shards[i] = path
     if total and not problems:
-        problems += [f"shard {i}/{total} is missing; give all {total} shard files" for i in range(1, total + 1)
-                     if i not in shards]
+        problems += [f"shard {i}/{total} is missing; give all {total} shard files"
+                     for i in range(1, total + 1) if i not in shards]
     if problems:
         raise WgradError(problems)
     # every record names its shard (speed-ups pair rows of one machine only); every shard measured
@@ -164,6 +168,7 @@ def merge_docs(paths: list[Path]) -> Document:
     records.sort(key=order)
     per_run = ("shard", "tool", "schema", "version", "commit", "source_sha256", "argv", "host", "date")
     keep = {k: v for k, v in first.environment.items() if k not in per_run}
-    shards_json = [{"file": str(p), **{k: d.environment.get(k) for k in ("shard", "host", "date", "commit", "source_sha256",
-                                                              "device")}} for p, d in zip(paths, docs)]
+    shards_json = [{"file": str(p), **{k: d.environment.get(k) for k in ("shard", "host", "date", "commit",
+                                                                         "source_sha256", "device")}}
+                   for p, d in zip(paths, docs)]
     return Document(first.command, records, {**keep, "shard": None, "shards": shards_json})

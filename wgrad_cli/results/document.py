@@ -33,7 +33,8 @@ def git_commit() -> str | None:
             return None
         return proc.stdout.strip() if proc.returncode == 0 else None
 
-    if git("ls-files", "--error-unmatch", "__init__.py") is None:  # installed outside a checkout (a wheel in a venv)
+    # installed outside a checkout (a wheel in a venv)
+    if git("ls-files", "--error-unmatch", "__init__.py") is None:
         return None
     head = git("rev-parse", "HEAD")
     return head and head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
@@ -56,11 +57,13 @@ def source_sha256() -> str:
 
 
 def keep_old(path: Path) -> None:
-    """A file already at `path` moved aside (NAME.1.json, ...) and said in one line, never replaced silently."""
+    """A file already at `path` moved aside (NAME.1.json, ...) and said in one line,
+    never replaced silently."""
     try:
         kept = set_aside(path)
     except OSError as exc:
-        raise WgradError(f"{path}: exists and cannot be moved aside ({exc.strerror}); give another path") from None
+        raise WgradError(f"{path}: exists and cannot be moved aside ({exc.strerror}); "
+                         "give another path") from None
     if kept:
         err.print(escape(f"{path} existed: the old file is now {kept}"), highlight=False, soft_wrap=True)
 
@@ -68,8 +71,8 @@ def keep_old(path: Path) -> None:
 def write_json(path: Path, command: str, records: list[dict[str, Any]], **extra: Any) -> None:
     """One document per run: tool, schema (records.py), version, commit, source hash, date, then one
     record per result."""
-    doc = {"tool": "wgrad", "schema": SCHEMA, "version": __version__, "commit": git_commit(), "source_sha256": source_sha256(),
-           "command": command,
+    doc = {"tool": "wgrad", "schema": SCHEMA, "version": __version__, "commit": git_commit(),
+           "source_sha256": source_sha256(), "command": command,
            "argv": ["wgrad", *sys.argv[1:]], "host": platform.node(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **extra,
            "records": records}

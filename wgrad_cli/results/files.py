@@ -73,5 +73,6 @@ def save(json_path: Path | None, csv_path: Path | None, command: str, records: S
         try:
             write_text(csv_path, text.getvalue())
         except OSError as exc:
-            raise WgradError(f"--csv {csv_path}: cannot write it ({exc.strerror}); give a path in a writable folder")
+            raise WgradError(f"--csv {csv_path}: cannot write it ({exc.strerror}); "
+                             "give a path in a writable folder")
 

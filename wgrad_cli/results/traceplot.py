@@ -47,14 +47,17 @@ def draw_traces(docs: list[dict[str, Any]], out: Path, form: str) -> None:
     axes = fig.subplots(len(docs), 1, height_ratios=[0.28 * r + 1.2 for r in rows], squeeze=False)[:, 0]
     for ax, doc in zip(axes, docs):
         _draw(ax, doc)
-    fig.legend(handles=[Patch(facecolor=COLOURS[c], edgecolor="black", linewidth=0.3, label=label) for c, label in (
+    fig.legend(handles=[Patch(facecolor=COLOURS[c], edgecolor="black", linewidth=0.3, label=label)
+                        for c, label in (
         ("mfma", "matrix pipe busy / waiting for it"), ("issue", "issue"), ("lds", "waiting for LDS"),
         ("memory", "waiting for memory"), ("barrier", "at a barrier"), ("tail", "idle"))],
         ncols=6, fontsize=7, loc="outside lower center")
     try:
-        fig.savefig(out, format=form, dpi=110, metadata={"Date": None} if form == "svg" else {"Software": None})
+        fig.savefig(out, format=form, dpi=110,
+                    metadata={"Date": None} if form == "svg" else {"Software": None})
     except OSError as exc:
-        raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); give a writable path") from None
+        raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); "
+                         "give a writable path") from None
 
 
 def _draw(ax: Any, doc: dict[str, Any]) -> None:
@@ -73,7 +76,8 @@ def _draw(ax: Any, doc: dict[str, Any]) -> None:
             cat = "issue"  # a wave's instruction; its wait, nested in it, is drawn over it in its own colour
         bars.setdefault((e["tid"], cat), []).append((e["ts"], e["dur"]))
     order = ["tail", "issue", "pipe", "mfma", "lds", "memory", "barrier"]
-    for (tid, cat), spans in sorted(bars.items(), key=lambda kv: order.index(kv[0][1]) if kv[0][1] in order else 0):
+    for (tid, cat), spans in sorted(bars.items(),
+                                    key=lambda kv: order.index(kv[0][1]) if kv[0][1] in order else 0):
         ax.broken_barh(spans, (row[tid] - 0.4, 0.8), facecolors=COLOURS.get(cat, "#8172b3"), linewidth=0)
     ax.set_yticks(range(len(tids)), [names[t] for t in tids], fontsize=7)
     ax.invert_yaxis()
