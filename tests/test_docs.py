@@ -64,21 +64,29 @@ def test_local_links_resolve(repo: Path) -> None:
 
 # A repository path as docs and comments cite one: a file name with one of the repository's
 # extensions, with or without folders; not part of a URL, a glob or a longer word.
-CITED = re.compile(r"(?<![\w./~$*<-])((?:\.\./)*[\w.-]+(?:/[\w.-]+)*\.(?:md|py|yaml|cu|h|cpp|json|svg|toml))(?![\w/*-])")
-FOLDERS = ("docs/", "wgrad_cli/", "tests/", "results/", "kernels/", "configs/", "emu/", "runtime/", "shared/", "../")
+CITED = re.compile(r"(?<![\w./~$*<-])((?:\.\./)*[\w.-]+(?:/[\w.-]+)*"
+                   r"\.(?:md|py|yaml|cu|h|cpp|json|svg|toml))(?![\w/*-])")
+FOLDERS = ("docs/", "wgrad_cli/", "tests/", "results/", "kernels/", "configs/", "emu/", "runtime/",
+           "shared/", "../")
 NOT_OURS = {
     "extra/thunder/amd/grouped_mxfp8_wgrad.cpp": "the upstream kernel's path in tinygrad's repository",
-    "extra/thunder/amd/gemm_mxfp8.cpp": "HipKittens' MXFP8 GEMM in tinygrad's repository (docs/model.md's calibration)",
-    "extra/thunder/amd/gemm_fp8.cpp": "HipKittens' FP8 GEMM in tinygrad's repository (docs/model.md's calibration)",
+    "extra/thunder/amd/gemm_mxfp8.cpp": "HipKittens' MXFP8 GEMM in tinygrad's "
+                                        "repository (docs/model.md's calibration)",
+    "extra/thunder/amd/gemm_fp8.cpp": "HipKittens' FP8 GEMM in tinygrad's "
+                                      "repository (docs/model.md's calibration)",
     "rocclr/device/rocm/rocvirtual.cpp": "a file of ROCm/clr's repository",
-    "csrc/py_itfs_cu/asm_gemm_a4w4.cu": "AITER's argument packing for its MXFP4 GEMM (docs/model.md's calibration)",
-    "csrc/py_itfs_cu/asm_moe_2stage.cu": "AITER's argument packing for its fused-MoE stages (docs/model.md's validation)",
-    "kernels/gemm/mxfp8/MXFP8_8wave/8_wave_TN.cu": "HipKittens' 8-wave MXFP8 kernel (docs/model.md's calibration)",
+    "csrc/py_itfs_cu/asm_gemm_a4w4.cu": "AITER's argument packing for its MXFP4 "
+                                        "GEMM (docs/model.md's calibration)",
+    "csrc/py_itfs_cu/asm_moe_2stage.cu": "AITER's argument packing for its fused-MoE "
+                                         "stages (docs/model.md's validation)",
+    "kernels/gemm/mxfp8/MXFP8_8wave/8_wave_TN.cu": "HipKittens' 8-wave MXFP8 "
+                                                   "kernel (docs/model.md's calibration)",
     "hip/hip_fp4.h": "a ROCm 7 HIP header (docs/model.md's calibration)",
     "hip_fp4.h": "a ROCm 7 HIP header (docs/model.md's calibration)",
     "amd_hip_ocp_types.h": "a ROCm 7 HIP header (docs/model.md's calibration)",
     "results/h200/no-such-file.json": "a test's file that must not exist",
-    "llvm/lib/Target/AMDGPU/GCNHazardRecognizer.cpp": "LLVM's hazard recognizer (docs/emulator.md's sanitizer)",
+    "llvm/lib/Target/AMDGPU/GCNHazardRecognizer.cpp": "LLVM's hazard recognizer "
+                                                      "(docs/emulator.md's sanitizer)",
     "llvm/lib/Target/AMDGPU/GCNSubtarget.h": "LLVM's AMDGPU subtargets (docs/emulator.md's sanitizer)",
 }
 SKIP = {".git", ".venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", "__pycache__", "build", "dist"}
@@ -112,7 +120,8 @@ def test_every_cited_file_exists(repo: Path) -> None:
     files = repository_files(repo)
     names = {p.name for p in files}
     sources = [p for p in files if p.suffix in (".md", ".py", ".cu", ".h", ".yaml", ".toml")
-               and "results" not in p.parts and p != Path(__file__).resolve()]  # this file's examples are made up
+               # this file's examples are made up
+               and "results" not in p.parts and p != Path(__file__).resolve()]
     missing = []
     for page in sources:
         for line, path in cited_paths(page.read_text(), page):
@@ -134,10 +143,12 @@ def test_the_peak_the_results_page_names_is_the_one_the_files_record_and_divide_
     results/h100 records that peak and divides its rows' TFLOP/s by it, and it is the datasheet rate
     wgrad knows for both cards (the same dense FP8 rate)."""
     prose = " ".join((repo / "docs" / "nvidia-results.md").read_text().split())
-    (label, rate), = re.findall(r"`% peak` \([^)]*\) is against the datasheet's dense (\w+) rate, ([\d,]+) TFLOP/s", prose)
+    (label, rate), = re.findall(r"`% peak` \([^)]*\) is against the datasheet's dense (\w+) "
+                                r"rate, ([\d,]+) TFLOP/s", prose)
     tflops = float(rate.replace(",", ""))
     assert DATASHEET["H200"][0] == DATASHEET["H100 80GB HBM3"][0] == tflops and label == "FP8"
-    files = sorted([*(repo / "results" / "h200").glob("bench-*.json"), *(repo / "results" / "h100").glob("bench-*.json")])
+    files = sorted([*(repo / "results" / "h200").glob("bench-*.json"),
+                    *(repo / "results" / "h100").glob("bench-*.json")])
     assert files
     for path in files:
         doc = read_document(path)
@@ -152,14 +163,18 @@ def test_timing_names_the_power_reading_the_code_takes(repo: Path) -> None:
     assert spec is not None and spec.origin is not None
     read = set(re.findall(r"NVML_FI_DEV_POWER_\w+", Path(spec.origin).read_text()))
     timing = (repo / "docs" / "timing.md").read_text()
-    assert read and read <= set(re.findall(r"NVML_FI_DEV_POWER_\w+", timing)) and "trailing average" not in timing
+    assert (read and read <= set(re.findall(r"NVML_FI_DEV_POWER_\w+", timing))
+            and "trailing average" not in timing)
 
 
-NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+           "nine": 9, "ten": 10}
 
 
 def test_the_readme_counts_the_model_configs(repo: Path) -> None:
     """A model config describes an MoE layer ("... MoE wgrad (hidden ...)"); the README counts them."""
-    (word,) = re.findall(r"the MoE layers of (\w+) open models", " ".join((repo / "README.md").read_text().split()))
-    models = [name for name, path in shipped_configs().items() if "MoE wgrad" in yaml.safe_load(path.read_text())["description"]]
+    (word,) = re.findall(r"the MoE layers of (\w+) open models",
+                         " ".join((repo / "README.md").read_text().split()))
+    models = [name for name, path in shipped_configs().items()
+              if "MoE wgrad" in yaml.safe_load(path.read_text())["description"]]
     assert NUMBERS[word] == len(models), models

@@ -20,8 +20,9 @@ MOVES = [
     (0x101, "row_shl:1", 0xF, 0xA, 1), (0x105, "row_shl:5", 0xF, 0xF, 0), (0x10F, "row_shl:15", 0xF, 0xF, 1),
     (0x111, "row_shr:1", 0x5, 0xF, 0), (0x113, "row_shr:3", 0xF, 0xF, 1), (0x118, "row_shr:8", 0xE, 0x7, 0),
     (0x121, "row_ror:1", 0xF, 0xF, 0), (0x127, "row_ror:7", 0x9, 0xF, 1), (0x12F, "row_ror:15", 0xF, 0xF, 0),
-    (0x130, "wave_shl:1", 0xF, 0xF, 0), (0x134, "wave_rol:1", 0xF, 0xF, 0), (0x138, "wave_shr:1", 0xF, 0xF, 0),
-    (0x13C, "wave_ror:1", 0xF, 0x5, 0), (0x140, "row_mirror", 0xF, 0xF, 0), (0x141, "row_half_mirror", 0x6, 0xF, 0),
+    (0x130, "wave_shl:1", 0xF, 0xF, 0), (0x134, "wave_rol:1", 0xF, 0xF, 0),
+    (0x138, "wave_shr:1", 0xF, 0xF, 0), (0x13C, "wave_ror:1", 0xF, 0x5, 0),
+    (0x140, "row_mirror", 0xF, 0xF, 0), (0x141, "row_half_mirror", 0x6, 0xF, 0),
     (0x142, "row_bcast:15", 0xA, 0xF, 0), (0x142, "row_bcast:15", 0xF, 0xF, 1),
     (0x143, "row_bcast:31", 0xC, 0xF, 1), (0x143, "row_bcast:31", 0xF, 0xF, 0),
     (0x150, "row_newbcast:0", 0xF, 0xF, 0), (0x15A, "row_newbcast:10", 0xB, 0xF, 1),
@@ -102,7 +103,8 @@ def expected(x: np.ndarray, y: np.ndarray, p: np.ndarray, q: np.ndarray, on: np.
         return update_dpp(zero, v, on, ctrl, 0xF, 0xF, 1)
     with np.errstate(all="ignore"):
         d = update_dpp(np.full_like(x, 0x80000000), x, on, 0x138, 0xF, 0xF, 0).view(np.int32)
-        alu = [x + moved(0x111, x), p + f32(moved(0x121)), q - f32(moved(0x1B)), q * np.abs(f32(moved(0x140))),
+        alu = [x + moved(0x111, x), p + f32(moved(0x121)), q - f32(moved(0x1B)),
+               q * np.abs(f32(moved(0x140))),
                np.maximum(x.view(np.int32), d), -f32(moved(0x143)) - q, np.fmin(f32(moved(0x130)), q),
                moved(0x104, x) ^ x]
     cols = np.stack([*moves, *(np.asarray(c).view(np.uint32) for c in alu)], axis=1)
@@ -115,7 +117,8 @@ def dpp_controls(image: bytes) -> str:
     with tempfile.NamedTemporaryFile(suffix=".hsaco") as f:
         f.write(image)
         f.flush()
-        return subprocess.run([OBJDUMP, "-d", "--mcpu=gfx950", f.name], check=True, capture_output=True, text=True).stdout
+        return subprocess.run([OBJDUMP, "-d", "--mcpu=gfx950", f.name], check=True, capture_output=True,
+                              text=True).stdout
 
 
 def test_dpp_controls_masks_and_bound_ctrl() -> None:
@@ -124,7 +127,8 @@ def test_dpp_controls_masks_and_bound_ctrl() -> None:
                 "v_max_i32_dpp", "v_sub_f32_dpp", "v_xor_b32_dpp")
     text = dpp_controls(image)
     for _, spelling, rm, bm, bc in MOVES:
-        form = rf"v_mov_b32_dpp .*{spelling} row_mask:{rm:#x} bank_mask:{bm:#x}{' bound_ctrl:1' if bc else ''}\s*//"
+        form = (rf"v_mov_b32_dpp .*{spelling} row_mask:{rm:#x} "
+                rf"bank_mask:{bm:#x}{' bound_ctrl:1' if bc else ''}\s*//")
         assert re.search(form, text), f"no {form}"
     assert re.search(r"v_mul_f32_dpp v\d+, \|v\d+\|", text) and re.search(r"v_sub_f32_dpp v\d+, -v\d+", text)
     rng = np.random.default_rng(11)

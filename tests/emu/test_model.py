@@ -27,8 +27,8 @@ KERNEL void mfma_loop(acc_t *out, const v8i *in, int n) {
   for (int i = 0; i < n; i++)
 #pragma unroll
     for (int j = 0; j < CHAIN; j++)  // a, then b: their bits differ as much as the data given
-      acc[j] = __builtin_amdgcn_mfma_scale_f32_SHAPE_f8f6f4(j & 1 ? b : a, j & 1 ? b : a, acc[j], FMT, FMT, 0, 127,
-                                                            0, 127);
+      acc[j] = __builtin_amdgcn_mfma_scale_f32_SHAPE_f8f6f4(j & 1 ? b : a, j & 1 ? b : a, acc[j], FMT, FMT,
+                                                            0, 127, 0, 127);
   acc_t sum = {};
   for (int j = 0; j < CHAIN; j++) sum += acc[j];
   out[gid() * 256 + tid()] = sum;
@@ -82,7 +82,8 @@ DEVICE inline v4i load(const v4i *p, float after) {
 DEVICE inline v4f mfmas(v4i x, v4f acc) {
   v8i a = {x.x, x.y, x.z, x.w, x.x, x.y, x.z, x.w};
 #pragma unroll
-  for (int j = 0; j < 32; j++) acc = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, a, acc, 0, 0, 0, 127, 0, 127);
+  for (int j = 0; j < 32; j++)
+    acc = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, a, acc, 0, 0, 0, 127, 0, 127);
   return acc;
 }
 KERNEL void k_loop(v4f *out, const v4i *in, int steps) {
@@ -116,7 +117,8 @@ def model(image: bytes, args: list[np.ndarray | int], grid: int, block: int, mac
     rt.plan = Plan([0] * grid if same else None)
     run(image, args, grid, block, rt=rt)
     result = rt.modelled[-1]
-    assert sum(result.causes.values()) == pytest.approx(result.seconds, rel=1e-9)  # the breakdown sums to the time
+    # the breakdown sums to the time
+    assert sum(result.causes.values()) == pytest.approx(result.seconds, rel=1e-9)
     assert result.seconds >= result.mfma_floor_seconds  # never faster than its MFMAs on every SIMD
     return result
 
@@ -137,7 +139,8 @@ def mfma_loop(fmt: int, n: int, grid: int = 1, block: int = 64) -> Modelled:
     return model(image, [np.zeros((grid * 256, 4), np.float32), np.zeros((128, 8), np.int32), n], grid, block)
 
 
-@pytest.mark.parametrize("fmt, passes", [(0, 8), (4, 4)])  # fp8 operands: 8 passes; fp4: 4 (LLVM's gfx950 model)
+# fp8 operands: 8 passes; fp4: 4 (LLVM's gfx950 model)
+@pytest.mark.parametrize("fmt, passes", [(0, 8), (4, 4)])
 def test_an_mfma_loop_costs_its_passes_per_iteration(fmt: int, passes: int) -> None:
     short, long = mfma_loop(fmt, 8), mfma_loop(fmt, 24)  # 8 MFMAs an iteration: 128 more
     assert cycles(long) - cycles(short) == pytest.approx(128 * passes * M.mfma_pass_cycles)
@@ -149,10 +152,12 @@ def test_a_32x32x64_mfma_loop_costs_its_passes_per_iteration(fmt: int, passes: i
     assert_uses(image, r"v_mfma_scale_f32_32x32x64_f8f6f4")
     short, long = (model(image, [np.zeros((256, 16), np.float32), np.zeros((128, 8), np.int32), n], 1, 64)
                    for n in (8, 24))
-    assert cycles(long) - cycles(short) == pytest.approx(64 * passes * M.mfma_pass_cycles)  # 4 MFMAs an iteration
+    # 4 MFMAs an iteration
+    assert cycles(long) - cycles(short) == pytest.approx(64 * passes * M.mfma_pass_cycles)
 
 
-ROOF_TFLOPS = 4970  # the scaled-MFMA roof measured on an MI355X (pytorch/pytorch PR 193527): a loop on constant registers
+# the scaled-MFMA roof measured on an MI355X (pytorch/pytorch PR 193527): a loop on constant registers
+ROOF_TFLOPS = 4970
 
 
 def full_chip_of_mfma_loops(machine: Machine, data: np.ndarray) -> tuple[Modelled, float]:
@@ -168,7 +173,8 @@ def test_the_mfma_roof_loop_on_constant_registers_holds_the_peak_clock_and_runs_
     same = np.tile(np.random.default_rng(0).integers(0, 2**31, (1, 8), dtype=np.int32), (128, 1))  # a == b
     r, per_simd = full_chip_of_mfma_loops(M, same)
     floor = per_simd / (M.clock_ghz * 1e9)
-    assert r.toggle == 0 and r.matrix_duty > 0.9  # no operand bit changes: the matrix pipes draw no data power
+    # no operand bit changes: the matrix pipes draw no data power
+    assert r.toggle == 0 and r.matrix_duty > 0.9
     assert r.clock_ghz == M.clock_ghz
     assert r.mfma_floor_seconds == pytest.approx(floor)
     assert r.limiter == "mfma" and floor <= grid(r) < 1.1 * floor
@@ -199,9 +205,11 @@ def test_the_clock_held_is_a_budget_of_the_part_not_a_share_of_the_clock_given()
     power = M.rest_power_w + M.matrix_power_w * 0.9
     assert at_peak == pytest.approx(min(M.clock_ghz, M.clock_ghz * (M.power_budget_w / power) ** (1 / 3)))
     assert M.clock_under_load(0.45, 1.0) == pytest.approx(at_peak)  # power goes as duty x toggle
-    assert M.clock_under_load(0.9, 0.0) == min(M.clock_ghz, M.clock_ghz * (M.power_budget_w / M.rest_power_w) ** (1 / 3))
+    assert M.clock_under_load(0.9, 0.0) == min(M.clock_ghz,
+                                               M.clock_ghz * (M.power_budget_w / M.rest_power_w) ** (1 / 3))
     assert M.clock_under_load(0.0, 0.5) == M.clock_under_load(0.9, 0.0)
-    # a part that peaks lower is held where the budget says, and at its own peak below that: never reduced twice
+    # a part that peaks lower is held where the budget says, and at its own peak below
+    # that: never reduced twice
     assert M.at_clock(1.0).clock_under_load(0.9, 0.5) == min(1.0, at_peak)
     assert M.at_clock(at_peak + 0.1).clock_under_load(0.9, 0.5) == pytest.approx(at_peak)
     launch = M.with_figures(("launch_us=10",))
@@ -228,9 +236,11 @@ def test_bank_clocks_from_lane_addresses() -> None:
     assert bank_cycles(lanes * 4, every, 4, 64, 256).tolist() == [1]  # 64 lanes, 64 banks
     assert bank_cycles(lanes * 0, every, 4, 64, 256).tolist() == [1]  # one dword: a broadcast
     assert bank_cycles(lanes * 256, every, 4, 64, 256).tolist() == [64]  # every lane in bank 0
-    assert bank_cycles(lanes * 16, every, 16, 64, 256).tolist() == [4]  # b128: 4 groups of 16 lanes, 1 clock each
+    # b128: 4 groups of 16 lanes, 1 clock each
+    assert bank_cycles(lanes * 16, every, 16, 64, 256).tolist() == [4]
     assert bank_cycles(lanes * 32, every, 16, 64, 256).tolist() == [8]  # b128 at a 32-byte stride: 2-way
-    assert bank_cycles(lanes * 256, every[:, :] & (lanes < 1), 4, 64, 256).tolist() == [1]  # only lane 0 active
+    # only lane 0 active
+    assert bank_cycles(lanes * 256, every[:, :] & (lanes < 1), 4, 64, 256).tolist() == [1]
 
 
 def test_a_streaming_copy_runs_at_the_hbm_rate() -> None:
@@ -246,7 +256,8 @@ def test_a_streaming_copy_runs_at_the_hbm_rate() -> None:
 
 def k_loop(serial: bool, steps: int) -> Modelled:
     image = compile_hip(K_LOOP.replace("SERIAL", "1" if serial else "0"))
-    return model(image, [np.zeros((64, 4), np.float32), np.zeros((64 * (steps + 1), 4), np.int32), steps], 1, 64)
+    return model(image, [np.zeros((64, 4), np.float32), np.zeros((64 * (steps + 1), 4), np.int32), steps],
+                 1, 64)
 
 
 def test_double_buffering_hides_the_load_latency_behind_the_mfmas() -> None:
@@ -269,8 +280,8 @@ def test_the_clock_scales_the_time() -> None:
 
 
 def test_a_class_whose_workgroups_run_different_streams_is_refused() -> None:
-    image = compile_hip("KERNEL void uneven(int *out) { int acc = 0; for (unsigned i = 0; i < gid(); i++) acc += i; "
-                        "out[gid() * 64 + tid()] = acc; }")
+    image = compile_hip("KERNEL void uneven(int *out) { int acc = 0; for (unsigned i = 0; i < gid(); i++) "
+                        "acc += i; out[gid() * 64 + tid()] = acc; }")
     rt = ModelRuntime(M)
     rt.plan = Plan([0] * 4)  # told the 4 workgroups are one class, but each loops gid() times
     with pytest.raises(WgradError, match=r"workgroups 0 and 3 are of one class but ran [\d,]+ and [\d,]+ "

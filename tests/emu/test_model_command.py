@@ -17,7 +17,8 @@ from wgrad_cli.cli import cli
 from wgrad_cli.model.machine import load
 from wgrad_cli.results.records import SCHEMA
 
-pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None, reason="clang-22 (Debian's, for gfx950) is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None,
+                                reason="clang-22 (Debian's, for gfx950) is not installed")
 MEASURED = Path(__file__).resolve().parents[2] / "results" / "h200" / "bench-smoke-reference.json"
 
 
@@ -34,7 +35,8 @@ def modelled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def test_rows_are_modelled_with_a_limiter_and_causes_that_sum_to_the_time(modelled: tuple[Path, str]) -> None:
     path, output = modelled
     doc = json.loads(path.read_text())
-    assert doc["schema"] == SCHEMA and doc["modelled"]["clock_ghz"] == 2.0 and doc["device"]["max_clock_mhz"] == 2000
+    assert (doc["schema"] == SCHEMA and doc["modelled"]["clock_ghz"] == 2.0
+            and doc["device"]["max_clock_mhz"] == 2000)
     (row,) = doc["records"]
     m = row["model"]
     assert row["stop"] == "modelled" and row["cache"] == "modelled" and row["kernel"] == "reference"
@@ -59,8 +61,9 @@ def test_compare_and_speedup_refuse_to_mix_modelled_and_measured(modelled: tuple
     path = modelled[0]
     mixed = CliRunner().invoke(cli, ["compare", str(MEASURED), str(path)])
     assert mixed.exit_code == 2
-    assert mixed.stderr.strip() == (f"{path} holds modelled times (wgrad model) and {MEASURED} measured ones; compare "
-                                    "modelled with modelled and measured with measured")
+    assert mixed.stderr.strip() == (f"{path} holds modelled times (wgrad model) and {MEASURED} "
+                                    "measured ones; compare modelled with modelled and "
+                                    "measured with measured")
     same = CliRunner().invoke(cli, ["compare", str(path), str(path)])
     assert same.exit_code == 0, same.output
     speedup = CliRunner().invoke(cli, ["speedup", str(path)])
@@ -96,20 +99,23 @@ def test_a_figure_changes_the_modelled_time(modelled: tuple[Path, str], tmp_path
     slow, base = (json.loads(p.read_text()) for p in (out, modelled[0]))
     assert slow["modelled"]["figures"] == ["vmem_latency_cycles=1600"]
     assert slow["records"][0]["model"]["band"] == ""  # figures changed: no validation stands behind the time
-    assert slow["records"][0]["median_ms"] > base["records"][0]["median_ms"]  # the one-expert shape waits on memory
+    # the one-expert shape waits on memory
+    assert slow["records"][0]["median_ms"] > base["records"][0]["median_ms"]
 
 
 def test_profile_and_trace_of_the_reference_kernel(tmp_path: Path) -> None:
     out, trace = tmp_path / "model.json", tmp_path / "cu.json"
-    result = CliRunner().invoke(cli, ["model", "--config", "smoke", "--shape", "one-expert", "--profile", "--trace",
-                                      str(trace), "--json", str(out), "--cache-dir", str(tmp_path / "cache")])
+    result = CliRunner().invoke(cli, ["model", "--config", "smoke", "--shape", "one-expert", "--profile",
+                                      "--trace", str(trace), "--json", str(out), "--cache-dir",
+                                      str(tmp_path / "cache")])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(out.read_text())["records"]
     p = row["model"]["profile"]
     spent = sum(sum(i["causes_us"].values()) for i in p["instructions"])
     total = row["median_ms"] * 1e3
     assert spent + p["idle_us"] + p["bandwidth_us"] + p["launch_us"] == pytest.approx(total, rel=1e-9)
-    assert spent == pytest.approx(total - p["launch_us"], rel=0.01)  # one round of 8 workgroups a CU: no tail to speak of
+    # one round of 8 workgroups a CU: no tail to speak of
+    assert spent == pytest.approx(total - p["launch_us"], rel=0.01)
     top = max(p["instructions"], key=lambda i: sum(i["causes_us"].values()))
     assert top["text"].startswith("s_waitcnt vmcnt") and set(top["causes_us"]) == {"memory"}
     assert any(r["name"] == "loop 1" for r in p["regions"])
@@ -124,4 +130,5 @@ def test_profile_and_trace_of_the_reference_kernel(tmp_path: Path) -> None:
     plotted = CliRunner().invoke(cli, ["plot", str(trace), "--output", str(picture)])
     assert plotted.exit_code == 0, plotted.output
     svg = picture.read_text()
-    assert "SIMD 3: every clock by cause" in svg and "waiting for memory" in svg and "wave 0 (workgroup 0" in svg
+    assert ("SIMD 3: every clock by cause" in svg and "waiting for memory" in svg
+            and "wave 0 (workgroup 0" in svg)

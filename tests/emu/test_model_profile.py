@@ -39,7 +39,8 @@ KERNEL void staged(v4f *out, const v4i *in, int steps) {
   v4f acc = {0, 0, 0, 0};
   for (int s = 0; s < steps; s++) {
     v4i x;
-    asm volatile("global_load_dwordx4 %0, %1, off\n s_waitcnt vmcnt(0)" : "=v"(x) : "v"(in + s * 256 + tid()), "v"(acc.x) : "memory");
+    asm volatile("global_load_dwordx4 %0, %1, off\n s_waitcnt vmcnt(0)" : "=v"(x)
+                 : "v"(in + s * 256 + tid()), "v"(acc.x) : "memory");
     stage[tid()] = x;
     __builtin_amdgcn_s_waitcnt(0);
     __builtin_amdgcn_s_barrier();
@@ -47,7 +48,8 @@ KERNEL void staged(v4f *out, const v4i *in, int steps) {
     v4i y = stage[(tid() + 64) % 256];
     v8i a = {y.x, y.y, y.z, y.w, y.x, y.y, y.z, y.w};
 #pragma unroll
-    for (int j = 0; j < 8; j++) acc = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, a, acc, 0, 0, 0, 127, 0, 127);
+    for (int j = 0; j < 8; j++)
+      acc = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, a, acc, 0, 0, 0, 127, 0, 127);
     __builtin_amdgcn_s_barrier();
   }
   out[gid() * 256 + tid()] = acc;
@@ -62,7 +64,8 @@ def staged(tmp: Path, trace: bool) -> tuple[Modelled, Profile, Timeline | None, 
     rt = ModelRuntime(M, profile=True)
     rt.plan = Plan([0] * 2)
     rt.timeline = Timeline() if trace else None
-    run(image, [np.zeros((2 * 256, 4), np.float32), np.zeros((256 * STEPS, 4), np.int32), STEPS], 2, 256, rt=rt)
+    run(image, [np.zeros((2 * 256, 4), np.float32), np.zeros((256 * STEPS, 4), np.int32), STEPS],
+        2, 256, rt=rt)
     path = tmp / "staged.hsaco"
     path.write_bytes(image)
     text = disassembly(path, M.arch)
@@ -76,8 +79,8 @@ def test_the_instructions_times_sum_to_the_launch_and_to_each_cause(tmp_path: Pa
     spent = sum(sum(i.causes_us.values()) for i in p.instructions)
     assert spent + p.idle_us + p.bandwidth_us + p.launch_us == pytest.approx(total_us, rel=1e-9)
     for cause in CAUSES[:-1]:  # each cause's time is exactly its instructions' share of it
-        assert sum(i.causes_us.get(cause, 0.0) for i in p.instructions) == pytest.approx(m.causes[cause] * 1e6,
-                                                                                         rel=1e-9, abs=1e-9)
+        assert (sum(i.causes_us.get(cause, 0.0) for i in p.instructions)
+                == pytest.approx(m.causes[cause] * 1e6, rel=1e-9, abs=1e-9))
     waves = 2 * 4  # two workgroups of 4 waves; every instruction of the loop runs STEPS times a wave
     mfmas = [i for i in p.instructions if i.text.startswith("v_mfma_scale")]
     assert len(mfmas) == 8 and all(i.executions == waves * STEPS for i in mfmas)
@@ -98,7 +101,8 @@ def test_the_exposed_load_wait_and_barriers_carry_their_time(tmp_path: Path) -> 
     loop = next(r for r in p.regions if r.name == "loop 1")
     inside = sum(sum(i.causes_us.values()) for pc, i in by.items() if loop.first_pc <= pc <= loop.last_pc)
     spent = sum(sum(i.causes_us.values()) for i in p.instructions)  # two workgroups leave most CUs idle
-    assert inside > 0.8 * spent  # the K loop takes most of the instructions' time (the rest: set-up, the store)
+    # the K loop takes most of the instructions' time (the rest: set-up, the store)
+    assert inside > 0.8 * spent
     assert [r.name for r in p.regions if r.depth == 0] == ["before loop 1", "loop 1", "after loop 1"]
 
 
@@ -109,12 +113,15 @@ def test_the_trace_is_the_trace_event_format_and_each_simd_adds_up_to_the_cu(tmp
     write_trace(path, timeline, text, M.issue_cycles, M.clock_ghz, "staged")
     doc = validated(path)
     spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
-    names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
     assert doc["otherData"]["cycles"] == timeline.cycles
     assert simd_clocks(doc) == dict.fromkeys(range(M.simds_per_cu), timeline.cycles)
     waves = [e for e in spans if e["tid"] >= WAVE_TID]
-    assert {names[e["tid"]] for e in waves} == {f"wave {w} (workgroup 0, SIMD {w})" for w in range(4)}  # one per CU
-    assert any(e["name"] == "wait: barrier" for e in waves) and any(e["name"] == "wait: memory" for e in waves)
+    # one per CU
+    assert {names[e["tid"]] for e in waves} == {f"wave {w} (workgroup 0, SIMD {w})" for w in range(4)}
+    assert (any(e["name"] == "wait: barrier" for e in waves)
+            and any(e["name"] == "wait: memory" for e in waves))
     pipes = [e for e in spans if names[e["tid"]].endswith("matrix pipe")]
     assert sum(e["args"]["clocks"] for e in pipes) == 4 * STEPS * 8 * 8 * M.mfma_pass_cycles  # 8 passes each
 
@@ -153,9 +160,11 @@ def nesting(loops: list[Loop], depth: int = 1) -> list[int]:
     ("nested", NESTED, ("-O3",)),
     ("rowquad", OWN.read_text(), ("-O3", "-std=c++20", *SHAPE)),
     ("cdna4", (KERNELS_DIR / "cdna4.hip").read_text(), ("-O3", "-std=c++20", f"-I{KERNELS_DIR}", *SHAPE)),
-    ("reference", (KERNELS_DIR / "reference.cu").read_text(), ("-O3", "-std=c++20", f"-I{KERNELS_DIR}", *SHAPE)),
+    ("reference", (KERNELS_DIR / "reference.cu").read_text(),
+     ("-O3", "-std=c++20", f"-I{KERNELS_DIR}", *SHAPE)),
 ])
-def test_the_loops_are_llvms_natural_loops_properly_nested(name: str, source: str, flags: tuple[str, ...]) -> None:
+def test_the_loops_are_llvms_natural_loops_properly_nested(name: str, source: str,
+                                                           flags: tuple[str, ...]) -> None:
     """The loop table's loops are the ones LLVM's loop analysis finds, at the same depths, whatever
     the layout (rotated loops, blocks before the header); each lies inside its parent, the outermost
     loops and the straight code share no instruction and cover the code, so their shares add up."""
@@ -165,10 +174,12 @@ def test_the_loops_are_llvms_natural_loops_properly_nested(name: str, source: st
     top = [r for r in found if r.depth == 0]
     pcs = [d.pc for d in decoded]
     assert top[0].first_pc == pcs[0] and top[-1].last_pc == pcs[-1]
-    assert all(a.last_pc < b.first_pc and pcs[pcs.index(a.last_pc) + 1] == b.first_pc for a, b in zip(top, top[1:]))
+    assert all(a.last_pc < b.first_pc and pcs[pcs.index(a.last_pc) + 1] == b.first_pc
+               for a, b in zip(top, top[1:]))
     for r in found:
         if r.depth:
             parent = next(p for p in reversed(found[:found.index(r)]) if p.depth == r.depth - 1)
-            assert parent.first_pc <= r.first_pc <= r.last_pc <= parent.last_pc and r.name.startswith(parent.name + ".")
+            assert (parent.first_pc <= r.first_pc <= r.last_pc <= parent.last_pc
+                    and r.name.startswith(parent.name + "."))
     if name == "nested":
         assert [r.depth for r in found if r.name.startswith("loop")] == [0, 1, 2, 1]

@@ -82,11 +82,12 @@ def test_the_readme_commands_pass_in_order_in_one_checkout(tmp_path: Path) -> No
     job = main_job()
     ran = subprocess.run([sys.executable, "-m", "wgrad_cli", *job], cwd=clone, capture_output=True, text=True)
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    [written] = [p for p in (clone / "results").glob("*.json") if p.relative_to(clone).as_posix() not in tracked("results")]
+    [written] = [p for p in (clone / "results").glob("*.json")
+                 if p.relative_to(clone).as_posix() not in tracked("results")]
     config = job[job.index("--config") + 1]
     check_document(json.loads(written.read_text()), config, ran.stdout, "--model" in job)
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests/test_docs.py"],
-                           cwd=clone, capture_output=True, text=True)
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                            "tests/test_docs.py"], cwd=clone, capture_output=True, text=True)
     assert tests.returncode == 0 and "skipped" not in tests.stdout, tests.stdout + tests.stderr
 
 
@@ -103,7 +104,8 @@ def test_strict_lds_needs_the_emulator() -> None:
 
 
 def test_emu_stack_bytes_needs_the_emulator() -> None:
-    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "0", "--emu-stack-bytes", "2048"])
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "0",
+                                      "--emu-stack-bytes", "2048"])
     assert result.exit_code == 2 and result.stderr.strip() == (
         "--emu-stack-bytes: only the emulated device takes its stack size from wgrad; add --device emu")
 
@@ -121,15 +123,19 @@ def test_emu_stack_bytes_reaches_the_emulated_device(monkeypatch: pytest.MonkeyP
 
 
 def test_emu_register_fill_needs_the_emulator() -> None:
-    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "0", "--emu-register-fill", "0x5a"])
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "0",
+                                      "--emu-register-fill", "0x5a"])
     assert result.exit_code == 2 and result.stderr.strip() == (
-        "--emu-register-fill: only the emulated device's registers start with a value wgrad chooses; add --device emu")
+        "--emu-register-fill: only the emulated device's registers start with a value wgrad chooses; "
+        "add --device emu")
 
 
 @pytest.mark.parametrize("value", ["0x1ffffffff", "-1", "five"])
 def test_emu_register_fill_takes_a_32_bit_value(value: str) -> None:
-    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", "--emu-register-fill", value])
-    assert result.exit_code == 2 and "is not a 32-bit value" in result.stderr and "Traceback" not in result.output
+    result = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu",
+                                      "--emu-register-fill", value])
+    assert (result.exit_code == 2 and "is not a 32-bit value" in result.stderr
+            and "Traceback" not in result.output)
 
 
 @pytest.mark.parametrize("given, kept", [(["--emu-register-fill", "0x7fc00000"], 0x7FC00000),
@@ -145,7 +151,8 @@ def test_emu_register_fill_reaches_the_emulated_device(monkeypatch: pytest.Monke
 
 
 def test_bench_refuses_the_emulator() -> None:
-    result = CliRunner().invoke(cli, ["bench", "--config", str(CONFIGS_DIR / "smoke.yaml"), "--device", "emu"])
+    result = CliRunner().invoke(cli, ["bench", "--config", str(CONFIGS_DIR / "smoke.yaml"),
+                                      "--device", "emu"])
     assert result.exit_code == 2
     assert "no clock to time them" in result.stderr and "Traceback" not in result.output
 
@@ -160,7 +167,8 @@ def test_shards_split_emulated_runs_as_gpu_runs(tmp_path: Path) -> None:
     assert doc["config"] == "smoke"
     empty = CliRunner().invoke(cli, ["verify", "--config", "smoke", "--device", "emu", "--shard", "9/9",
                                      "--cache-dir", str(tmp_path / "cache")])
-    assert empty.exit_code == 2 and "slice 9 would be empty" in empty.stderr and "Traceback" not in empty.output
+    assert (empty.exit_code == 2 and "slice 9 would be empty" in empty.stderr
+            and "Traceback" not in empty.output)
 
 
 def test_model_models_the_problem_verify_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,7 +178,8 @@ def test_model_models_the_problem_verify_checked(tmp_path: Path, monkeypatch: py
     made: list[str] = []
     for module in (verify_measure, model_command):
         real = module.generate
-        monkeypatch.setattr(module, "generate", lambda *a, real=real, name=module.__name__: made.append(name) or real(*a))
+        monkeypatch.setattr(module, "generate",
+                            lambda *a, real=real, name=module.__name__: made.append(name) or real(*a))
     files = {}
     for command in (["verify", "--device", "emu", "--model"], ["model"]):
         files[command[0]] = tmp_path / f"{command[0]}.json"

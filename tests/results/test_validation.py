@@ -33,7 +33,8 @@ def test_the_clock_held_is_the_highest_within_the_budget() -> None:
     held = p.held_ghz(2.4, 0.5, 0.5)  # 500 + 1500 W at the peak: twice the budget
     assert held == pytest.approx(2.4 / 2 ** (1 / 3))
     assert p.held_ghz(2.4, 1.0, 0.25) == pytest.approx(held)  # duty x toggle is what counts
-    assert p.held_ghz(1.5, 0.5, 0.5) == 1.5 and p.held_ghz(2.0, 0.5, 0.5) == pytest.approx(held)  # never below twice
+    # never below twice
+    assert p.held_ghz(1.5, 0.5, 0.5) == 1.5 and p.held_ghz(2.0, 0.5, 0.5) == pytest.approx(held)
     assert Power(1000, 0, 0, 2.4).held_ghz(2.4, 1.0, 1.0) == 2.4
 
 
@@ -44,7 +45,8 @@ def point(us: float, duty: float, published: float, launch: float = 0.0, held: f
 
 def test_the_fit_finds_the_figures_that_made_the_times() -> None:
     truth = Power(1400, 280, 2800, 2.4)
-    grid = [(10.0, 0.3), (40.0, 0.5), (120.0, 0.7), (400.0, 0.9), (900.0, 0.95), (25.0, 0.8)]  # (us at 2.4 GHz, duty)
+    # (us at 2.4 GHz, duty)
+    grid = [(10.0, 0.3), (40.0, 0.5), (120.0, 0.7), (400.0, 0.9), (900.0, 0.95), (25.0, 0.8)]
     pts = [point(us, d, 7.0 + us * 2.4 / truth.held_ghz(2.4, d, 0.5)) for us, d in grid]
     f = fit(pts, 1400, 2.4)
     assert f.launch_us == pytest.approx(7.0, abs=0.2) and f.rms_log < 0.01
@@ -61,10 +63,10 @@ def test_the_band_counts_the_targets() -> None:
 
 
 def validated(kernel: str, M: int, us: float, published: float) -> BenchRow:
-    figures = ModelFigures("MI355X", 2.4, "mfma", {"mfma": us - 5.0, "launch": 5.0}, us, 256, 1, [0, 255], 1, 0,
-                           published, "a csv", held_ghz=2.1, matrix_duty=0.8, toggle=0.37)
-    row = replace(bench_row(0, "x", us / 1e3), kernel=f"{kernel}-{M}x256x512", cache="modelled", stop="modelled",
-                  model=figures)
+    figures = ModelFigures("MI355X", 2.4, "mfma", {"mfma": us - 5.0, "launch": 5.0}, us, 256, 1, [0, 255], 1,
+                           0, published, "a csv", held_ghz=2.1, matrix_duty=0.8, toggle=0.37)
+    row = replace(bench_row(0, "x", us / 1e3), kernel=f"{kernel}-{M}x256x512", cache="modelled",
+                  stop="modelled", model=figures)
     return replace(row, shape=ShapeRef("x", M, 256, 512, 1, "launch file"))
 
 
@@ -81,9 +83,11 @@ def test_show_calibration_prints_the_band_and_draws_modelled_against_published(t
 
 
 def test_a_row_that_waits_for_memory_keeps_its_floor_in_seconds() -> None:
-    p = Point("k", "1x1x1", 100.0, 106.5, 2.0, 2.4, 6.5, 30.0, 0.5, 0.5, True)  # 70 us of CUs, 30 us more of HBM
+    # 70 us of CUs, 30 us more of HBM
+    p = Point("k", "1x1x1", 100.0, 106.5, 2.0, 2.4, 6.5, 30.0, 0.5, 0.5, True)
     assert p.compute_cycles == pytest.approx(70.0 * 2.0 * 1e3) and p.floor_us == pytest.approx(100.0)
     slower = Fit(1400, 14000, 6.5, 0.0)  # a lower clock: the CUs' 140,000 clocks now outlast the floor
     held = Power(1400, 1400, 14000, 2.4).held_ghz(2.4, 0.5, 0.5)
     assert slower.modelled_us(p, 1400, 2.4) == pytest.approx(6.5 + max(140.0 / held, 100.0))
-    assert Fit(0, 0, 6.5, 0.0).modelled_us(p, 1400, 2.4) == pytest.approx(106.5)  # at the peak the floor binds
+    # at the peak the floor binds
+    assert Fit(0, 0, 6.5, 0.0).modelled_us(p, 1400, 2.4) == pytest.approx(106.5)

@@ -40,7 +40,8 @@ def test_each_kernel_against_the_base_of_its_clock_and_figures(repo: Path) -> No
 def test_rows_pair_by_changed_figures(repo: Path) -> None:
     tag = "vmem-latency-1600"
     files = [repo / MODEL / f"sensitivity-large-{k}-{tag}-2.4GHz.json" for k in ("upstream", "cdna4")]
-    files.append(repo / MODEL / "model-large-cdna4-2.4GHz.json")  # the default figures: no upstream row for it
+    # the default figures: no upstream row for it
+    files.append(repo / MODEL / "model-large-cdna4-2.4GHz.json")
     code, _, err = show("--versus", "upstream", *map(str, files))
     assert code == 2 and err.strip() == ("square-8k at 2.4 GHz: no upstream row in the files; --versus needs "
                                          "upstream's row of every shape, clock and figure set")
@@ -52,15 +53,17 @@ def test_bad_input_is_one_line_each(repo: Path, tmp_path: Path) -> None:
     measured = repo / "results/h200/bench-large.json"
     code, _, err = show("--versus", "upstream", str(measured))
     assert code == 2 and err.strip().startswith(f"{measured}: ") and "is measured; --versus" in err
-    code, _, err = show("--versus", "upstream", "--calibration", str(repo / MODEL / "model-large-cdna4-2.4GHz.json"))
+    code, _, err = show("--versus", "upstream", "--calibration",
+                        str(repo / MODEL / "model-large-cdna4-2.4GHz.json"))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "give one of them" in err
 
 
 def test_a_figure_set_without_its_base_is_named_with_its_figures(repo: Path) -> None:
     alone = repo / MODEL / "sensitivity-large-cdna4-vmem-latency-1600-2.4GHz.json"
     code, _, err = show("--versus", "upstream", str(alone))
-    assert code == 2 and err.strip() == ("square-8k at 2.4 GHz with vmem_latency_cycles=1600: no upstream row in the "
-                                         "files; --versus needs upstream's row of every shape, clock and figure set")
+    assert code == 2 and err.strip() == ("square-8k at 2.4 GHz with vmem_latency_cycles=1600: no upstream "
+                                         "row in the files; --versus needs upstream's row of "
+                                         "every shape, clock and figure set")
 
 
 def test_each_measured_row_and_unreadable_file_is_its_line(repo: Path, tmp_path: Path) -> None:
@@ -69,6 +72,6 @@ def test_each_measured_row_and_unreadable_file_is_its_line(repo: Path, tmp_path:
     code, _, err = show("--versus", "upstream", str(measured), str(missing))
     assert code == 2
     assert err.strip().splitlines() == [
-        *(f"{measured}: {r.kernel} on {r.shape.name} is measured; --versus sets modelled rows (wgrad model) side by "
-          "side" for r in rows),
+        *(f"{measured}: {r.kernel} on {r.shape.name} is measured; --versus sets modelled rows (wgrad "
+          "model) side by side" for r in rows),
         f"{missing}: cannot read it (No such file or directory); give a results file wgrad wrote"]

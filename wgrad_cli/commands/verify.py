@@ -10,11 +10,26 @@ from rich.progress import Progress
 
 from wgrad_cli.backends.registry import BACKENDS
 from wgrad_cli.commands.run import opened, print_header, save_results
-from wgrad_cli.config.options import DEFAULT_MACHINE, CompilerOptions, Output, RunOptions, Selection, VerifyOptions
+from wgrad_cli.config.options import (
+    DEFAULT_MACHINE,
+    CompilerOptions,
+    Output,
+    RunOptions,
+    Selection,
+    VerifyOptions,
+)
 from wgrad_cli.device.isolation import Crash
 from wgrad_cli.device.runtime import Headway
 from wgrad_cli.device.session import open_session
-from wgrad_cli.errors import INTERRUPTED, CheckFailed, Crashed, Interrupted, KernelFault, SanitizerFindings, StoppedLaunches
+from wgrad_cli.errors import (
+    INTERRUPTED,
+    CheckFailed,
+    Crashed,
+    Interrupted,
+    KernelFault,
+    SanitizerFindings,
+    StoppedLaunches,
+)
 from wgrad_cli.measure.verify import Callbacks, Outcome, device_reference_possible, verify
 from wgrad_cli.commands.model import modelled_time
 from wgrad_cli.model.machine import load
@@ -52,7 +67,8 @@ class LaunchProgress:
         moved = f"{now - self.began:.0f} s, {h.wave_instructions / 1e6:,.1f} M wave-instructions emulated"
         if err.is_terminal:
             self.bar.update(self.bar.task_ids[0], refresh=True,
-                            description=f"{self.what}: {moved}, {h.workgroups_done:,}/{h.workgroups:,} workgroups")
+                            description=f"{self.what}: {moved}, "
+                                        f"{h.workgroups_done:,}/{h.workgroups:,} workgroups")
         else:
             err.print(f"{self.what}: {moved}, {h.workgroups_done:,} of {h.workgroups:,} workgroups done",
                       highlight=False, markup=False)
@@ -63,7 +79,8 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     reference = checks.reference
     s = opened(selection, run, lambda: open_session(
         selection, compilers, run, checks.edge_cases,
-        extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else [], backends=BACKENDS))
+        extra=lambda d: [("reference", d)] if device_reference_possible(reference, d) else [],
+        backends=BACKENDS))
     try:
         print_header(s)
         # the emulator forks its workers only while no other thread runs: no ticking refresh thread then
@@ -76,7 +93,8 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
             def done(o: Outcome) -> None:
                 finished.append(o)
                 bar.update(bar.task_ids[0], advance=1, refresh=True,
-                           description=f"{o.record.job.kernel.name} {o.record.shape.name} {'ok' if o.ok else 'FAILED'}")
+                           description=f"{o.record.job.kernel.name} {o.record.shape.name} "
+                                       f"{'ok' if o.ok else 'FAILED'}")
 
             crashes: list[Crash] = []
             hung: list[str] = []
@@ -85,7 +103,8 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
             model = partial(modelled_time, load(DEFAULT_MACHINE)) if checks.model else None
             try:
                 outcomes = verify(s, reference, checks.rows,
-                                  Callbacks(launches.start, done, crashes.append, hung.append, faulted.append), model)
+                                  Callbacks(launches.start, done, crashes.append, hung.append,
+                                            faulted.append), model)
             except KeyboardInterrupt:  # Ctrl-C: the rows checked (and modelled) so far are printed and saved
                 outcomes, interrupted = sorted(finished, key=lambda o: o.record.index), True
     finally:
@@ -98,8 +117,9 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     for r in records:
         beyond = r.counters.lds_out_of_range if r.counters else 0
         if beyond:  # legal on gfx950 (reads give 0, writes are dropped), and rarely meant
-            err.print(f"note: {r.kernel} on {r.shape.name} touched {beyond:,} LDS bytes beyond its workgroup's "
-                      "allocation (read as 0, writes dropped, as gfx950 does)", highlight=False)
+            err.print(f"note: {r.kernel} on {r.shape.name} touched {beyond:,} LDS bytes "
+                      "beyond its workgroup's allocation (read as 0, writes dropped, as gfx950 does)",
+                      highlight=False)
     for r in records:
         if checks.per_expert or not r.ok:
             out.print(expert_table(r))
@@ -112,11 +132,13 @@ def verify_command(selection: Selection, compilers: CompilerOptions, run: RunOpt
     for r in failed:
         err.print(f"[red]FAILED[/] {escape(r.kernel)} on {escape(r.shape.name)}: "
                   f"{r.overall.mismatches:,} mismatches, {r.overall.unwritten:,} unwritten "
-                  f"({escape(r.reference)})" + (f"; {escape(routing[r.index])}" if r.index in routing else ""),
+                  f"({escape(r.reference)})"
+                  + (f"; {escape(routing[r.index])}" if r.index in routing else ""),
                   highlight=False)
     for c in crashes:
         err.print(f"[red]CRASHED[/] {escape(c.line)}", highlight=False)
-    found = [f"{o.record.job.kernel.name} on {o.record.shape.name}: {line}" for o in outcomes for line in o.findings]
+    found = [f"{o.record.job.kernel.name} on {o.record.shape.name}: {line}" for o in outcomes
+             for line in o.findings]
     for line in found:
         err.print(f"[red]SANITIZER[/] {escape(line)}", highlight=False, soft_wrap=True)
     for line in hung:

@@ -33,7 +33,8 @@ class Modelled:
     limiter: str
     mfma_floor_seconds: float  # the grid's matrix clocks spread over every SIMD: no time may be below it
     clock_ghz: float  # the clock held (the machine's, or less where the power budget binds)
-    matrix_duty: float  # the share of the CUs' clocks the matrix pipes are busy, which with the toggle sets that clock
+    # the share of the CUs' clocks the matrix pipes are busy, which with the toggle sets that clock
+    matrix_duty: float
     toggle: float  # the share of MFMA operand bits that changed between a wave's MFMAs
     workgroups: int
     classes: int
@@ -41,21 +42,25 @@ class Modelled:
     resident: int  # workgroups per CU at once
     hbm_bytes: int
     rounds: int
-    spread: float = 0.0  # how far the checking workgroup's wave-instructions were from its class's, as a share
-    clocks: dict[tuple[int, int], float] = field(default_factory=dict)  # profile: (pc, cause index) -> seconds
+    # how far the checking workgroup's wave-instructions were from its class's, as a share
+    spread: float = 0.0
+    # profile: (pc, cause index) -> seconds
+    clocks: dict[tuple[int, int], float] = field(default_factory=dict)
     executions: dict[int, int] = field(default_factory=dict)  # profile: pc -> wave-executions over the grid
     critical: int = 0  # the emulated workgroup whose class is on the critical path (the set that ends last)
 
     def figures(self, machine: Machine, profile: Profile | None = None, published_us: float | None = None,
                 published_source: str | None = None) -> ModelFigures:
         """How the time came about, as a results record stores it (microseconds)."""
-        return ModelFigures(machine.name, machine.clock_ghz, self.limiter, {c: v * 1e6 for c, v in self.causes.items()},
-                            self.mfma_floor_seconds * 1e6, self.workgroups, self.classes, self.emulated, self.resident,
+        return ModelFigures(machine.name, machine.clock_ghz, self.limiter,
+                            {c: v * 1e6 for c, v in self.causes.items()}, self.mfma_floor_seconds * 1e6,
+                            self.workgroups, self.classes, self.emulated, self.resident,
                             self.hbm_bytes, published_us, published_source, profile, round(self.clock_ghz, 4),
                             round(self.matrix_duty, 4), round(self.toggle, 4), machine.band)
 
 
-def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: str, timeout: float) -> list[Stream]:
+def _record(recorder: Recorder, launch: Launch, heap: Heap, group: int, name: str,
+            timeout: float) -> list[Stream]:
     kernarg = heap.span(launch.kernarg, -(-max(launch.kernel.kernarg_size, 4) // 4) * 4).view(np.uint32)
     batch = init_batch(launch, heap, np.array([group]), kernarg)
     recorder.clear()
@@ -84,8 +89,8 @@ def _toggle(streams: dict[int, list[Stream]], recorder: Recorder, keys: list[int
 
 
 def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, classes: list[int] | None,
-                 sharing: Sharing | None, name: str, timeout: float, tolerance: float = 0.0, profile: bool = False,
-                 timeline: Timeline | None = None) -> Modelled:
+                 sharing: Sharing | None, name: str, timeout: float, tolerance: float = 0.0,
+                 profile: bool = False, timeline: Timeline | None = None) -> Modelled:
     """The launch's modelled time. `classes` gives each workgroup's class (None: each its own);
     `timeout`: seconds each emulated workgroup may run before the launch stops as hung; `tolerance`:
     the share of wave-instructions by which the workgroup that checks the first class may differ from
@@ -107,14 +112,15 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
         ran, ran_too = sum(len(s.pcs) for s in mine), sum(len(s.pcs) for s in other)
         spread = sum(abs(len(a.pcs) - len(b.pcs)) for a, b in zip(mine, other)) / max(ran, 1)
         if spread > tolerance:
-            raise WgradError(f"{name}: workgroups {first[keys[0]]} and {check} are of one class but ran {ran:,} and "
-                             f"{ran_too:,} wave-instructions; the model samples one workgroup per class and cannot time "
-                             "this kernel")
+            raise WgradError(f"{name}: workgroups {first[keys[0]]} and {check} are of one class but "
+                             f"ran {ran:,} and {ran_too:,} wave-instructions; the model samples one "
+                             "workgroup per class and cannot time this kernel")
         emulated.append(check)
     k = launch.kernel
     lds = k.group_segment_size + launch.dynamic_lds
     occupancy = gfx950(k.vgprs, k.agprs, lds, launch.threads)
-    by_lds = m.lds_bytes_per_cu // lds if lds else occupancy.groups_per_unit  # the machine file's LDS, if set lower
+    # the machine file's LDS, if set lower
+    by_lds = m.lds_bytes_per_cu // lds if lds else occupancy.groups_per_unit
     resident = max(1, min(occupancy.groups_per_unit, by_lds, -(-groups // m.compute_units)))
     per_class: dict[int, CuTime] = {key: simulate([s] * resident, recorder.static, m, profile, None)
                                     for key, s in streams.items()}
@@ -132,6 +138,7 @@ def model_launch(launch: Launch, program: Program, heap: Heap, m: Machine, class
     hz = ghz * 1e9
     causes = {c: v / hz for c, v in grid.causes.items()} | {"launch": m.launch_us * 1e-6}
     floor = grid.mfma_cycles / m.simds / hz
-    return Modelled(sum(causes.values()), causes, max(causes, key=lambda c: causes[c]), floor, ghz, duty, toggle, groups,
-                    len(first), sorted(emulated), resident, grid.hbm_bytes, grid.rounds, spread,
-                    {k: v / hz for k, v in grid.clocks.items()}, grid.executions, first[grid.critical])
+    return Modelled(sum(causes.values()), causes, max(causes, key=lambda c: causes[c]), floor, ghz, duty,
+                    toggle, groups, len(first), sorted(emulated), resident, grid.hbm_bytes, grid.rounds,
+                    spread, {k: v / hz for k, v in grid.clocks.items()}, grid.executions,
+                    first[grid.critical])

@@ -53,8 +53,10 @@ class Machine:
     mfma: tuple[MfmaCost, ...]
     sources: dict[str, str]  # figure -> where it comes from
     # not figures of the file's own: where its power figures stand and what validated them
-    peak_ghz: float = field(default=0.0, metadata={"figure": False})  # the machine file's clock, whatever --clock
-    validation: int = field(default=0, metadata={"figure": False})  # the validation the fit and band come from
+    # the machine file's clock, whatever --clock
+    peak_ghz: float = field(default=0.0, metadata={"figure": False})
+    # the validation the fit and band come from
+    validation: int = field(default=0, metadata={"figure": False})
     held_out: tuple[float, float] = (0.0, 0.0)  # its held-out rows' lowest and highest miss
 
     def mfma_cycles(self, mnemonic: str, fp8_operand: bool) -> int:
@@ -62,8 +64,8 @@ class Machine:
         for cost in self.mfma:
             if cost.pattern.match(mnemonic):
                 return (cost.fp8 if fp8_operand else cost.passes) * self.mfma_pass_cycles
-        raise WgradError(f"{mnemonic}: the {self.name} machine file has no MFMA cost for it; add a pattern to "
-                         "mfma_passes (with its source)")
+        raise WgradError(f"{mnemonic}: the {self.name} machine file has no MFMA cost for it; add "
+                         "a pattern to mfma_passes (with its source)")
 
     def clock_under_load(self, duty: float, toggle: float) -> float:
         """The clock (GHz) a kernel holds whose matrix pipes are busy `duty` of the time on operands
@@ -93,8 +95,8 @@ class Machine:
         for setting in settings:
             name, _, value = setting.partition("=")
             if name not in FIGURES or name == "clock_ghz":
-                problems.append(f"--figure {setting}: no figure {name!r}; one of {', '.join(list(FIGURES)[1:])} (the clock "
-                                "is --clock)")
+                problems.append(f"--figure {setting}: no figure {name!r}; one of "
+                                f"{', '.join(list(FIGURES)[1:])} (the clock is --clock)")
                 continue
             try:
                 number = float(value)
@@ -102,12 +104,14 @@ class Machine:
                 problems.append(f"--figure {setting}: {value!r} is not a number")
                 continue
             if number < 0 or (number == 0 and name not in MAY_BE_ZERO):
-                problems.append(f"--figure {setting}: must be above 0" + (" (0 for none)" if name in MAY_BE_ZERO else ""))
+                problems.append(f"--figure {setting}: must be above 0"
+                                + (" (0 for none)" if name in MAY_BE_ZERO else ""))
                 continue
             changes[name] = number if FIGURES[name] is float else round(number)
         if problems:
             raise WgradError(problems)
-        sources = {**self.sources, **{k: f"set with --figure (machine file: {self.sources[k]})" for k in changes}}
+        sources = {**self.sources, **{k: f"set with --figure (machine file: {self.sources[k]})"
+                                      for k in changes}}
         return replace(self, **changes, sources=sources,  # type: ignore[arg-type]
                        validation=0 if changes else self.validation)
 
@@ -123,7 +127,8 @@ FIGURES: dict[str, type[int] | type[float]] = {
 
 
 def names() -> list[str]:
-    return sorted(p.name.removesuffix(".yaml") for p in resources.files(__package__).joinpath("machines").iterdir()
+    return sorted(p.name.removesuffix(".yaml")
+                  for p in resources.files(__package__).joinpath("machines").iterdir()
                   if p.name.endswith(".yaml"))
 
 
@@ -131,13 +136,14 @@ def load(name: str) -> Machine:
     """The machine file `name` (e.g. mi355x); WgradError naming the known ones otherwise."""
     if name not in names():
         raise WgradError(f"--machine {name}: no such machine file; known: {', '.join(names())}")
-    data: dict[str, Any] = yaml.safe_load(resources.files(__package__).joinpath("machines", f"{name}.yaml").read_text())
+    data: dict[str, Any] = yaml.safe_load(resources.files(__package__).joinpath("machines", f"{name}.yaml")
+                                          .read_text())
     values = {k: data[k]["value"] for k in FIGURES}
     sources = {k: str(data[k]["source"]) for k in (*FIGURES, "mfma_passes")}
     mfma = tuple(MfmaCost(re.compile(p["match"]), int(p["passes"]), int(p.get("fp8", p["passes"])))
                  for p in data["mfma_passes"]["patterns"])
     numbers = {k: FIGURES[k](v) for k, v in values.items()}
     low, high = data["validation"]["held_out"]
-    return Machine(str(data["name"]), str(data["arch"]), **numbers, mfma=mfma, sources=sources,  # type: ignore[arg-type]
-                   peak_ghz=float(numbers["clock_ghz"]), validation=int(data["validation"]["version"]),
-                   held_out=(float(low), float(high)))
+    return Machine(str(data["name"]), str(data["arch"]), **numbers,  # type: ignore[arg-type]
+                   mfma=mfma, sources=sources, peak_ghz=float(numbers["clock_ghz"]),
+                   validation=int(data["validation"]["version"]), held_out=(float(low), float(high)))

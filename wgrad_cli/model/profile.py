@@ -65,7 +65,8 @@ def blocks(decoded: list[Decoded]) -> tuple[list[list[Decoded]], dict[int, list[
     succ: dict[int, list[int]] = {}
     for n, block in enumerate(code):
         last, falls = block[-1], [n + 1] if n + 1 < len(code) else []
-        taken = [block_of[index[_target(last)]]] if BRANCH.match(last.mnemonic) and _target(last) in index else []
+        taken = ([block_of[index[_target(last)]]]
+                 if BRANCH.match(last.mnemonic) and _target(last) in index else [])
         succ[n] = (taken if last.mnemonic == "s_branch" else taken + falls if BRANCH.match(last.mnemonic)
                    else [] if last.mnemonic in ENDS else falls)
     return code, succ
@@ -77,7 +78,8 @@ def natural_loops(decoded: list[Decoded]) -> list[Loop]:
     is the header with every block that reaches the branch without passing the header, as a
     compiler's loop analysis finds them, rotated loops (the test at the bottom) included."""
     code, succ = blocks(decoded)
-    order: list[int] = []  # reverse post-order from the entry (a kernel has thousands of blocks: no recursion)
+    # reverse post-order from the entry (a kernel has thousands of blocks: no recursion)
+    order: list[int] = []
     seen, stack = {0}, [(0, iter(succ[0]))]
     while stack:
         n, rest = stack[-1]
@@ -135,7 +137,8 @@ def regions(decoded: list[Decoded]) -> list[CodeRegion]:
     out: list[CodeRegion] = []
 
     def nest(loop: Loop, name: str, depth: int, within: tuple[int, int]) -> None:
-        span = (max(min(loop.body), within[0]), min(max(loop.body), within[1]))  # a loop lies inside its parent
+        # a loop lies inside its parent
+        span = (max(min(loop.body), within[0]), min(max(loop.body), within[1]))
         out.append(CodeRegion(name, span[0], span[1], depth))
         for j, inner in enumerate(loop.inner, 1):
             nest(inner, f"{name}.{j}", depth + 1, span)
@@ -149,7 +152,8 @@ def regions(decoded: list[Decoded]) -> list[CodeRegion]:
         nest(loop, f"loop {i}", 0, (first, last))
         start = after.get(last, last + 1)
     if start <= decoded[-1].pc:
-        out.append(CodeRegion(f"after loop {len(outer)}" if outer else "straight code", start, decoded[-1].pc, 0))
+        out.append(CodeRegion(f"after loop {len(outer)}" if outer else "straight code", start,
+                              decoded[-1].pc, 0))
     return out
 
 

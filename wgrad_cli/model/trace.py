@@ -45,7 +45,8 @@ def operand_registers(decoded: Decoded) -> list[tuple[bool, int, int]]:
         return []
     bits_a, bits_b = a[0], b[0]
     acc = int(inst.acc)
-    return [(bool(acc & 1), src0, -(-(k * m // 64) * bits_a // 32)), (bool(acc & 2), src1, -(-(k * n // 64) * bits_b // 32))]
+    return [(bool(acc & 1), src0, -(-(k * m // 64) * bits_a // 32)),
+            (bool(acc & 2), src1, -(-(k * n // 64) * bits_b // 32))]
 
 
 def bank_cycles(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int, per_clock: int) -> np.ndarray:
@@ -66,7 +67,8 @@ def bank_cycles(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int, p
     slot = np.repeat(w * groups + lane // per_group, dwords)
     key = np.unique((slot << 32) | word)
     slot, word = key >> 32, key & 0xFFFFFFFF
-    load = np.bincount(slot * banks + word % banks, minlength=waves * groups * banks).reshape(waves, groups, banks)
+    load = np.bincount(slot * banks + word % banks,
+                       minlength=waves * groups * banks).reshape(waves, groups, banks)
     cycles: np.ndarray = load.max(axis=2).sum(axis=1)
     return cycles
 
@@ -115,7 +117,8 @@ class Recorder:
                 words = np.zeros((b.W, OPERAND_WORDS), dtype=np.uint32)
                 at = 0
                 for agpr, reg, n in spans:
-                    words[:, at: at + n * 64] = np.moveaxis((b.a if agpr else b.v)[reg: reg + n], 0, 1).reshape(b.W, -1)
+                    words[:, at: at + n * 64] = (np.moveaxis((b.a if agpr else b.v)[reg: reg + n], 0, 1)
+                                                 .reshape(b.W, -1))
                     at += n * 64
                 toggle = np.full(b.W, NO_TOGGLE, dtype=np.int64)
                 ran = np.ones(b.W, dtype=bool) if b.all else b.wm
@@ -135,7 +138,8 @@ class Recorder:
 
             def lds(b: Batch) -> None:
                 active, base = b.lanes(), b.v[f.vaddr].astype(np.int64)
-                note(b, pc, np.sum([bank_cycles(base + off, active, info.lane_bytes, banks, per_clock) for off in offsets], axis=0))
+                note(b, pc, np.sum([bank_cycles(base + off, active, info.lane_bytes, banks, per_clock)
+                                    for off in offsets], axis=0))
                 inner(b)
             return replace(op, run=lds)
         if info.kind in (Kind.LOAD, Kind.STORE):

@@ -28,7 +28,8 @@ from wgrad_cli.results.validation import WITHIN, Point
 FORMATS = ("png", "svg")
 DECADES = 30.0  # bars whose values span more than this ratio get a log axis
 CHARS_PER_INCH = 11  # characters of a 10-point title per inch of figure
-MODELLED = " (modelled"  # modelled rows (wgrad model) are their own series, "KERNEL (modelled[, what])" in the legend
+# modelled rows (wgrad model) are their own series, "KERNEL (modelled[, what])" in the legend
+MODELLED = " (modelled"
 INSTALL = "pip install 'wgrad[plot]'"
 
 
@@ -79,8 +80,8 @@ def roof(doc: Document) -> Roof | None:
     peak = doc.provenance.peak
     if peak is None:
         return None
-    return Roof(doc.device_name or "an unnamed device", peak.matrix_tflops, peak.matrix_label, peak.bf16_tflops,
-                peak.hbm_gbps)
+    return Roof(doc.device_name or "an unnamed device", peak.matrix_tflops, peak.matrix_label,
+                peak.bf16_tflops, peak.hbm_gbps)
 
 
 def _series(docs: list[Document]) -> dict[tuple[int, str], str]:
@@ -100,7 +101,8 @@ def _series(docs: list[Document]) -> dict[tuple[int, str], str]:
             device = (docs[i].device_name or "").removeprefix("modelled ").removesuffix(" (wgrad model)")
             apart = "" if len(held) == 1 else (f", {device}" if len(devices) == len(held)
                                                else f", {Path(str(docs[i].path)).stem}")
-            names[(i, kernel)] = kernel + (f" (modelled{apart})" if modelled else f" ({apart[2:]})" if apart else "")
+            names[(i, kernel)] = kernel + (f" (modelled{apart})" if modelled
+                                           else f" ({apart[2:]})" if apart else "")
     return names
 
 
@@ -117,8 +119,8 @@ def collect(docs: list[Document]) -> Bars:
                 per_key[r.shape.name] = {}
             per_key[r.shape.name].setdefault(series[(i, r.kernel)], r)
     if not keys:
-        raise WgradError(f"{', '.join(str(d.path) for d in docs)}: no bench row with FLOPs and a rate to plot "
-                         "(only calibration or empty shapes); give bench results of kernels")
+        raise WgradError(f"{', '.join(str(d.path) for d in docs)}: no bench row with FLOPs and a "
+                         "rate to plot (only calibration or empty shapes); give bench results of kernels")
     seen = [name for key in keys for name in per_key[key]]
     ours = list(dict.fromkeys(n for n in seen if n not in NAMES))
     kernels = ours + [n for n in NAMES if n in seen]
@@ -152,7 +154,8 @@ def output_format(out: Path) -> str:
     """png or svg, from the output's suffix; a one-line WgradError for any other."""
     form = out.suffix.lower().lstrip(".")
     if form not in FORMATS:
-        raise WgradError(f"{out}: a plot is written as .png or .svg, not {out.suffix or 'a file without a suffix'}")
+        raise WgradError(f"{out}: a plot is written as .png or .svg, not "
+                         f"{out.suffix or 'a file without a suffix'}")
     return form
 
 
@@ -200,7 +203,8 @@ def draw(data: Bars, out: Path) -> None:
         pts = [(x, y) for name, x, y in data.points if name == k]
         hollow = MODELLED in k  # modelled points are drawn hollow
         roofline.scatter([x for x, _ in pts], [y for _, y in pts], s=28, color="none" if hollow else color[k],
-                         marker=markers[i % len(markers)], label=k, edgecolors=color[k] if hollow else "black",
+                         marker=markers[i % len(markers)], label=k,
+                         edgecolors=color[k] if hollow else "black",
                          linewidths=1.2 if hollow else 0.4, zorder=3)
     intensity = [x for _, x, _ in data.points]
     lo = min([*intensity, *(r.ridge / 20 for r in data.roofs)]) / 2
@@ -208,8 +212,8 @@ def draw(data: Bars, out: Path) -> None:
     for r in data.roofs:
         for rate, style, label in ((r.matrix_tflops, "-", r.matrix_label), (r.bf16_tflops, "--", "bf16")):
             knee = rate * 1e3 / r.hbm_gbps
-            roofline.plot([lo, knee, hi], [lo * r.hbm_gbps / 1e3, rate, rate], style, color="black", linewidth=1,
-                          zorder=2)
+            roofline.plot([lo, knee, hi], [lo * r.hbm_gbps / 1e3, rate, rate], style, color="black",
+                          linewidth=1, zorder=2)
             roofline.annotate(f"{r.device} {label} {rate:,.0f} TFLOP/s", (hi, rate), xytext=(-4, 3),
                               textcoords="offset points", ha="right", fontsize=8)
         roofline.annotate(f"HBM {r.hbm_gbps / 1e3:g} TB/s", (lo * 1.3, lo * 1.3 * r.hbm_gbps / 1e3),
@@ -226,9 +230,11 @@ def draw(data: Bars, out: Path) -> None:
     roofline.grid(which="both", alpha=0.2)
     roofline.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     try:
-        fig.savefig(out, format=form, dpi=110, metadata={"Date": None} if form == "svg" else {"Software": None})
+        fig.savefig(out, format=form, dpi=110,
+                    metadata={"Date": None} if form == "svg" else {"Software": None})
     except OSError as exc:
-        raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); give a writable path") from None
+        raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); give "
+                         "a writable path") from None
 
 
 def render(paths: list[Path], out: Path) -> None:

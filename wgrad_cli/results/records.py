@@ -205,10 +205,12 @@ class ModelFigures:
     published_us: float | None = None  # a launch file's published measured time (the model's calibration)
     published_source: str | None = None  # where that time is published
     profile: Profile | None = None  # wgrad model --profile
-    held_ghz: float | None = None  # the clock held under the power limit (None, before schema 5: the clock given)
+    # the clock held under the power limit (None, before schema 5: the clock given)
+    held_ghz: float | None = None
     matrix_duty: float | None = None  # schema 6: the matrix pipes' share of the time, and the share of MFMA
     toggle: float | None = None  # operand bits changing between MFMAs: what sets the clock held
-    band: str | None = None  # the model's held-out error band and validation version ("" with figures changed)
+    # the model's held-out error band and validation version ("" with figures changed)
+    band: str | None = None
 
 
 @dataclass(frozen=True)
@@ -217,7 +219,8 @@ class Inputs:
     of their e4m3 elements and of their block scales (powers of two)."""
 
     pattern: str  # random (problem.generate, from the seed) or a constant: problem.PATTERNS
-    octaves: int | None  # random: each 32-block of N(0, 1) values times 2^k, |k| <= octaves; None for a constant
+    # random: each 32-block of N(0, 1) values times 2^k, |k| <= octaves; None for a constant
+    octaves: int | None
     element_min: float
     element_max: float
     scale_min: int  # least block scale exponent (e8m0 - 127) of either operand
@@ -267,7 +270,8 @@ class BenchRow(CodeObject):
     grid: int | None = None
     flush_bytes: int = 0
     flush: str | None = None  # how the cache was flushed (options.FLUSHES); None in files before the choice
-    spin_ms: float | None = None  # a spin kernel ahead of each sample hid the host's submission (multi-launch)
+    # a spin kernel ahead of each sample hid the host's submission (multi-launch)
+    spin_ms: float | None = None
     overlap: float | None = None  # share of sensor readings taken while the timed launch ran
     throttled: float | None = None  # share of samples whose overlapping reading saw the clock held down
     discarded: int = 0  # throttled samples left out of the figures (--discard-throttled)
@@ -349,7 +353,8 @@ def _fail(where: str, what: str) -> RecordError:
 
 
 def _convert(hint: Any, value: Any, where: str) -> Any:
-    """`value` read as `hint` (a dataclass, list, dict, optional or plain type); RecordError if it is not one."""
+    """`value` read as `hint` (a dataclass, list, dict, optional or plain type); RecordError if it
+    is not one."""
     origin = typing.get_origin(hint)
     if origin in (Union, types.UnionType):
         options = typing.get_args(hint)
@@ -370,7 +375,8 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
         return build(hint, value, where)  # type: ignore[arg-type]
     if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    if hint is Any or (isinstance(hint, type) and isinstance(value, hint) and not (hint is int and isinstance(value, bool))):
+    if hint is Any or (isinstance(hint, type) and isinstance(value, hint)
+                       and not (hint is int and isinstance(value, bool))):
         return value
     raise _fail(where, f"is {value!r}, not a {getattr(hint, '__name__', hint)}")
 
@@ -415,7 +421,8 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-ROW_TYPES: dict[str, type[VerifyRow] | type[BenchRow] | type[Ratio] | type[BuildRecord] | type[CompilerRecord]] = {
+ROW_TYPES: dict[str,
+                type[VerifyRow] | type[BenchRow] | type[Ratio] | type[BuildRecord] | type[CompilerRecord]] = {
     "verify": VerifyRow, "bench": BenchRow, "selfbench": Ratio, "build": BuildRecord, "info": CompilerRecord}
 
 
@@ -518,8 +525,8 @@ def document_from_json(doc: Any, where: str, commands: tuple[str, ...] = COMMAND
         raise WgradError(f"{where}: not a wgrad results document (no tool: wgrad and records list)")
     schema = doc.get("schema", 1)
     if type(schema) is not int or not 1 <= schema <= SCHEMA:
-        raise WgradError(f"{where}: results schema {schema!r}; this wgrad reads schemas 1 to {SCHEMA} (upgrade wgrad "
-                         "for a newer file)")
+        raise WgradError(f"{where}: results schema {schema!r}; this wgrad reads schemas 1 to "
+                         f"{SCHEMA} (upgrade wgrad for a newer file)")
     command = doc.get("command")
     if command not in commands:
         raise WgradError(f"{where}: a {command!r} document; this needs one of {', '.join(commands)}")
@@ -550,7 +557,8 @@ def read_document(path: Path, commands: tuple[str, ...] = COMMANDS) -> Document:
     return replace(read, path=path)
 
 
-def read_each(paths: list[Path], commands: tuple[str, ...], problems: list[str]) -> Iterator[tuple[Path, Document]]:
+def read_each(paths: list[Path], commands: tuple[str, ...],
+              problems: list[str]) -> Iterator[tuple[Path, Document]]:
     """Each file of `paths` that reads, with its document, in order; one that does not adds its one
     line to `problems` (the caller raises them all together, with any of its own in between)."""
     for path in paths:

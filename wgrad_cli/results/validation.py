@@ -16,7 +16,8 @@ from wgrad_cli.results.records import BenchRow
 
 TRAINING_EVERY = 3  # h mod 3 == 0 trains: about a third of the rows; the rest are held out
 RANDOM_TOGGLE = 0.5  # the share of operand bits that change between two MFMAs on random data
-WITHIN, NONE_BEYOND, SHARE_WITHIN = 0.15, 0.30, 0.80  # the targets: 80% of held-out rows within 15%, none beyond 30%
+# the targets: 80% of held-out rows within 15%, none beyond 30%
+WITHIN, NONE_BEYOND, SHARE_WITHIN = 0.15, 0.30, 0.80
 
 
 def held_out(kernel: str, M: int, N: int, K: int) -> bool:
@@ -85,8 +86,8 @@ def points(rows: Sequence[BenchRow]) -> list[Point]:
         shape = f"{r.shape.M}x{r.shape.N}x{r.shape.K}"
         kernel = re.sub(rf"-{shape}$", "", r.kernel)
         out.append(Point(kernel, shape, m.published_us, r.summary.median_ms * 1e3, m.held_ghz, m.clock_ghz,
-                         m.causes_us.get("launch", 0.0), m.causes_us.get("bandwidth", 0.0), m.matrix_duty, m.toggle,
-                         held_out(kernel, r.shape.M, r.shape.N, r.shape.K)))
+                         m.causes_us.get("launch", 0.0), m.causes_us.get("bandwidth", 0.0), m.matrix_duty,
+                         m.toggle, held_out(kernel, r.shape.M, r.shape.N, r.shape.K)))
     return out
 
 
@@ -147,7 +148,8 @@ def fit(training: Sequence[Point], budget_w: float, peak_ghz: float, rule: Rule 
     for rest in _span(rule.rests, budget_w):
         for matrix in _span(rule.matrices, budget_w):
             power = rest + matrix * load
-            held = np.minimum(given, np.where(power > 0, peak_ghz * (budget_w / np.maximum(power, 1e-9)) ** (1 / 3),
+            held = np.minimum(given, np.where(power > 0,
+                                              peak_ghz * (budget_w / np.maximum(power, 1e-9)) ** (1 / 3),
                                               given))
             grid_us = np.maximum(cycles / held / 1e3, floors)
             err = np.log((grid_us[None, :] + launches[:, None]) / published[None, :])

@@ -37,10 +37,13 @@ def _dpp_source(ctrl: int) -> tuple[np.ndarray, np.ndarray]:
         return row + ((pos - n) & 15), everywhere
     if 0x150 <= ctrl <= 0x15F:  # row_newbcast
         return row + n, everywhere
-    whole_wave = {0x130: (lane + 1, lane < 63), 0x134: ((lane + 1) & 63, everywhere),  # wave_shl:1, wave_rol:1
+    whole_wave = {0x130: (lane + 1, lane < 63),
+                  0x134: ((lane + 1) & 63, everywhere),  # wave_shl:1, wave_rol:1
                   0x138: (lane - 1, lane > 0), 0x13C: ((lane - 1) & 63, everywhere),  # wave_shr:1, wave_ror:1
-                  0x140: (row + 15 - pos, everywhere), 0x141: ((lane & ~7) + 7 - (lane & 7), everywhere),  # mirrors
-                  0x142: (row - 1, lane >= 16), 0x143: (np.full(64, 31), lane >= 32)}  # row_bcast:15, row_bcast:31
+                  0x140: (row + 15 - pos, everywhere),
+                  0x141: ((lane & ~7) + 7 - (lane & 7), everywhere),  # mirrors
+                  0x142: (row - 1, lane >= 16),
+                  0x143: (np.full(64, 31), lane >= 32)}  # row_bcast:15, row_bcast:31
     if ctrl not in whole_wave:
         raise Unsupported(f"dpp_ctrl {ctrl:#x}")  # reserved values
     return whole_wave[ctrl]
@@ -135,7 +138,8 @@ class Ctx:
                     v = np.abs(v)
                 if negf:
                     v = -v
-            elif absf or negf:  # untyped moves (v_cndmask_b32, v_mov_b32) take them as float sign-bit modifiers
+            elif absf or negf:
+                # untyped moves (v_cndmask_b32, v_mov_b32) take them as float sign-bit modifiers
                 sign = v.dtype.type(1 << (v.dtype.itemsize * 8 - 1))
                 v = v.view(np.dtype(f"u{v.dtype.itemsize}"))
                 sign = sign.astype(v.dtype) if hasattr(sign, "astype") else sign
