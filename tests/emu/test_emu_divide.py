@@ -12,12 +12,16 @@ import numpy as np
 
 from emukernels import assert_uses, compile_hip, run
 
-DIVIDE = """
-KERNEL void divide(float *out, const float *a, const float *b) { unsigned i = gid() * 256 + tid(); out[i] = a[i] / b[i]; }
-KERNEL void divide64(double *out, const double *a, const double *b) { unsigned i = tid(); out[i] = a[i] / b[i]; }
+DIVIDE32 = """
+KERNEL void divide(float *out, const float *a, const float *b) {
+  unsigned i = gid() * 256 + tid(); out[i] = a[i] / b[i];
+}
 """
-DIVIDE32 = DIVIDE.split("\n")[1]
-DIVIDE64 = DIVIDE.split("\n")[2]
+DIVIDE64 = """
+KERNEL void divide64(double *out, const double *a, const double *b) {
+  unsigned i = tid(); out[i] = a[i] / b[i];
+}
+"""
 
 
 def operands(rng: np.random.Generator, n: int, dtype: type) -> tuple[np.ndarray, np.ndarray]:

@@ -169,7 +169,7 @@ def full_chip_of_mfma_loops(machine: Machine, data: np.ndarray) -> tuple[Modelle
     return r, 1024 * 4 * 8 * n * 8 * M.mfma_pass_cycles / M.simds
 
 
-def test_the_mfma_roof_loop_on_constant_registers_holds_the_peak_clock_and_runs_at_the_measured_roof() -> None:
+def test_the_mfma_roof_loop_on_constant_registers_holds_the_peak_and_runs_at_the_measured_roof() -> None:
     same = np.tile(np.random.default_rng(0).integers(0, 2**31, (1, 8), dtype=np.int32), (128, 1))  # a == b
     r, per_simd = full_chip_of_mfma_loops(M, same)
     floor = per_simd / (M.clock_ghz * 1e9)

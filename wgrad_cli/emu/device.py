@@ -168,8 +168,9 @@ class EmuRuntime:
         """A global variable's device address and size, by its symbol name (hipModuleGetGlobal)."""
         symbol = module.program.image.symbols.get(name)
         if symbol is None:
-            raise DriverError(f"the code object has no global {name}; it has "
-                              f"{sorted(n for n in module.program.image.symbols if not n.endswith('.kd') and not n.startswith('__'))}")
+            symbols = module.program.image.symbols
+            known = sorted(n for n in symbols if not n.endswith(".kd") and not n.startswith("__"))
+            raise DriverError(f"the code object has no global {name}; it has {known}")
         return Global(name, module.base + symbol.offset, symbol.size)
 
     def launch(self, function: object, grid: int, block: int, dynamic_shared: int,
