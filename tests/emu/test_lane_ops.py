@@ -22,12 +22,14 @@ SWIZZLES = [0x041F, 0x401F, 0x1478, 0x0010, 0x80B1, 0x8070]
 COLUMNS = len(SWIZZLES) + 9
 PICK = 9  # a lane on in both waves, the uniform lane of v_readlane_b32
 SOURCE = f"""
-KERNEL void lanes(unsigned *out, const unsigned *a, const unsigned *addr, const unsigned *on, unsigned pick) {{
+KERNEL void lanes(unsigned *out, const unsigned *a, const unsigned *addr, const unsigned *on, \
+unsigned pick) {{
   unsigned i = tid(), x = a[i], ad = addr[i];
   unsigned *o = out + i * {COLUMNS};
   asm volatile("" :: "v"(x));  // every lane loads x: lanes off in EXEC hold data
   if (on[i]) {{
-""" + "".join(f"    o[{k}] = __builtin_amdgcn_ds_swizzle(x, {s:#x});\n" for k, s in enumerate(SWIZZLES)) + f"""
+""" + "".join(f"    o[{k}] = __builtin_amdgcn_ds_swizzle(x, {s:#x});\n"
+              for k, s in enumerate(SWIZZLES)) + f"""
     unsigned *p = o + {len(SWIZZLES)};
     p[0] = __builtin_amdgcn_ds_permute(ad, x);
     p[1] = __builtin_amdgcn_ds_permute(ad + 12, x);
@@ -60,7 +62,8 @@ def swizzle(offset: int) -> Column:
             if offset & 0x8000:
                 src = lane - lane % 4 + (offset >> 2 * (lane % 4)) % 4
             else:
-                src = (lane & 32) | ((((lane & 31) & (offset & 31)) | (offset >> 5 & 31)) ^ (offset >> 10 & 31))
+                src = (lane & 32) | ((((lane & 31) & (offset & 31)) | (offset >> 5 & 31))
+                                     ^ (offset >> 10 & 31))
             out[lane] = x[src] if on[src] else 0
         return out
     return column
@@ -72,7 +75,8 @@ def lane_of(address: int, offset: int) -> int:
 
 def bpermute(offset: int) -> Column:
     def column(x: np.ndarray, on: np.ndarray, addr: np.ndarray) -> np.ndarray:
-        return np.array([x[s] if on[s] else 0 for s in (lane_of(int(a), offset) for a in addr)], dtype=np.uint32)
+        return np.array([x[s] if on[s] else 0
+                         for s in (lane_of(int(a), offset) for a in addr)], dtype=np.uint32)
     return column
 
 
@@ -93,19 +97,21 @@ def expected(x: np.ndarray, addr: np.ndarray, on: np.ndarray) -> np.ndarray:
     first = np.array([np.flatnonzero(on[k:k + 64])[0] for k in range(0, len(x), 64)])
     moves = [swizzle(s) for s in SWIZZLES] + [permute(0), permute(12), bpermute(0), bpermute(8)]
     cols = [per_wave(m, x, on, addr) for m in moves] + [
-        x[wave_of * 64 + PICK], x[wave_of * 64 + 37], w, w[wave_of * 64 + 5], x[wave_of * 64 + first[wave_of]]]
+        x[wave_of * 64 + PICK], x[wave_of * 64 + 37], w, w[wave_of * 64 + 5],
+        x[wave_of * 64 + first[wave_of]]]
     return np.where(on[:, None] != 0, np.stack(cols, axis=1), np.uint32(POISON))
 
 
 def test_cross_lane_moves() -> None:
     image = compile_hip(SOURCE)
-    assert_uses(image, "ds_swizzle_b32", "ds_permute_b32", "ds_bpermute_b32", "v_readlane_b32", "v_writelane_b32",
-                "v_readfirstlane_b32")
+    assert_uses(image, "ds_swizzle_b32", "ds_permute_b32", "ds_bpermute_b32", "v_readlane_b32",
+                "v_writelane_b32", "v_readfirstlane_b32")
     rng = np.random.default_rng(3)
     lanes = 128
     x = rng.integers(0, 2**32, lanes, dtype=np.uint64).astype(np.uint32)
     # byte addresses: the low two bits and the bits above lane 63 are dropped; collisions pick a winner
-    addr = (rng.integers(0, 48, lanes) * 4 + rng.integers(0, 4, lanes) + rng.integers(0, 4, lanes) * 256).astype(np.uint32)
+    addr = (rng.integers(0, 48, lanes) * 4 + rng.integers(0, 4, lanes)
+            + rng.integers(0, 4, lanes) * 256).astype(np.uint32)
     addr[:4] = 0xFFFFFFFC  # + offset wraps around 2^32
     on = np.ones(lanes, dtype=np.uint32)
     on[[0, 1, 16, 33, 50]] = 0  # wave 0: readfirstlane's first lane is 2
@@ -116,8 +122,8 @@ def test_cross_lane_moves() -> None:
     got = run(image, [out, x, addr, on, PICK], block=lanes)[0].reshape(lanes, COLUMNS)
     want = expected(x, addr, on)
     names = [f"ds_swizzle offset {s:#x}" for s in SWIZZLES] + \
-        ["ds_permute", "ds_permute offset 12", "ds_bpermute", "ds_bpermute offset 8", "readlane pick", "readlane 37",
-         "writelane", "readlane of writelane", "readfirstlane"]
+        ["ds_permute", "ds_permute offset 12", "ds_bpermute", "ds_bpermute offset 8", "readlane pick",
+         "readlane 37", "writelane", "readlane of writelane", "readfirstlane"]
     for col, name in enumerate(names):
         bad = np.flatnonzero(got[:, col] != want[:, col])
         assert not len(bad), f"{name}: lane {bad[0]}: {got[bad[0], col]:#x} != {want[bad[0], col]:#x}"
@@ -126,7 +132,8 @@ def test_cross_lane_moves() -> None:
 def test_forms_not_modelled_are_listed_and_stop_the_run() -> None:
     """The rotate mode of ds_swizzle_b32 is not implemented: listed before the run and stopping it,
     never run wrong (row_newbcast, which was, runs: tests/emu/test_dpp.py)."""
-    image = compile_hip("KERNEL void rare(unsigned *out, const unsigned *a) {\n  unsigned i = tid(), x = a[i];\n"
+    image = compile_hip("KERNEL void rare(unsigned *out, const unsigned *a) {\n"
+                        "  unsigned i = tid(), x = a[i];\n"
                         "  out[2 * i] = __builtin_amdgcn_update_dpp(0u, x, 0x153, 0xf, 0xf, true);\n"
                         "  out[2 * i + 1] = __builtin_amdgcn_ds_swizzle(x, 0xC021);\n}")
     assert_uses(image, "v_mov_b32_dpp", "ds_swizzle_b32")

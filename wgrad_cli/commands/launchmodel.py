@@ -52,17 +52,19 @@ def _row(launch: LaunchFile, built: Built, m: Modelled, machine: Machine, rt: Mo
     published = launch.published
     M, N, K = launch.shape or (0, 0, 0)
     return BenchRow(
-        code_object_sha256=built.sha256, compiler=built.compiler, flags=built.flags, index=0, kernel=launch.name,
-        target=TARGET, shape=ShapeRef(launch.name, M, N, K, 1, ROUTING), seed=seed, cache="modelled",
-        summary=Summary(1, ms, ms, ms, ms, ms, 0.0), stop="modelled", wall_seconds=round(wall, 3), flops=launch.flops,
-        min_bytes=moved, tflops=tflops, gbps=moved / m.seconds / 1e9,
+        code_object_sha256=built.sha256, compiler=built.compiler, flags=built.flags, index=0,
+        kernel=launch.name, target=TARGET, shape=ShapeRef(launch.name, M, N, K, 1, ROUTING), seed=seed,
+        cache="modelled", summary=Summary(1, ms, ms, ms, ms, ms, 0.0), stop="modelled",
+        wall_seconds=round(wall, 3), flops=launch.flops, min_bytes=moved, tflops=tflops,
+        gbps=moved / m.seconds / 1e9,
         pct_peak=100 * tflops / known.matrix_tflops if known and launch.flops else None,
         clock_mhz=round(m.clock_ghz * 1000), grid=launch.workgroups,
-        model=m.figures(machine, profile, published.us if published else None, published.source if published else None))
+        model=m.figures(machine, profile, published.us if published else None,
+                        published.source if published else None))
 
 
-def model_launch_file(path: Path, compilers: CompilerOptions, output: Output, chip: ModelOptions, views: ModelViews,
-                      seed: int) -> None:
+def model_launch_file(path: Path, compilers: CompilerOptions, output: Output, chip: ModelOptions,
+                      views: ModelViews, seed: int) -> None:
     began = time.perf_counter()
     launch = load_launch(path)
     m = machine_of(chip)
@@ -87,11 +89,11 @@ def model_launch_file(path: Path, compilers: CompilerOptions, output: Output, ch
         out.print(table)
     say_classes([row])
     if modelled.spread:
-        err.print(f"the checking workgroup's wave-instructions were {100 * modelled.spread:.2f}% from its class's "
-                  f"(class_tolerance {launch.class_tolerance:g})", highlight=False)
+        err.print(f"the checking workgroup's wave-instructions were {100 * modelled.spread:.2f}% from its "
+                  f"class's (class_tolerance {launch.class_tolerance:g})", highlight=False)
     if output.no_save:
         return
-    env = RunEnvironment(config_name(path), hashlib.sha256(path.read_bytes()).hexdigest(), seed, ROUTING, TARGET,
-                         rt.device, platform.python_version(), np.__version__)
-    save_modelled(output.json_path or default_path("model", launch.name, (), m.arch, None, m.clock_ghz), output,
-                  [row], env, chip, m, None)
+    env = RunEnvironment(config_name(path), hashlib.sha256(path.read_bytes()).hexdigest(), seed, ROUTING,
+                         TARGET, rt.device, platform.python_version(), np.__version__)
+    save_modelled(output.json_path or default_path("model", launch.name, (), m.arch, None, m.clock_ghz),
+                  output, [row], env, chip, m, None)

@@ -69,7 +69,8 @@ def _row(s: Session, rec: Record, p: Problem, m: Modelled, machine: Machine, gri
     return BenchRow(
         code_object_sha256=code.code_object_sha256, compiler=code.compiler, flags=code.flags,
         build_errors=code.build_errors, index=rec.index, kernel=rec.job.kernel.name, target=rec.job.target,
-        shape=rec.shape_ref(), seed=s.seed, run=1, cache="modelled", summary=Summary(1, ms, ms, ms, ms, ms, 0.0), stop="modelled", wall_seconds=round(wall, 3), flops=work,
+        shape=rec.shape_ref(), seed=s.seed, run=1, cache="modelled",
+        summary=Summary(1, ms, ms, ms, ms, ms, 0.0), stop="modelled", wall_seconds=round(wall, 3), flops=work,
         min_bytes=least, tflops=tflops, gbps=least / m.seconds / 1e9,
         pct_peak=100 * tflops / known.matrix_tflops if known else None, clock_mhz=round(m.clock_ghz * 1000),
         grid=grid, model=m.figures(machine, profile))
@@ -110,8 +111,9 @@ def modelled_time(machine: Machine, s: Session, rec: Record, p: Problem, dev: De
     rt = ModelRuntime(machine, heap=s.rt.heap)
     launch(replace(s, rt=rt), rt, rec, p, dev)
     m = rt.modelled[-1]
-    return ModelledTime(machine.name, machine.clock_ghz, m.seconds * 1e6, flops(p.dims, p.offsets.tolist()) / m.seconds
-                        / 1e12, m.limiter, round(m.clock_ghz, 4), machine.band or None)
+    return ModelledTime(machine.name, machine.clock_ghz, m.seconds * 1e6,
+                        flops(p.dims, p.offsets.tolist()) / m.seconds / 1e12, m.limiter,
+                        round(m.clock_ghz, 4), machine.band or None)
 
 
 def views_of(rt: ModelRuntime, code_object: Path, trace: Path | None, what: str) -> Profile | None:
@@ -195,9 +197,10 @@ def model_records(s: Session, m: Machine, records: list[Record], views: ModelVie
                 break
             if path or views.profile:
                 critical = rt.modelled[-1]
-                err.print(escape(f"{rec.job.kernel.name} on {rec.shape.name}: the critical path (the CU that ends "
-                                 f"last) runs workgroup {critical.critical}'s class, of {critical.classes}"
-                                 + (f"; trace of that CU: {path}" if path else "")), highlight=False, soft_wrap=True)
+                err.print(escape(f"{rec.job.kernel.name} on {rec.shape.name}: the critical path (the CU "
+                                 f"that ends last) runs workgroup {critical.critical}'s class, of "
+                                 f"{critical.classes}" + (f"; trace of that CU: {path}" if path else "")),
+                          highlight=False, soft_wrap=True)
             bar.update(bar.task_ids[0], advance=1)
     return s, rows
 
@@ -206,10 +209,10 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
                   views: ModelViews, seed: int | None, shard: Shard | None) -> None:
     m = machine_of(chip)
     run = RunOptions(Emulated(), seed, None, shard)
-    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False, extra=lambda _: [],
-                     backends=BACKENDS)
-    err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed {s.seed}; "
-              f"{m.band or 'figures changed: no held-out band'}", highlight=False)
+    s = open_session(replace(selection, targets=(m.arch,)), compilers, run, edge_cases=False,
+                     extra=lambda _: [], backends=BACKENDS)
+    err.print(f"modelled device: {m.name} at {m.clock_ghz:g} GHz; machine file {chip.machine}; seed "
+              f"{s.seed}; {m.band or 'figures changed: no held-out band'}", highlight=False)
     s.rt.close()
     stops = Stops()
     s, rows = model_records(s, m, s.records, views, stops)
@@ -221,7 +224,8 @@ def model_command(selection: Selection, compilers: CompilerOptions, output: Outp
     say_tails(rows, s.records, m)
     if not output.no_save:
         path = output.json_path or default_path("model", selection.config_path.stem,
-                                                [r.job.kernel.name for r in s.records], m.arch, shard, m.clock_ghz)
+                                                [r.job.kernel.name for r in s.records],
+                                                m.arch, shard, m.clock_ghz)
         save_modelled(path, output, rows, s.environment(), chip, m, shard, stops)
     stops.raise_any(len(rows), len(s.records))
 
@@ -239,28 +243,31 @@ def say_tails(rows: list[BenchRow], records: list[Record], m: Machine) -> None:
         while spec.tiles(replace(rec.shape.dims, N=side, K=side)) < m.compute_units:
             side += 256
         share = 100 * fig.causes_us.get("tail", 0.0) / max(r.summary.median_ms * 1e3, 1e-12)
-        err.print(escape(f"{r.kernel} on {r.shape.name}: {fig.workgroups:,} workgroups on {m.compute_units} CUs: "
-                         f"{share:.0f}% of the time is the tail of idle CUs, and the causes are those of a part-filled "
-                         f"chip; N = K = {side:,} with E = {rec.shape.dims.E} gives every CU a workgroup "
-                         f"({spec.tiles(replace(rec.shape.dims, N=side, K=side)):,}), or model a larger config "
-                         "(wgrad configs)"), highlight=False, soft_wrap=True)
+        err.print(escape(f"{r.kernel} on {r.shape.name}: {fig.workgroups:,} workgroups on {m.compute_units} "
+                         f"CUs: {share:.0f}% of the time is the tail of idle CUs, and the causes are those "
+                         f"of a part-filled chip; N = K = {side:,} with E = {rec.shape.dims.E} gives every "
+                         f"CU a workgroup ({spec.tiles(replace(rec.shape.dims, N=side, K=side)):,}), or "
+                         "model a larger config (wgrad configs)"), highlight=False, soft_wrap=True)
 
 
 def say_classes(rows: list[BenchRow]) -> None:
     for r in rows:
         assert r.model is not None
         err.print(f"{escape(r.kernel)} on {escape(r.shape.name)}: {r.model.classes} class"
-                  f"{'es' * (r.model.classes != 1)} of {r.model.workgroups:,} workgroups; emulated workgroups "
-                  f"{', '.join(map(str, r.model.emulated))}", highlight=False)
+                  f"{'es' * (r.model.classes != 1)} of {r.model.workgroups:,} workgroups; emulated "
+                  f"workgroups {', '.join(map(str, r.model.emulated))}", highlight=False)
 
 
 def save_modelled(path: Path, output: Output, rows: list[BenchRow], env: RunEnvironment, chip: ModelOptions,
                   m: Machine, shard: Shard | None, stops: Stops | None = None) -> None:
     known = peak(env.device)
     stops = stops or Stops()
-    lost = {"faulted": stops.faulted, "hung": stops.hung, "incomplete": INTERRUPTED if stops.interrupted else None}
+    lost = {"faulted": stops.faulted, "hung": stops.hung,
+            "incomplete": INTERRUPTED if stops.interrupted else None}
     save(path, output.csv_path, "bench", rows, **to_json(env), shard=list(shard) if shard else None,
          **{k: v for k, v in lost.items() if v},
-         modelled={"machine": chip.machine, "clock_ghz": m.clock_ghz, "figures": list(chip.figures), "sources": m.sources},
+         modelled={"machine": chip.machine, "clock_ghz": m.clock_ghz, "figures": list(chip.figures),
+                   "sources": m.sources},
          peak={**known.__dict__, "source": f"modelled: {known.source}"} if known else None)
-    err.print(escape(f"results (modelled): {path}" + (f", {output.csv_path}" if output.csv_path else "")), highlight=False)
+    err.print(escape(f"results (modelled): {path}"
+                     + (f", {output.csv_path}" if output.csv_path else "")), highlight=False)
