@@ -22,6 +22,7 @@ KERNEL void divide64(double *out, const double *a, const double *b) {
   unsigned i = tid(); out[i] = a[i] / b[i];
 }
 """
+DIVIDE = DIVIDE32 + DIVIDE64
 
 
 def operands(rng: np.random.Generator, n: int, dtype: type) -> tuple[np.ndarray, np.ndarray]:
