@@ -8,11 +8,11 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from rich.markup import escape
+
 from wgrad_cli.config.options import DEFAULT_MACHINE
 from wgrad_cli.errors import WgradError
 from wgrad_cli.model.machine import load
-from rich.markup import escape
-
 from wgrad_cli.output.console import err, out
 from wgrad_cli.output.grid import LAYOUT, Grid, set_layout
 from wgrad_cli.results.records import SHOWN, read_each

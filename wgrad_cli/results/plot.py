@@ -22,7 +22,7 @@ from typing import Any
 from wgrad_cli.errors import WgradError
 from wgrad_cli.results.baseline_names import DEQUANT, NAMES
 from wgrad_cli.results.records import BenchRow, Document, read_each
-from wgrad_cli.results.traceplot import draw_traces, read_trace, traces_of
+from wgrad_cli.results.traceplot import draw_traces, read_trace, traces_of, write_figure
 from wgrad_cli.results.validation import WITHIN, Point
 
 FORMATS = ("png", "svg")
@@ -229,12 +229,7 @@ def draw(data: Bars, out: Path) -> None:
     roofline.set_title("roofline" + ("" if data.roofs else " (no peak recorded in these files: no roofs)"))
     roofline.grid(which="both", alpha=0.2)
     roofline.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    try:
-        fig.savefig(out, format=form, dpi=110,
-                    metadata={"Date": None} if form == "svg" else {"Software": None})
-    except OSError as exc:
-        raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); give "
-                         "a writable path") from None
+    write_figure(fig, out, form)
 
 
 def render(paths: list[Path], out: Path) -> None:
@@ -283,4 +278,4 @@ def draw_calibration(points: list[Point], out: Path, title: str) -> None:
     ax.grid(True, which="both", linewidth=0.3)
     ax.legend(fontsize=8, loc="upper left")
     fig.text(0.99, 0.01, f"dotted: within {100 * WITHIN:.0f}%", ha="right", fontsize=7)
-    fig.savefig(out, format=form, dpi=120, bbox_inches="tight")
+    write_figure(fig, out, form, dpi=120, tight=True)

@@ -52,12 +52,7 @@ def draw_traces(docs: list[dict[str, Any]], out: Path, form: str) -> None:
         ("mfma", "matrix pipe busy / waiting for it"), ("issue", "issue"), ("lds", "waiting for LDS"),
         ("memory", "waiting for memory"), ("barrier", "at a barrier"), ("tail", "idle"))],
         ncols=6, fontsize=7, loc="outside lower center")
-    try:
-        fig.savefig(out, format=form, dpi=110,
-                    metadata={"Date": None} if form == "svg" else {"Software": None})
-    except OSError as exc:
-        raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); "
-                         "give a writable path") from None
+    write_figure(fig, out, form)
 
 
 def _draw(ax: Any, doc: dict[str, Any]) -> None:
@@ -84,3 +79,14 @@ def _draw(ax: Any, doc: dict[str, Any]) -> None:
     ax.set_xlim(0, doc["otherData"]["cycles"] / (doc["otherData"]["clock_ghz"] * 1e3))
     ax.set_xlabel(f"microseconds at {doc['otherData']['clock_ghz']:g} GHz (modelled)")
     ax.set_title("\n".join(textwrap.wrap(title, 150, break_on_hyphens=False)), fontsize=9)
+
+
+def write_figure(fig: Any, out: Path, form: str, dpi: int = 110, tight: bool = False) -> None:
+    """A matplotlib figure to `out` as `form` (png or svg), without the date or software stamps that
+    would make two drawings of the same data differ; WgradError where it cannot be written."""
+    try:
+        fig.savefig(out, format=form, dpi=dpi, bbox_inches="tight" if tight else None,
+                    metadata={"Date": None} if form == "svg" else {"Software": None})
+    except OSError as exc:
+        raise WgradError(f"{out}: cannot write the plot ({exc.strerror or exc}); "
+                         "give a writable path") from None
