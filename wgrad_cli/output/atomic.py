@@ -18,7 +18,13 @@ UMASK = _umask()
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    """`data` into `path`, mode 0666 less the umask like any new file (mkstemp's own is 0600)."""
+    """`data` into `path`, mode 0666 less the umask like any new file (mkstemp's own is 0600). A path
+    that is not a regular file (/dev/null, a pipe) is written in place: renaming over it would
+    replace the device or pipe with a file."""
+    if path.exists() and not path.is_file():
+        with open(path, "wb") as f:
+            f.write(data)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
