@@ -2,9 +2,9 @@
 bench row (with the published time the file gives, if any: the model's calibration).
 
 Its workgroups are one class (`classes: one`, the default: one instruction stream, emulated once
-and checked on the last workgroup) or each their own (`classes: each`). They share the launch's
-input buffers (every buffer not marked `output`): the grid reads them from HBM once where they fit
-the last-level cache, as the ABI's kernels read an expert's tokens (schedule.py)."""
+and checked on the last workgroup) or each their own (`classes: each`). The grid reads the launch's
+input buffers (every buffer not marked `output`) from HBM once, an equal share in each workgroup
+(schedule.py)."""
 
 from __future__ import annotations
 
@@ -37,10 +37,14 @@ ROUTING = "launch file"  # what a launch file's row says in place of the ABI's r
 
 
 def plan_of(launch: LaunchFile) -> Plan:
+    """A launch file says nothing of which workgroups read which bytes: its inputs are read from
+    HBM once over the grid (the compulsory traffic), an equal share by each workgroup, and every
+    load besides from the last-level cache."""
     groups = launch.workgroups
     inputs = sum(a.size for a in launch.args if isinstance(a, Buffer) and not a.output)
-    return Plan([0] * groups if launch.classes == "one" else None, Sharing([0] * groups, {0: inputs}),
-                launch.class_tolerance)
+    share = -(-inputs // groups)
+    return Plan([0] * groups if launch.classes == "one" else None,
+                Sharing(list(range(groups)), dict.fromkeys(range(groups), share)), launch.class_tolerance)
 
 
 def _row(launch: LaunchFile, built: Built, m: Modelled, machine: Machine, rt: ModelRuntime, seed: int,

@@ -99,10 +99,10 @@ def _layout_problems(launch: LaunchFile, params: list[Param], lds: int) -> list[
     """The launch file's arguments against where the kernel reads its arguments, and its LDS."""
     problems = []
     for i, (arg, at) in enumerate(zip(launch.args, launch.layout())):
-        if not any(p.offset <= at and at + arg.width <= p.offset + p.size for p in params):
+        if not _covered(params, at, at + arg.width):
             problems.append(f"{launch.path}: args[{i}]: bytes {at} to {at + arg.width} of the argument "
-                            f"segment are not within one of the kernel's arguments ({_spans(params)}); give "
-                            "offset: or fewer arguments")
+                            f"segment are not within one of the kernel's arguments or a run of adjacent "
+                            f"by-value ones ({_spans(params)}); give offset: or fewer arguments")
     held = [(at, at + a.width) for a, at in zip(launch.args, launch.layout())]
     for p in params:
         if p.kind == "pointer" and not any(s <= p.offset and p.offset + p.size <= e for s, e in held):
@@ -114,6 +114,22 @@ def _layout_problems(launch: LaunchFile, params: list[Param], lds: int) -> list[
         problems.append(f"{launch.path}: dynamic_lds: {lds} bytes of static LDS plus {launch.dynamic_lds} "
                         f"dynamic is above the {limit} a {TARGET} workgroup can have; lower dynamic_lds")
     return problems
+
+
+def _covered(params: list[Param], start: int, end: int) -> bool:
+    """Whether bytes [start, end) lie within one kernel argument, or within adjacent by-value ones
+    (hand-written kernels declare a 64-bit pointer as two 32-bit words)."""
+    if any(p.offset <= start and end <= p.offset + p.size for p in params):
+        return True
+    at = start
+    for p in sorted(params, key=lambda p: p.offset):
+        if p.offset <= at < p.offset + p.size:
+            if p.kind != "by_value":
+                return False
+            at = p.offset + p.size
+            if at >= end:
+                return True
+    return False
 
 
 def _spans(params: list[Param]) -> str:

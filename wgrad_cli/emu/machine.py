@@ -131,6 +131,9 @@ class Batch:
         self.private = np.full(waves * 64 * private_bytes // 4, POISON, dtype="<u4").view(np.uint8)
         self.private_name = "private segment"  # "stack" where the size is the runtime's, for fault lines
         self.code_base = 0  # device address of the code object's image: PCs are offsets into it
+        # VSKIP (s_setvskip): waves that pass over their vector instructions without running them
+        self.vskip = np.zeros(waves, dtype=bool)
+        self.skipping = False  # any wave has VSKIP set
         self.wm = np.ones(waves, dtype=bool)  # waves that run the current instruction
         self.all = True  # wm is every wave
         self._exec: np.ndarray | None = None
@@ -170,6 +173,10 @@ class Batch:
             yield
         finally:
             self._exec = saved
+
+    def set_vskip(self, value: np.ndarray) -> None:
+        np.copyto(self.vskip, value, where=self.wm)
+        self.skipping = bool(self.vskip.any())
 
     # --- writes ------------------------------------------------------------------------------
     def write_s(self, reg: int, value: np.ndarray | np.integer | int) -> None:
@@ -221,6 +228,7 @@ class Op:
     jumps: bool = False  # sets the PC of the waves it runs itself
 
 
+SCALAR_CLASSES = frozenset({"salu", "smem", "branch", "barrier", "other"})  # op classes VSKIP does not skip
 SPIN_BRANCHES = 64  # backward branches taken while other live waves wait, before those others run
 LOOP_SEARCH_STEPS = 100_000  # past the deadline: steps to look for the backward branch to name
 
@@ -283,12 +291,19 @@ def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]
             raise EmuFault(describe(Op(pc, 4, "?", "other", lambda b: None),
                                     "jumped to an address that is not an "
                                     "instruction of the kernel's code"))
-        n = batch.W if batch.all else int(np.count_nonzero(wm))
+        runs = wm
+        if batch.skipping and op.klass not in SCALAR_CLASSES:
+            runs = wm & ~batch.vskip  # the skipped waves only move past it
+            batch.wm, batch.all = runs, False
+        n = batch.W if batch.all else int(np.count_nonzero(runs))
         counts[op.klass] = counts.get(op.klass, 0) + n
         try:
-            op.run(batch)
+            if n:
+                op.run(batch)
         except EmuFault as exc:
             raise EmuFault(describe(op, str(exc))) from None
+        if runs is not wm:
+            batch.wm, batch.all = wm, bool(wm.all())
         steady = -1
         if not op.jumps:
             if batch.all:

@@ -299,6 +299,11 @@ def sopc(inst: Any, name: str) -> Run:
         want = 1 if name.startswith("S_BITCMP1") else 0
         return lambda bt: bt.write_scc(((a(bt).astype(U64) >> (b(bt) & U32(63 if wide else 31)).astype(U64))
                                         & U64(1)) == want)
+    if name == "S_SETVSKIP":
+        # CDNA4 ISA, SOPC: VSKIP = S0[S1[4:0]]; while set the wave skips its vector instructions
+        bits = opd.scalar(inst.ssrc0.offset, 32, _lit(inst))
+        at = opd.scalar(inst.ssrc1.offset, 32, _lit(inst))
+        return lambda bt: bt.set_vskip(((bits(bt) >> (at(bt) & U32(31))) & U32(1)).astype(bool))
     if not name.startswith("S_CMP_"):
         raise Unsupported(name)
     rel, typ = kind[2], kind[3]
