@@ -17,8 +17,12 @@ from clirun import assert_user_error
 from wgrad_cli.cli import cli
 from wgrad_cli.config.launchfile import load_launch
 from wgrad_cli.config.options import CompilerOptions
+from wgrad_cli.commands.launchmodel import plan_of
 from wgrad_cli.commands.launchsetup import code_object, place
 from wgrad_cli.emu.device import EmuRuntime
+from wgrad_cli.model.cu import CAUSES, CuTime
+from wgrad_cli.model.machine import load
+from wgrad_cli.model.schedule import schedule
 
 pytestmark = pytest.mark.skipif(shutil.which("clang-22") is None,
                                 reason="clang-22 (Debian's, for gfx950) is not installed")
@@ -109,14 +113,16 @@ def test_the_reference_kernel_as_a_launch_file_models_as_its_config_does(tmp_pat
 def test_arguments_the_kernel_does_not_read_there_are_one_line_each(tmp_path: Path, cache: Path) -> None:
     path = tmp_path / "axpy.yaml"
     path.write_text(f"source: {DATA / 'axpy.cu'}\nsymbol: axpy\ngrid: 1\nblock: 64\n"
-                    "args:\n  - {scalar: u32, value: 0, offset: 4}\n  - {scalar: f32, value: 1.0, offset: "
-                    "24}\n")
+                    "args:\n  - {scalar: u32, value: 0, offset: 4}\n  - {scalar: u64, value: 0, offset: 16}\n"
+                    "  - {scalar: f32, value: 1.0, offset: 24}\n")
     lines = assert_user_error(CliRunner().invoke(cli, ["model", "--launch", str(path), "--cache-dir",
                                                        str(cache)]))
-    assert lines == [  # args[0] sits in the first pointer's bytes, but does not fill them
-        f"{path}: args[1]: bytes 24 to 28 of the argument segment are not within one of the kernel's "
-        "arguments (0-8 pointer, 8-16 pointer, 16-20 by_value, 20-24 by_value); give offset: or fewer "
-        "arguments",
+    spans = "(0-8 pointer, 8-16 pointer, 16-20 by_value, 20-24 by_value)"
+    # args[0] sits in the first pointer's bytes, but does not fill them; args[1] spans two adjacent
+    # by-value words (a pointer declared as two)
+    assert lines == [
+        f"{path}: args[2]: bytes 24 to 28 of the argument segment are not within one of the kernel's "
+        f"arguments or adjacent ones {spans}; give offset: or fewer arguments",
         f"{path}: args: the kernel's pointer argument at bytes 0 to 8 has no buffer or scalar; add one (a "
         "u64 scalar 0 for a null pointer)",
         f"{path}: args: the kernel's pointer argument at bytes 8 to 16 has no buffer or scalar; add one (a "
@@ -151,3 +157,18 @@ def test_class_tolerance_lets_a_class_differ_by_a_prologue(tmp_path: Path, cache
                                       str(cache), "--no-save"])
     assert result.exit_code == 0, result.output
     assert "% from its class's (class_tolerance 0.05)" in result.stderr
+
+
+def test_a_launch_files_inputs_come_from_hbm_once_over_the_grid(tmp_path: Path) -> None:
+    # inputs beyond the last-level cache: each workgroup reads its share once, no round again
+    machine = load("mi355x")
+    big = 4 * machine.llc_bytes
+    path = tmp_path / "big.yaml"
+    path.write_text((DATA / "axpy.yaml").read_text().replace("source: axpy.cu", f"source: {DATA / 'axpy.cu'}")
+                    .replace("grid: 4", "grid: 1024").replace("{buffer: 4096, fill: random}",
+                                                             f"{{buffer: {big}, fill: random}}"))
+    plan = plan_of(load_launch(path))
+    assert plan.sharing is not None and len(set(plan.sharing.owner)) == 1024
+    per_set = CuTime(1000, {**dict.fromkeys(CAUSES, 0.0), "memory": 1000.0}, 0, 1 << 30, 0)
+    grid = schedule([0] * 1024, {0: per_set}, 1, plan.sharing, machine)
+    assert grid.rounds == 4 and grid.hbm_bytes == pytest.approx(big, rel=1e-6)

@@ -101,8 +101,8 @@ def _layout_problems(launch: LaunchFile, params: list[Param], lds: int) -> list[
     for i, (arg, at) in enumerate(zip(launch.args, launch.layout())):
         if not _covered(params, at, at + arg.width):
             problems.append(f"{launch.path}: args[{i}]: bytes {at} to {at + arg.width} of the argument "
-                            f"segment are not within one of the kernel's arguments or a run of adjacent "
-                            f"by-value ones ({_spans(params)}); give offset: or fewer arguments")
+                            f"segment are not within one of the kernel's arguments or adjacent ones "
+                            f"({_spans(params)}); give offset: or fewer arguments")
     held = [(at, at + a.width) for a, at in zip(launch.args, launch.layout())]
     for p in params:
         if p.kind == "pointer" and not any(s <= p.offset and p.offset + p.size <= e for s, e in held):
@@ -117,15 +117,11 @@ def _layout_problems(launch: LaunchFile, params: list[Param], lds: int) -> list[
 
 
 def _covered(params: list[Param], start: int, end: int) -> bool:
-    """Whether bytes [start, end) lie within one kernel argument, or within adjacent by-value ones
-    (hand-written kernels declare a 64-bit pointer as two 32-bit words)."""
-    if any(p.offset <= start and end <= p.offset + p.size for p in params):
-        return True
+    """Whether bytes [start, end) lie within one kernel argument or adjacent ones with no gap between
+    (hand-written kernels may declare a 64-bit pointer as two 32-bit words)."""
     at = start
     for p in sorted(params, key=lambda p: p.offset):
         if p.offset <= at < p.offset + p.size:
-            if p.kind != "by_value":
-                return False
             at = p.offset + p.size
             if at >= end:
                 return True
