@@ -79,6 +79,8 @@ NOT_OURS = {
                                         "GEMM (docs/model.md's calibration)",
     "csrc/py_itfs_cu/asm_moe_2stage.cu": "AITER's argument packing for its fused-MoE "
                                          "stages (docs/model.md's validation)",
+    "csrc/py_itfs_cu/asm_fmoe.cu": "AITER's argument packing for its one-stage fused "
+                                   "MoE (docs/model.md's validation)",
     "kernels/gemm/mxfp8/MXFP8_8wave/8_wave_TN.cu": "HipKittens' 8-wave MXFP8 "
                                                    "kernel (docs/model.md's calibration)",
     "hip/hip_fp4.h": "a ROCm 7 HIP header (docs/model.md's calibration)",

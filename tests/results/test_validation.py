@@ -14,7 +14,7 @@ from rows import bench_row, write
 
 from wgrad_cli.cli import cli
 from wgrad_cli.results.records import BenchRow, ModelFigures, ShapeRef
-from wgrad_cli.results.validation import Fit, Point, Power, band, fit, held_out
+from wgrad_cli.results.validation import Fit, Point, Power, band, family, fit, held_out
 
 
 def test_the_split_is_a_hash_of_kernel_and_shape_and_holds_out_about_two_rows_in_three() -> None:
@@ -80,6 +80,19 @@ def test_show_calibration_prints_the_band_and_draws_modelled_against_published(t
     assert png.read_bytes()[:4] == b"\x89PNG"
     result = CliRunner().invoke(cli, ["show", "--plot", str(png), *map(str, files)])
     assert result.exit_code == 2 and "give --calibration" in result.output
+
+
+def test_each_familys_held_out_rows_get_a_band_of_their_own(tmp_path: Path) -> None:
+    # one family's name the start of another's: each row counts in its own family only
+    rows = [validated(kernel, m, 100.0 + m, 110.0) for kernel in ("fam-a", "fam-ab") for m in range(1, 13)]
+    files = [write(tmp_path / f"{i}.json", "bench", [r]) for i, r in enumerate(rows)]
+    result = CliRunner().invoke(cli, ["show", "--calibration", *map(str, files)])
+    assert result.exit_code == 0, result.output
+    for kernel in ("fam-a", "fam-ab"):
+        held = sum(held_out(kernel, m, 256, 512) for m in range(1, 13))
+        [line] = [ln for ln in result.stdout.splitlines() if f"| held out, {kernel} " in ln]
+        assert line.split("|")[3].strip() == str(held)
+    assert family("fam-ab-32x64") == "fam-ab" and family("aiter-fmoe1-dw-128x64-pf3") == "aiter-fmoe1"
 
 
 def test_a_row_that_waits_for_memory_keeps_its_floor_in_seconds() -> None:

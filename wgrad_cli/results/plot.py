@@ -23,7 +23,7 @@ from wgrad_cli.errors import WgradError
 from wgrad_cli.results.baseline_names import DEQUANT, NAMES
 from wgrad_cli.results.records import BenchRow, Document, read_each
 from wgrad_cli.results.traceplot import draw_traces, read_trace, traces_of, write_figure
-from wgrad_cli.results.validation import WITHIN, Point
+from wgrad_cli.results.validation import WITHIN, Point, family
 
 FORMATS = ("png", "svg")
 DECADES = 30.0  # bars whose values span more than this ratio get a log axis
@@ -260,14 +260,14 @@ def draw_calibration(points: list[Point], out: Path, title: str) -> None:
     ax.plot([lo, hi], [lo, hi], color="black", linewidth=0.8, label="modelled = published")
     for k, style in ((1 + WITHIN, ":"), (1 - WITHIN, ":")):
         ax.plot([lo, hi], [lo * k, hi * k], color="grey", linestyle=style, linewidth=0.8)
-    families = sorted({"-".join(p.kernel.split("-")[:2]) for p in points})
-    for i, family in enumerate(families):
+    families = sorted({family(p.kernel) for p in points})
+    for i, name in enumerate(families):
         color = f"C{i}"
         for held, face, what in ((True, color, "held out"), (False, "none", "training")):
-            mine = [p for p in points if p.held_out == held and p.kernel.startswith(family)]
+            mine = [p for p in points if p.held_out == held and family(p.kernel) == name]
             if mine:
                 ax.scatter([p.published_us for p in mine], [p.modelled_us for p in mine], s=22, marker="o",
-                           facecolors=face, edgecolors=color, label=f"{family}, {what} ({len(mine)})")
+                           facecolors=face, edgecolors=color, label=f"{name}, {what} ({len(mine)})")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)

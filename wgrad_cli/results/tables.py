@@ -17,7 +17,7 @@ from wgrad_cli.results.build_tables import build_table, toolchain_table
 from wgrad_cli.results.compare import Delta
 from wgrad_cli.results.records import BenchRow, Document, ModelFigures, Paired, Profile, Ratio, VerifyRow
 from wgrad_cli.results.speedup import Speedup, geomeans
-from wgrad_cli.results.validation import NONE_BEYOND, WITHIN, Point, band, held_out
+from wgrad_cli.results.validation import NONE_BEYOND, WITHIN, Point, band, family, held_out
 
 
 def _us(ms: float) -> str:
@@ -174,8 +174,8 @@ def calibration_table(records: Sequence[BenchRow], title: str) -> Grid:
     title."""
     rows = [r for r in records if r.model is not None and r.model.published_us]
     clocks = sorted({r.model.clock_ghz for r in rows if r.model is not None})
-    # one line per source: its kernels' first two words
-    sources = dict.fromkeys(("-".join(_family(r).split("-")[:2]), r.model.published_source or "")
+    # one line per source: its kernels' family
+    sources = dict.fromkeys((family(_family(r)), r.model.published_source or "")
                             for r in rows if r.model is not None)
     notes = "; ".join(f"{escape(kernel)}: {escape(source)}" for kernel, source in sources)
     table = Grid(f"{title}\npublished: {notes}" if notes else title)
@@ -214,14 +214,20 @@ def band_table(points: Sequence[Point], title: str) -> Grid:
     for name in ("clock GHz", "set", "rows", "lowest miss", "highest miss", f"within {100 * WITHIN:.0f}%",
                  f"beyond {100 * NONE_BEYOND:.0f}%", "targets"):
         table.add_column(name, "left" if name in ("set", "targets") else "right")
+    families = sorted({family(p.kernel) for p in points})
     for c in sorted({p.clock_ghz for p in points}):
-        for held, name in ((True, "held out"), (False, "training")):
-            mine = [p for p in points if p.clock_ghz == c and p.held_out == held]
+        at = [p for p in points if p.clock_ghz == c]
+        sets = [("held out", [p for p in at if p.held_out], True),
+                ("training", [p for p in at if not p.held_out], False)]
+        if len(families) > 1:  # each family's held-out rows: where the band comes from
+            sets += [(f"held out, {f}", [p for p in at if p.held_out and family(p.kernel) == f], True)
+                     for f in families]
+        for name, mine, held in sets:
             if not mine:
                 continue
             b = band(mine)
             verdict = ("met" if b.met else "not met") if held else "(fitted on these)"
-            table.add_row(f"{c:g}", name, str(b.rows), f"{100 * b.low:+.1f}%", f"{100 * b.high:+.1f}%",
+            table.add_row(f"{c:g}", escape(name), str(b.rows), f"{100 * b.low:+.1f}%", f"{100 * b.high:+.1f}%",
                           f"{b.within:.0%}", str(b.beyond), verdict)
     return table
 

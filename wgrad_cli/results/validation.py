@@ -26,6 +26,12 @@ def held_out(kernel: str, M: int, N: int, K: int) -> bool:
     return int.from_bytes(digest, "big") % TRAINING_EVERY != 0
 
 
+def family(kernel: str) -> str:
+    """A row's kernel family: its kernel name's first two words (`aiter-f4gemm`, `aiter-fmoe1` for
+    the fused-MoE stage 1 with or without routing weights, `aiter-fmoe` for the one-stage kernels)."""
+    return "-".join(kernel.split("-")[:2])
+
+
 @dataclass(frozen=True)
 class Power:
     """The part's power figures (machine file): the budget, and at the peak clock what a kernel
