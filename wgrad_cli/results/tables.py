@@ -227,8 +227,8 @@ def band_table(points: Sequence[Point], title: str) -> Grid:
                 continue
             b = band(mine)
             verdict = ("met" if b.met else "not met") if held else "(fitted on these)"
-            table.add_row(f"{c:g}", escape(name), str(b.rows), f"{100 * b.low:+.1f}%", f"{100 * b.high:+.1f}%",
-                          f"{b.within:.0%}", str(b.beyond), verdict)
+            table.add_row(f"{c:g}", escape(name), str(b.rows), f"{100 * b.low:+.1f}%",
+                          f"{100 * b.high:+.1f}%", f"{b.within:.0%}", str(b.beyond), verdict)
     return table
 
 
