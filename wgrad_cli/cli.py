@@ -407,9 +407,10 @@ def emu_check(selection: Selection, compilers: CompilerOptions) -> None:
                                       "by torch (docs/timing.md).")
 @click.option("--discard-throttled", is_flag=True,
               help="Leave samples whose clock, read while they ran, was held down out of the figures.")
-@click.option("--interleave/--no-interleave", default=False, show_default=True,
-              help="Sample each shape's kernels and baselines in alternating rounds, the speed-up per round "
-                   "(needs --baselines; docs/timing.md says why it is not the default).")
+@click.option("--interleave/--no-interleave", default=None,
+              help="Sample each shape's kernels and baselines in alternating rounds, the speed-up per round, "
+                   "or each path in a block of its own (default: rounds where baselines are timed; "
+                   "docs/timing.md).")
 @click.option("--rotating", type=click.IntRange(min=2), metavar="N",
               help="Cold without a flush: each launch reads the next of at least N copies of the "
                    "inputs, as many as exceed the last-level cache together, a spin ahead of each "

@@ -256,6 +256,7 @@ def test_bench_rotating_launches_on_copies_that_exceed_the_cache_and_flushes_not
     each = 128 * (256 + 256) + (256 + 256) * 4 + 2 * 4 + 2 * 256 * 256  # operands, scales, offsets, C
     assert one["rotating"] == (288 << 20) // each + 1 and one["flush"] is None and one["flush_bytes"] == 0
     assert data["rotating"] == 2 and data["flush"] is None and host.fills == 0
+    assert data["interleave"] is False and not one["interleaved"]  # no baselines: nothing to pair
     outputs = host.outputs  # fewer launches than copies here: each on a copy of its own
     assert 3 < len(outputs) < one["rotating"] and len(set(outputs)) == len(outputs)
     assert one["spin_ms"] == calibration["spin_ms"] == 0.05
@@ -323,12 +324,12 @@ def torch_stand_in(host: HostDevice, monkeypatch: pytest.MonkeyPatch) -> HostDev
 
 @pytest.mark.usefixtures("torch_stand_in")
 def test_bench_interleaves_each_shape_and_records_speedups_per_round(repo: Path, tmp_path: Path) -> None:
-    """--interleave: every path of a shape has as many samples as there were rounds, the kernel's row has its
-    speed-up over each baseline per round, and the speed-up table gives the one over the torch path, the
-    median of the rounds', with their 20-80% range."""
+    """Rounds, the default where baselines are timed: every path of a shape has as many samples as
+    there were rounds, the kernel's row has its speed-up over each baseline per round, and the
+    speed-up table gives the one over the torch path, the median of the rounds', with their 20-80%
+    range; --no-interleave samples each path in a block of its own."""
     r = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
-            "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--interleave", "--json",
-            tmp_path / "b.json")
+            "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--json", tmp_path / "b.json")
     assert r.exit_code == 0, r.output
     data = doc(tmp_path / "b.json")
     calibration, *rows = data["records"]
@@ -345,7 +346,7 @@ def test_bench_interleaves_each_shape_and_records_speedups_per_round(repo: Path,
     assert f"| {grouped['median']:.2f} | {grouped['p20']:.2f}-{grouped['p80']:.2f} |" \
         in " ".join(shown.output.split())
     blocked = run(tmp_path, "bench", "--config", CONFIGS_DIR / "smoke.yaml", "--shape", "one-expert", *FAST,
-                  "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--json",
+                  "--baseline", "torch-grouped", "--baseline", "bf16-ceiling", "--no-interleave", "--json",
                   tmp_path / "blocked.json")
     assert blocked.exit_code == 0, blocked.output
     assert not any(x["interleaved"] or x["paired"] for x in doc(tmp_path / "blocked.json")["records"])

@@ -45,12 +45,13 @@ def bench_command(selection: Selection, compilers: CompilerOptions, run: RunOpti
     baselines = timing.baselines or bool(timing.only_baselines)
     hot, repeat, warmup, rotating = timing.hot, timing.repeat, timing.warmup, timing.rotating
     flush_kind = None if hot or rotating else timing.flush
-    interleave = bool(timing.interleave)
+    interleave = baselines if timing.interleave is None else timing.interleave
     problems = ([f"--rotating {rotating}: rotating copies empty the cache for cold samples; "
                  "with --hot the cache is kept warm on purpose, so leave one of them out"]
                 if hot and rotating else [])
-    problems += (["--interleave: rounds pair each kernel with the baselines of its shape; add --baselines "
-                  "(or --baseline NAME), or leave --interleave out"] if interleave and not baselines else [])
+    if timing.interleave and not baselines:
+        problems.append("--interleave: rounds pair each kernel with the baselines of its shape; add "
+                        "--baselines (or --baseline NAME), or leave --interleave out")
     if problems:
         raise WgradError(problems)
     plan = Plan(criterion, hot, repeat, warmup, timing.flush, timing.discard_throttled,

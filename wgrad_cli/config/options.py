@@ -154,7 +154,8 @@ class BenchOptions:
     only_baselines: tuple[str, ...]
     flush: str  # one of FLUSHES
     discard_throttled: bool
-    interleave: bool = False  # each shape's kernels and baselines sampled in alternating rounds
+    # each shape's kernels and baselines sampled in alternating rounds; None: so where baselines are timed
+    interleave: bool | None = None
     rotating: int | None = None  # cold: rotate at least this many copies of the inputs, no flush
     data: str = "random"  # one of DATA_PATTERNS
 
