@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from wgrad_cli.emu.machine import M0, SCALAR_CLASSES, Batch, EmuFault, Op, Run
+from wgrad_cli.emu.machine import M0, Batch, EmuFault, Op, Run
 from wgrad_cli.emu.ops import operands as opd
 
 SRC0, DST = 1, 8
+SCALAR = {"salu", "smem", "branch", "barrier", "other"}  # op classes the mode does not touch
 
 
 def _set_on(inst: Any) -> Run:
@@ -75,7 +76,7 @@ def apply(decoded: list[tuple[int, str, Any]], ops: dict[int, Op]) -> dict[int, 
         elif mnemonic == "s_set_gpr_idx_off":
             enables = None
             out[pc] = Op(pc, op.size, op.name, "salu", lambda b: None)
-        elif enables is not None and op.klass not in SCALAR_CLASSES:  # the mode does not touch scalar ops
+        elif enables is not None and op.klass not in SCALAR:
             if mnemonic == "v_mov_b32_e32":
                 out[pc] = _indexed_move(op, int(inst.vdst.offset) - 256, int(inst.src0.offset), enables)
             else:

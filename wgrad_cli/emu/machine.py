@@ -228,7 +228,7 @@ class Op:
     jumps: bool = False  # sets the PC of the waves it runs itself
 
 
-SCALAR_CLASSES = frozenset({"salu", "smem", "branch", "barrier", "other"})  # op classes VSKIP does not skip
+VECTOR_CLASSES = frozenset({"valu", "mfma", "lds", "vmem"})  # the op classes VSKIP passes over
 SPIN_BRANCHES = 64  # backward branches taken while other live waves wait, before those others run
 LOOP_SEARCH_STEPS = 100_000  # past the deadline: steps to look for the backward branch to name
 
@@ -292,7 +292,7 @@ def execute(batch: Batch, ops: dict[int, Op], describe: Callable[[Op, str], str]
                                     "jumped to an address that is not an "
                                     "instruction of the kernel's code"))
         runs = wm
-        if batch.skipping and op.klass not in SCALAR_CLASSES:
+        if batch.skipping and op.klass in VECTOR_CLASSES:
             runs = wm & ~batch.vskip  # the skipped waves only move past it
             batch.wm, batch.all = runs, False
         n = batch.W if batch.all else int(np.count_nonzero(runs))
