@@ -65,6 +65,21 @@ def _sgpr_name(reg: int) -> str:
             M0: "m0"}.get(reg, f"s{reg}")
 
 
+class Writes:
+    """Per register and wave, the clock of the last write by one kind of instruction and its offset;
+    `seen`: whether any such write happened at all (the checks that start from it wait until then)."""
+
+    def __init__(self, rows: int, w: int) -> None:
+        self.clk = np.full((rows, w), NEVER, np.int64)
+        self.pc = np.zeros((rows, w), np.int64)
+        self.seen = False
+
+    def mark(self, sel: np.ndarray | tuple[np.ndarray, ...], clk: np.ndarray, pc: int) -> None:
+        self.clk[sel] = clk
+        self.pc[sel] = pc
+        self.seen = True
+
+
 class State:
     """What the sanitizer keeps for one batch of waves."""
 
@@ -84,21 +99,15 @@ class State:
         self.init = np.zeros((rows, w), np.uint64)
         self.init[0] = ALL_LANES  # v0: the work-item ids
         self.clk = np.zeros(w, np.int64)
-        self.mfma_clk = np.full((rows, w), NEVER, np.int64)
+        self.mfma = Writes(rows, w)
         self.mfma_pass = np.zeros((rows, w), np.int64)
         self.mfma_first = np.full((rows, w), -1, np.int64)
-        self.mfma_pc = np.zeros((rows, w), np.int64)
-        self.valu_clk = np.full((rows, w), NEVER, np.int64)
-        self.valu_pc = np.zeros((rows, w), np.int64)
-        self.trans_clk = np.full((rows, w), NEVER, np.int64)
-        self.trans_pc = np.zeros((rows, w), np.int64)
-        self.srcc_clk = np.full((rows, w), NEVER, np.int64)
+        self.valu = Writes(rows, w)
+        self.trans = Writes(rows, w)
+        self.srcc = Writes(rows, w)
         self.srcc_pass = np.zeros((rows, w), np.int64)
-        self.srcc_pc = np.zeros((rows, w), np.int64)
-        self.store_clk = np.full((rows, w), NEVER, np.int64)
-        self.store_pc = np.zeros((rows, w), np.int64)
-        self.s_valu_clk = np.full((128, w), NEVER, np.int64)
-        self.s_valu_pc = np.zeros((128, w), np.int64)
+        self.store = Writes(rows, w)
+        self.s_valu = Writes(128, w)
         self.m0_clk = np.full(w, NEVER, np.int64)
         self.m0_pc = np.zeros(w, np.int64)
         self.epoch = np.zeros(w, np.int64)
@@ -115,7 +124,6 @@ class State:
         self.r_tag = np.zeros(n, np.int64)
         self.r_pc = np.zeros(n, np.int32)
         self.current: Plan | None = None
-        self.seen: set[str] = set()  # the kinds of writes a hazard starts from that happened at all
         self.smem_outstanding = False  # whether a wave may have a scalar load not waited for
 
 
@@ -210,7 +218,7 @@ class Sanitizer:
                 self._hazards_write(b, st, p, m, p.writes)
         if p.sreads.size:
             self._scalar_reads(b, st, p, m)
-        if (p.mfma or p.dpp or p.rwlane) and "s_valu" in st.seen:
+        if (p.mfma or p.dpp or p.rwlane) and st.s_valu.seen:
             self._exec_hazard(b, st, p, m)
         if p.counter == VM:  # counted from here: an LDS-DMA load's bytes take its number
             st.vm_issued[m] += 1
@@ -263,41 +271,41 @@ class Sanitizer:
                          f"requires {required}", n)
 
     def _hazards_read(self, b: Batch, st: State, p: Plan, m: np.ndarray, r: np.ndarray) -> None:
-        clk = st.mfma_clk[r]
-        if "mfma" in st.seen and (clk > NEVER).any():
+        clk = st.mfma.clk[r]
+        if st.mfma.seen and (clk > NEVER).any():
             passes = st.mfma_pass[r]
             if p.mfma:
                 srcc = np.isin(r, p.srcc_rows)[:, None]
                 full = st.mfma_first[r] == p.srcc[0]
                 need = np.where(srcc, np.where(full, np.where(passes == 2, 2, 0), passes + 1), passes + 3)
-                self._need(b, st, p, m, r, clk, need, st.mfma_pc[r],
+                self._need(b, st, p, m, r, clk, need, st.mfma.pc[r],
                            "read by it (an MFMA operand) after it was written")
             elif p.valu or p.mem:
-                self._need(b, st, p, m, r, clk, passes + 3, st.mfma_pc[r], "read by it after it was written")
-        if p.mfma and "valu" in st.seen:
-            self._need(b, st, p, m, r, st.valu_clk[r], 2, st.valu_pc[r],
+                self._need(b, st, p, m, r, clk, passes + 3, st.mfma.pc[r], "read by it after it was written")
+        if p.mfma and st.valu.seen:
+            self._need(b, st, p, m, r, st.valu.clk[r], 2, st.valu.pc[r],
                        "read by it (an MFMA operand) after it was written")
-        if p.dpp and "valu" in st.seen:
-            self._need(b, st, p, m, r, np.maximum(st.valu_clk[r], st.mfma_clk[r]), 2, st.valu_pc[r],
+        if p.dpp and st.valu.seen:
+            self._need(b, st, p, m, r, np.maximum(st.valu.clk[r], st.mfma.clk[r]), 2, st.valu.pc[r],
                        "read through DPP after it was written")
-        if p.valu and not p.trans and "trans" in st.seen:
-            self._need(b, st, p, m, r, st.trans_clk[r], 1, st.trans_pc[r], "read by it after it was written")
+        if p.valu and not p.trans and st.trans.seen:
+            self._need(b, st, p, m, r, st.trans.clk[r], 1, st.trans.pc[r], "read by it after it was written")
         # v_readlane, v_readfirstlane: their VGPR source (v_writelane reads none)
-        if p.rwlane and "valu" in st.seen:
-            self._need(b, st, p, m, r, st.valu_clk[r], 1, st.valu_pc[r], "read by it after it was written")
+        if p.rwlane and st.valu.seen:
+            self._need(b, st, p, m, r, st.valu.clk[r], 1, st.valu.pc[r], "read by it after it was written")
 
     def _hazards_write(self, b: Batch, st: State, p: Plan, m: np.ndarray, w: np.ndarray) -> None:
-        clk = st.mfma_clk[w]
-        if "mfma" in st.seen and (clk > NEVER).any():
-            self._need(b, st, p, m, w, clk, st.mfma_pass[w] + 3, st.mfma_pc[w],
+        clk = st.mfma.clk[w]
+        if st.mfma.seen and (clk > NEVER).any():
+            self._need(b, st, p, m, w, clk, st.mfma_pass[w] + 3, st.mfma.pc[w],
                        "overwritten by it after it was written")
-        clk = st.srcc_clk[w]
-        if "srcc" in st.seen and (clk > NEVER).any():
+        clk = st.srcc.clk[w]
+        if st.srcc.seen and (clk > NEVER).any():
             passes = st.srcc_pass[w]
-            self._need(b, st, p, m, w, clk, np.where(passes == 2, 1, passes - 1), st.srcc_pc[w],
+            self._need(b, st, p, m, w, clk, np.where(passes == 2, 1, passes - 1), st.srcc.pc[w],
                        "overwritten by it after being read as SrcC")
-        if p.valu and "store" in st.seen:
-            self._need(b, st, p, m, w, st.store_clk[w], 2, st.store_pc[w],
+        if p.valu and st.store.seen:
+            self._need(b, st, p, m, w, st.store.clk[w], 2, st.store.pc[w],
                        "overwritten by it after being read as data")
 
     def _scalar_reads(self, b: Batch, st: State, p: Plan, m: np.ndarray) -> None:
@@ -312,13 +320,13 @@ class Sanitizer:
                          "lgkmcnt was "
                          f"{int(st.smem_issued[w] - st.smem_done[w] + st.lds_issued[w] - st.lds_done[w])}, "
                          "needed 0 (scalar memory returns out of order)", n)
-        if (p.vmem or p.valu) and "s_valu" in st.seen:
+        if (p.vmem or p.valu) and st.s_valu.seen:
             need = 5 if p.vmem else 2
-            self._need(b, st, p, m, s, st.s_valu_clk[s], need, st.s_valu_pc[s],
+            self._need(b, st, p, m, s, st.s_valu.clk[s], need, st.s_valu.pc[s],
                        "read by it after it was written", True)
         if p.lane_select >= 0:
             sel = np.asarray([p.lane_select])
-            self._need(b, st, p, m, sel, st.s_valu_clk[sel], 4, st.s_valu_pc[sel],
+            self._need(b, st, p, m, sel, st.s_valu.clk[sel], 4, st.s_valu.pc[sel],
                        "read by it as the lane select after it was written", True)
         if p.reads_m0:
             gap = st.clk - st.m0_clk - 1
@@ -332,7 +340,7 @@ class Sanitizer:
     def _exec_hazard(self, b: Batch, st: State, p: Plan, m: np.ndarray) -> None:
         need = 5 if p.dpp else 4
         e = np.asarray([EXEC])
-        self._need(b, st, p, m, e, st.s_valu_clk[e], need, st.s_valu_pc[e], "read by it after it was written",
+        self._need(b, st, p, m, e, st.s_valu.clk[e], need, st.s_valu.pc[e], "read by it after it was written",
                    True)
 
     def _after(self, b: Batch, st: State, p: Plan, m: np.ndarray) -> None:
@@ -368,39 +376,27 @@ class Sanitizer:
                 st.pend_pc[sel] = p.pc
             st.init[sel] |= ALL_LANES if p.mfma else of(self._exec_bits(b))
             if p.mfma:
-                st.seen.add("mfma")
-                st.mfma_clk[sel] = of(st.clk)
+                st.mfma.mark(sel, of(st.clk), p.pc)
                 st.mfma_pass[sel] = p.passes
                 st.mfma_first[sel] = p.dst[0]
-                st.mfma_pc[sel] = p.pc
             elif p.valu:
-                st.seen.add("valu")
-                st.valu_clk[sel] = of(st.clk)
-                st.valu_pc[sel] = p.pc
+                st.valu.mark(sel, of(st.clk), p.pc)
                 if p.trans:
-                    st.seen.add("trans")
-                    st.trans_clk[sel] = of(st.clk)
-                    st.trans_pc[sel] = p.pc
+                    st.trans.mark(sel, of(st.clk), p.pc)
         if p.mfma and p.srcc_rows.size:
             sel, of = at(p.srcc_rows)
-            st.seen.add("srcc")
-            st.srcc_clk[sel] = of(st.clk)
+            st.srcc.mark(sel, of(st.clk), p.pc)
             st.srcc_pass[sel] = p.passes
-            st.srcc_pc[sel] = p.pc
         if p.store_data.size:
             sel, of = at(p.store_data)
-            st.seen.add("store")
-            st.store_clk[sel] = of(st.clk)
-            st.store_pc[sel] = p.pc
+            st.store.mark(sel, of(st.clk), p.pc)
         if p.swrites.size:
             sel, of = at(p.swrites)
             if p.counter == SMEM:
                 st.spend[sel] = of(st.smem_issued)
                 st.spend_pc[sel] = p.pc
             if p.valu:
-                st.seen.add("s_valu")
-                st.s_valu_clk[sel] = of(st.clk)
-                st.s_valu_pc[sel] = p.pc
+                st.s_valu.mark(sel, of(st.clk), p.pc)
             elif M0 in p.swrites:
                 st.m0_clk[m] = st.clk[m]
                 st.m0_pc[m] = p.pc
