@@ -85,7 +85,7 @@ def offset_of(image: bytes, mnemonic: str, nth: int = 0) -> int:
     return [pc for pc, name, _ in disassemble(image) if name == mnemonic][nth]
 
 
-def weakened(source: str, args: list[np.ndarray | int]) -> tuple[bytes, list[str]]:
+def one_wait_short(source: str, args: list[np.ndarray | int]) -> tuple[bytes, list[str]]:
     """`source` with its planted wait (WAIT) as the program needs it has no finding; the image with
     the wait one short, and what the sanitizer finds in it."""
     assert sanitized(compile_hip(source.replace("WAIT", '"0"')), args) == []
@@ -96,7 +96,7 @@ def weakened(source: str, args: list[np.ndarray | int]) -> tuple[bytes, list[str
 def test_a_weakened_wait_is_caught(amd_compiler: Compiler) -> None:
     need(CLANG)
     args: list[np.ndarray | int] = [np.zeros(64, np.uint32), np.arange(256, dtype=np.uint32)]
-    image, found = weakened(WAITS, args)
+    image, found = one_wait_short(WAITS, args)
     add = offset_of(image, "v_add_u32_e32")
     load = offset_of(image, "global_load_dword", 1)
     # the add reads the second load's register, and so does the store of its result after it
@@ -110,7 +110,7 @@ def test_a_weakened_wait_is_caught(amd_compiler: Compiler) -> None:
 def test_a_scalar_load_needs_lgkmcnt_0(amd_compiler: Compiler) -> None:
     need(CLANG)
     args: list[np.ndarray | int] = [np.zeros(64, np.uint32), np.arange(64, dtype=np.uint32)]
-    image, found = weakened(SCALAR, args)
+    image, found = one_wait_short(SCALAR, args)
     add, load = offset_of(image, "s_add_u32"), offset_of(image, "s_load_dword")
     assert found[0].startswith("waits: workgroup 0, wave 0: s_add_u32") and f"at {add:#x}: s" in found[0], \
         found
